@@ -1,0 +1,539 @@
+"""The mitmproxy addon: the thin edge between mitmproxy's hooks and semula's pure core.
+
+Hooks run in mitmproxy's asyncio loop. Matching on the hit path is a dictionary lookup;
+everything that touches DuckDB runs on one store thread (`run_in_executor`), and the call
+log is written by a background thread. Whatever goes wrong with the store, the addon
+fails open: it logs why and treats the call as a miss (auto/record: upstream; replay: the
+clear error) — never a 5xx of its own making, never a dead proxy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hashlib
+import logging
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mitmproxy import command, ctx, exceptions, http
+from mitmproxy.net.encoding import decode
+
+from semula.admin import AdminServer
+from semula.bypass import NO_CACHE_HEADER, no_cache_header
+from semula.cache import Cache
+from semula.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
+from semula.decision import Bypass, Decision, decide
+from semula.explain import miss_message
+from semula.logschema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION
+from semula.modes import Mode
+from semula.normalise import scrub_volatile
+from semula.operations import run_operation
+from semula.parquetlog import ParquetLog
+from semula.providers import DEFAULT_PROVIDER_HOSTS, adapter_for, host_matches
+from semula.providers.base import Adapter, AdapterError, RawRequest, Usage
+from semula.redact import clean_headers, redact_bytes, redact_text
+from semula.settings import DEFAULT_PROJECT, AddonSettings, ProjectSettings, SettingsError, validate_project
+from semula.sse import split_frames
+from semula.store import NewEntry, Store, StoreError
+
+log = logging.getLogger("semula")
+
+PROJECT_HEADER = "x-semula-project"
+REPLAY_REFUSAL_STATUS = 404  # a 4xx that SDKs do not retry (not 408/409/429)
+STORE_RETRY_SECONDS = 5.0
+KEY_HEADERS = ("authorization", "x-api-key", "api-key", "x-goog-api-key")
+
+
+@dataclass
+class FlowState:
+    """What the addon knows about one intercepted provider call, between hooks."""
+
+    host: str
+    project: str
+    no_cache: bool
+    adapter: Adapter | None = None
+    canonical: CanonicalRequest | None = None
+    settings: ProjectSettings = field(default_factory=ProjectSettings)
+    request_fp: str | None = None
+    normalised_fp: str | None = None
+    decision: Decision | None = None
+    decision_ms: float | None = None
+    upstream_started: float | None = None
+    streamed: bool = False
+    chunks: list[bytes] = field(default_factory=list)
+    recorded_upstream_ms: float | None = None
+    recorded_usage: Usage = field(default_factory=Usage)
+    error: str | None = None
+    path: str = ""
+
+
+def proxy_user(header_value: str | None) -> str | None:
+    """The user name of a Basic Proxy-Authorization header (no password needed)."""
+    if not header_value or not header_value.lower().startswith("basic "):
+        return None
+    try:
+        decoded = base64.b64decode(header_value[6:].strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    user = decoded.split(":", 1)[0]
+    return user or None
+
+
+def api_key_hash(raw: RawRequest) -> str | None:
+    for name in KEY_HEADERS:
+        if value := raw.headers.get(name):
+            return hashlib.sha256(value.removeprefix("Bearer ").encode()).hexdigest()[:12]
+    for name, value in raw.query:
+        if name == "key":
+            return hashlib.sha256(value.encode()).hexdigest()[:12]
+    return None
+
+
+class SemulaAddon:
+    def __init__(self) -> None:
+        self.settings = AddonSettings(hosts=DEFAULT_PROVIDER_HOSTS)
+        self.mode = Mode.AUTO
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="semula-store")
+        self.cache: Cache | None = None
+        self.store_problem: str | None = "the store is not open yet"
+        self._next_store_attempt = 0.0
+        self.calls: ParquetLog | None = None
+        self.admin: AdminServer | None = None
+        self.conn_projects: dict[str, str] = {}
+        self.flows: dict[str, FlowState] = {}
+        self.is_running = False
+
+    # --- options ---------------------------------------------------------------------------
+
+    def load(self, loader: Any) -> None:
+        loader.add_option("semula_mode", str, "auto", "semula mode: auto | replay | record | passthrough")
+        loader.add_option(
+            "semula_data_dir", str, os.environ.get("SEMULA_DATA_DIR", ".semula"),
+            "semula data dir: DuckDB store, Parquet call log, admin.json",
+        )
+        loader.add_option("semula_project", str, DEFAULT_PROJECT, "semula default project (namespace)")
+        loader.add_option(
+            "semula_hosts", Sequence[str], list(DEFAULT_PROVIDER_HOSTS),
+            "provider hosts semula intercepts (exact names or *.suffix)",
+        )
+        loader.add_option("semula_record_errors", bool, False, "also record 4xx/5xx answers (default: only complete 2xx)")
+        loader.add_option("semula_namespace_by_key", bool, False, "add a hash of the API key to the project namespace")
+        loader.add_option("semula_admin", bool, True, "serve the admin endpoint used by the semula CLI")
+
+    def configure(self, updated: set[str]) -> None:
+        if not any(name.startswith("semula_") for name in updated):
+            return
+        options = ctx.options
+        try:
+            mode = Mode.parse(options.semula_mode)
+            validate_project(options.semula_project)
+        except (ValueError, SettingsError) as e:
+            raise exceptions.OptionsError(f"semula: {e}") from None
+        data_dir = str(Path(options.semula_data_dir).expanduser().resolve())
+        old_dir = self.settings.data_dir
+        self.mode = mode
+        self.settings = AddonSettings(
+            mode=mode.value, data_dir=data_dir, default_project=options.semula_project,
+            hosts=tuple(options.semula_hosts), record_errors=options.semula_record_errors,
+            namespace_by_key=options.semula_namespace_by_key, admin=options.semula_admin,
+        )
+        if self.is_running and data_dir != old_dir:
+            log.warning("semula: data dir changed to %s; restart the proxy to move the store and logs", data_dir)
+
+    # --- life cycle ------------------------------------------------------------------------
+
+    async def running(self) -> None:
+        data_dir = Path(self.settings.data_dir)
+        await self._ensure_store(force=True)
+        self.calls = ParquetLog(data_dir / "calls", CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION)
+        listen = self._listen_address()
+        if self.settings.admin:
+            try:
+                self.admin = AdminServer(data_dir, self._admin_dispatch, {
+                    "proxy": listen, "mode": self.mode.value, "data_dir": str(data_dir),
+                    "project": self.settings.default_project,
+                })
+            except OSError as e:
+                log.warning("semula: admin endpoint not started (%s); CLI commands cannot reach this proxy", e)
+        self.is_running = True
+        confdir = Path(os.path.expanduser(ctx.options.confdir))
+        store_note = "" if self.cache else f" · store unavailable: {self.store_problem}"
+        print(
+            f"semula ready: {listen} · mode {self.mode.value} · data dir {data_dir} · "
+            f"CA {confdir / 'mitmproxy-ca-cert.pem'}{store_note}",
+            flush=True,
+        )
+
+    def _listen_address(self) -> str:
+        try:
+            addrs = ctx.master.addons.get("proxyserver").listen_addrs()
+            host, port = addrs[0][0], addrs[0][1]
+        except Exception:
+            host, port = ctx.options.listen_host or "127.0.0.1", ctx.options.listen_port or 8080
+        if host in ("", "0.0.0.0", "::"):
+            host = "127.0.0.1"
+        return f"http://{host}:{port}"
+
+    def done(self) -> None:
+        if self.admin:
+            self.admin.close()
+            self.admin = None
+        if self.calls:
+            self.calls.close()
+            self.calls = None
+        cache, self.cache = self.cache, None
+        if cache:
+            self.executor.submit(cache.store.close).result(timeout=30)
+        self.executor.shutdown(wait=True)
+
+    async def _ensure_store(self, force: bool = False) -> None:
+        """Open the store if it is not open; after a failure, retry at most every few seconds."""
+        if self.cache is not None or (not force and time.monotonic() < self._next_store_attempt):
+            return
+        self._next_store_attempt = time.monotonic() + STORE_RETRY_SECONDS
+        loop = asyncio.get_running_loop()
+        try:
+            self.cache = await loop.run_in_executor(self.executor, self._open_cache)
+            self.store_problem = None
+        except Exception as e:
+            if self.store_problem != str(e):
+                log.warning(
+                    "semula: store unavailable: %s — calls are forwarded unrecorded in auto/record mode "
+                    "and refused in replay mode; retrying every %.0f s", e, STORE_RETRY_SECONDS,
+                )
+            self.store_problem = str(e)
+
+    def _open_cache(self) -> Cache:
+        return Cache(Store.open(self.settings.data_dir))
+
+    def _store_failed(self, e: Exception) -> None:
+        """A store call failed mid-flight: drop the handle so the next call reopens it."""
+        self.store_problem = str(e)
+        log.warning("semula: store error: %s (failing open)", e)
+        cache, self.cache = self.cache, None
+        if cache:
+            self.executor.submit(cache.store.close)
+
+    def _admin_dispatch(self, method: str, params: dict[str, Any]) -> Any:
+        def run() -> Any:
+            if self.cache is None:
+                try:
+                    self.cache = self._open_cache()
+                    self.store_problem = None
+                except Exception as e:
+                    raise StoreError(f"the proxy cannot open its store: {e}") from e
+            return run_operation(self.cache, method, params)
+
+        return self.executor.submit(run).result(timeout=600)
+
+    # --- hooks -----------------------------------------------------------------------------
+
+    def http_connect(self, flow: http.HTTPFlow) -> None:
+        # Only the CONNECT carries Proxy-Authorization; its user name names the project of
+        # every flow on this client connection. mitmproxy's proxyauth stays off (it would 407).
+        if user := proxy_user(flow.request.headers.get("proxy-authorization")):
+            self.conn_projects[flow.client_conn.id] = user
+
+    def client_disconnected(self, client: Any) -> None:
+        self.conn_projects.pop(client.id, None)
+
+    def requestheaders(self, flow: http.HTTPFlow) -> None:
+        # The host the client asked for, noted before map_remote rewrites the URL.
+        host = flow.request.pretty_host.lower()
+        if not host_matches(host, self.settings.hosts):
+            return
+        headers = flow.request.headers
+        user = proxy_user(headers.get("proxy-authorization"))  # plain-HTTP proxying sends it per request
+        header_project = headers.get(PROJECT_HEADER)
+        no_cache = NO_CACHE_HEADER in headers
+        for name in ("proxy-authorization", PROJECT_HEADER, NO_CACHE_HEADER):
+            if name in headers:
+                del headers[name]
+        project = self.conn_projects.get(flow.client_conn.id) or user or header_project or self.settings.default_project
+        self.flows[flow.id] = FlowState(host=host, project=project, no_cache=no_cache, path=flow.request.path.split("?", 1)[0])
+
+    async def request(self, flow: http.HTTPFlow) -> None:
+        state = self.flows.get(flow.id)
+        if state is None or flow.response is not None:
+            return
+        started = time.perf_counter()
+        try:
+            decision = await self._decide(flow, state)
+        except Exception as e:  # a bug of ours must not take the call down with it
+            log.exception("semula: internal error while deciding; forwarding the call")
+            state.error = f"internal error: {e}"
+            decision = Decision("error", "refuse" if self.mode is Mode.REPLAY else "forward", reason=state.error)
+        state.decision = decision
+        if decision.action == "serve":
+            served = await self._serve(flow, state, decision)
+            if not served:
+                decision = state.decision = decide(self.mode, None, None, self.store_problem if self.cache is None else None)
+        if state.decision.action == "refuse":
+            await self._refuse(flow, state)
+        state.decision_ms = (time.perf_counter() - started) * 1000
+        if state.decision.action == "forward":
+            state.upstream_started = time.perf_counter()
+        else:
+            self._finish(flow, state)
+
+    async def _decide(self, flow: http.HTTPFlow, state: FlowState) -> Decision:
+        request = flow.request
+        raw = RawRequest(
+            method=request.method.upper(),
+            host=state.host,
+            path=state.path,
+            query=tuple((k, v) for k, v in request.query.fields),
+            headers={k.lower(): v for k, v in request.headers.items()},
+            body=request.get_content(strict=False) or b"",
+        )
+        adapter = state.adapter = adapter_for(raw.host, raw.path)
+        bypass: Bypass | None = no_cache_header({NO_CACHE_HEADER: "1"}) if state.no_cache else None
+        try:
+            validate_project(state.project)
+        except SettingsError as e:
+            bypass = bypass or Bypass("invalid_project", str(e))
+        if self.settings.namespace_by_key and (key_hash := api_key_hash(raw)):
+            state.project = f"{state.project}.k{key_hash}"
+        if bypass is None and self.mode is not Mode.PASSTHROUGH:
+            try:
+                state.canonical = self._canonicalise(adapter, raw)
+            except AdapterError as e:
+                bypass = Bypass("unparsable_body", f"cannot match this request: {e}")
+        if self.mode is Mode.PASSTHROUGH:
+            return decide(self.mode, None)
+        await self._ensure_store()
+        cache = self.cache
+        match = None
+        if state.canonical is not None:
+            state.settings = cache.settings_for(state.project) if cache else ProjectSettings()
+            state.request_fp = request_fingerprint(state.canonical)
+            if state.canonical.parsed:
+                state.normalised_fp = normalised_fingerprint(state.canonical, *state.settings.fingerprint_inputs)
+            if cache is not None and bypass is None:
+                match = cache.match(state.project, state.request_fp, state.normalised_fp)
+        return decide(self.mode, match, bypass, None if cache is not None else self.store_problem)
+
+    @staticmethod
+    def _canonicalise(adapter: Adapter, raw: RawRequest) -> CanonicalRequest:
+        if not raw.body and raw.method in ("GET", "HEAD", "DELETE"):
+            # e.g. GET /v1/models: replayable by the exact tier, nothing to normalise
+            return CanonicalRequest(
+                provider=adapter.name, method=raw.method, endpoint=raw.path,
+                query=tuple(sorted((k, v) for k, v in raw.query if k not in ("key",))),
+                headers=(), model=None, system=None, messages=(), tools=(), params={},
+                stream=False, body=None, parsed=False,
+            )
+        return adapter.canonicalise(raw)
+
+    async def _serve(self, flow: http.HTTPFlow, state: FlowState, decision: Decision) -> bool:
+        cache = self.cache
+        assert cache is not None and decision.entry_id is not None
+        entry = cache.cached_entry(decision.entry_id)
+        if entry is None:
+            try:
+                entry = await asyncio.get_running_loop().run_in_executor(self.executor, cache.entry, decision.entry_id)
+            except Exception as e:
+                self._store_failed(e)
+                return False
+        if entry is None:
+            return False
+        state.recorded_upstream_ms = entry.upstream_ms
+        state.recorded_usage = Usage(entry.prompt_tokens, entry.completion_tokens)
+        state.streamed = entry.streamed
+        headers = [(k.encode(), v.encode()) for k, v in entry.headers]
+        headers += [(k.encode(), v.encode()) for k, v in self._semula_headers(decision).items()]
+        flow.response = http.Response.make(entry.status, entry.body, http.Headers(headers))
+        flow.marked = ":green_circle:"
+        return True
+
+    async def _refuse(self, flow: http.HTTPFlow, state: FlowState) -> None:
+        decision = state.decision
+        assert decision is not None
+        problem = None
+        if decision.decision == "bypass":
+            problem = f"{decision.bypass_reason}, and replay mode never reaches the network"
+        elif decision.decision == "error":
+            problem = decision.reason
+        nearest, others = [], []
+        cache = self.cache
+        if cache is not None and state.canonical is not None and decision.decision == "miss":
+            try:
+                nearest = await asyncio.get_running_loop().run_in_executor(
+                    self.executor, cache.nearest, state.project, state.canonical)
+            except Exception as e:
+                log.warning("semula: could not rank the nearest recordings: %s", e)
+            if state.request_fp:
+                others = sorted(cache.projects_with(state.request_fp) - {state.project})
+        message = redact_text(miss_message(state.project, self.mode.value, nearest, others, problem))
+        adapter = state.adapter or adapter_for(state.host, state.path)
+        body = adapter.error_body(REPLAY_REFUSAL_STATUS, message)
+        headers = {"content-type": "application/json", **self._semula_headers(decision)}
+        flow.response = http.Response.make(REPLAY_REFUSAL_STATUS, body, headers)
+        flow.marked = ":red_circle:"
+        state.error = message
+
+    @staticmethod
+    def _semula_headers(decision: Decision, entry_id: int | None = None) -> dict[str, str]:
+        entry = decision.entry_id if decision.entry_id is not None else entry_id
+        return {
+            "x-semula-decision": decision.decision,
+            "x-semula-tier": decision.tier,
+            "x-semula-score": "" if decision.score is None else f"{decision.score:.3f}",
+            "x-semula-entry": "" if entry is None else str(entry),
+        }
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        state = self.flows.get(flow.id)
+        if state is None or state.decision is None or flow.response is None:
+            return
+        # Headers set in `response` no longer reach a streamed client: set them here.
+        flow.response.headers.update(self._semula_headers(state.decision))
+        if flow.response.headers.get("content-type", "").startswith("text/event-stream"):
+            state.streamed = True
+            chunks = state.chunks
+
+            def capture(chunk: bytes) -> bytes:
+                if chunk:
+                    chunks.append(chunk)
+                return chunk
+
+            flow.response.stream = capture
+
+    async def response(self, flow: http.HTTPFlow) -> None:
+        state = self.flows.get(flow.id)
+        if state is None or state.decision is None or state.decision.action != "forward" or flow.response is None:
+            return
+        self.flows.pop(flow.id, None)
+        response = flow.response
+        upstream_ms = (time.perf_counter() - state.upstream_started) * 1000 if state.upstream_started else None
+        if state.streamed:
+            raw = b"".join(state.chunks)
+            try:
+                body = decode(raw, response.headers.get("content-encoding", "identity")) or b""
+            except ValueError:
+                body = raw
+        else:
+            body = response.get_content(strict=False) or b""
+        adapter = state.adapter or adapter_for(state.host, state.path)
+        frames = split_frames(body) if state.streamed else []
+        usage = adapter.usage_from_frames(frames) if state.streamed else adapter.usage_from_body(body)
+        entry_id = None
+        recorded = False
+        if state.decision.record and state.canonical is not None:
+            why_not = self._unrecordable(adapter, response.status_code, state.streamed, frames)
+            if why_not:
+                state.error = why_not
+            else:
+                entry_id = await self._record(state, response, body, usage, upstream_ms)
+                recorded = entry_id is not None
+        self._finish(flow, state, upstream_ms=upstream_ms, usage=usage, entry_id=entry_id, recorded=recorded)
+
+    def _unrecordable(self, adapter: Adapter, status: int, streamed: bool, frames: list[bytes]) -> str | None:
+        if not (200 <= status < 300) and not self.settings.record_errors:
+            return f"not recorded: upstream answered {status} (only complete 2xx answers are recorded)"
+        if streamed and not adapter.stream_complete(frames):
+            return "not recorded: the stream ended without its terminal event"
+        return None
+
+    async def _record(self, state: FlowState, response: http.Response, body: bytes, usage: Usage,
+                      upstream_ms: float | None) -> int | None:
+        canonical = state.canonical
+        assert canonical is not None and state.request_fp is not None
+        cache = self.cache
+        if cache is None:
+            state.error = f"not recorded: store unavailable ({self.store_problem})"
+            return None
+        new = NewEntry(
+            project=state.project, provider=canonical.provider, host=state.host, method=canonical.method,
+            endpoint=canonical.endpoint, model=canonical.model, request_fp=state.request_fp,
+            normalised_fp=state.normalised_fp or state.request_fp, canonical=canonical.to_json(),
+            last_text=redact_text(scrub_volatile(canonical.last_text(), state.settings.scrub_patterns)),
+            status=response.status_code, headers=clean_headers(response.headers.items()),
+            body=redact_bytes(body), streamed=state.streamed, prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens, upstream_ms=upstream_ms,
+        )
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self.executor, cache.record, new)
+        except Exception as e:
+            self._store_failed(e)
+            state.error = f"not recorded: {e}"
+            return None
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        state = self.flows.pop(flow.id, None)
+        if state is None or state.decision is None:
+            return
+        state.error = redact_text(str(flow.error)) if flow.error else "connection error"
+        upstream_ms = (time.perf_counter() - state.upstream_started) * 1000 if state.upstream_started else None
+        self._finish(flow, state, upstream_ms=upstream_ms)
+
+    # --- the call log ----------------------------------------------------------------------
+
+    def _finish(self, flow: http.HTTPFlow, state: FlowState, upstream_ms: float | None = None,
+                usage: Usage | None = None, entry_id: int | None = None, recorded: bool = False) -> None:
+        self.flows.pop(flow.id, None)
+        decision = state.decision
+        assert decision is not None
+        entry = decision.entry_id if decision.entry_id is not None else entry_id
+        status = flow.response.status_code if flow.response is not None else None
+        canonical = state.canonical
+        row = {
+            "project": state.project, "provider": canonical.provider if canonical else (state.adapter.name if state.adapter else None),
+            "host": state.host, "method": flow.request.method, "path": state.path,
+            "model": canonical.model if canonical else None, "mode": self.mode.value,
+            "decision": decision.decision, "tier": decision.tier, "score": decision.score, "entry_id": entry,
+            "bypass_reason": decision.bypass_reason, "streamed": state.streamed, "status": status,
+            "decision_ms": state.decision_ms, "upstream_ms": upstream_ms,
+            "recorded_upstream_ms": state.recorded_upstream_ms if decision.action == "serve" else None,
+            "recorded_prompt_tokens": state.recorded_usage.prompt_tokens if decision.action == "serve" else None,
+            "recorded_completion_tokens": state.recorded_usage.completion_tokens if decision.action == "serve" else None,
+            "request_fp": state.request_fp, "normalised_fp": state.normalised_fp,
+            "prompt_tokens": usage.prompt_tokens if usage else None,
+            "completion_tokens": usage.completion_tokens if usage else None,
+            "recorded": recorded, "error": state.error,
+        }
+        if self.calls is not None:
+            self.calls.append(row)
+        flow.comment = self._comment(decision, entry, state)
+        took = f"{state.decision_ms:.1f} ms" if state.decision_ms is not None else "-"
+        entry_text = f" #{entry}" if entry is not None else ""
+        tier = f" {decision.tier}" if decision.tier != "none" else ""
+        extra = f" ({decision.bypass_reason})" if decision.bypass_reason else ""
+        if recorded:
+            extra += " · recorded"
+        elif state.error and decision.action != "refuse":
+            extra += f" · {state.error}"
+        print(
+            f"semula: {state.project} {row['provider']} {flow.request.method} {state.host}{state.path} → "
+            f"{decision.decision}{tier}{entry_text}{extra} · {status if status is not None else 'no response'} · {took}",
+            flush=True,
+        )
+
+    @staticmethod
+    def _comment(decision: Decision, entry: int | None, state: FlowState) -> str:
+        parts = [f"semula {decision.decision}", f"tier {decision.tier}"]
+        if decision.score is not None:
+            parts.append(f"score {decision.score:.3f}")
+        if entry is not None:
+            parts.append(f"entry #{entry}")
+        parts.append(f"project {state.project}")
+        if decision.bypass_reason:
+            parts.append(f"bypass: {decision.bypass_reason}")
+        if state.error:
+            parts.append(state.error[:300])
+        return " · ".join(parts)
+
+    # --- commands (mitmweb / console) ------------------------------------------------------
+
+    @command.command("semula.status")
+    def status(self) -> str:
+        """Mode, data dir and store state of the semula addon."""
+        store = "open" if self.cache else f"unavailable: {self.store_problem}"
+        return f"mode {self.mode.value} · data dir {self.settings.data_dir} · store {store}"

@@ -1,0 +1,51 @@
+"""Bypass rules: a small, named list. Each returns None or a `Bypass` with its reason.
+
+Scope "all" skips the cache entirely (the call goes upstream and is not recorded). Scope
+"fuzzy" only skips the near-match tiers (lexical, embedding): exact, normalised and alias
+still serve, because exact replay of recorded tests is this tool's purpose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from semula.canonical import CanonicalRequest
+from semula.decision import Bypass
+from semula.settings import ProjectSettings
+
+NO_CACHE_HEADER = "x-semula-no-cache"
+
+
+def no_cache_header(headers: Mapping[str, str]) -> Bypass | None:
+    if NO_CACHE_HEADER in headers:
+        return Bypass("no_cache_header", f"header {NO_CACHE_HEADER}")
+    return None
+
+
+def temperature_above(request: CanonicalRequest, settings: ProjectSettings) -> Bypass | None:
+    params = request.params or {}
+    temperature = params.get("temperature")
+    if temperature is None and isinstance(params.get("generationConfig"), dict):
+        temperature = params["generationConfig"].get("temperature")
+    if isinstance(temperature, (int, float)) and temperature > settings.bypass_temperature:
+        return Bypass("temperature_above", f"temperature {temperature:g} > {settings.bypass_temperature:g}", "fuzzy")
+    return None
+
+
+def tools_present(request: CanonicalRequest, settings: ProjectSettings) -> Bypass | None:
+    if settings.bypass_tools and request.tools:
+        return Bypass("tools_present", "request offers tools and bypass_tools is on", "fuzzy")
+    return None
+
+
+FUZZY_RULES: tuple[Callable[[CanonicalRequest, ProjectSettings], Bypass | None], ...] = (
+    temperature_above,
+    tools_present,
+)
+
+
+def fuzzy_bypass(request: CanonicalRequest, settings: ProjectSettings) -> Bypass | None:
+    for rule in FUZZY_RULES:
+        if (found := rule(request, settings)) is not None:
+            return found
+    return None

@@ -1,0 +1,259 @@
+"""The provider-neutral request and the fingerprints the cache looks up.
+
+Provider adapters turn OpenAI, Anthropic and Gemini bodies into one
+:class:`CanonicalRequest`; every matching tier then works on that value. The
+exact fingerprint hashes the (redacted) body so that only byte-insignificant
+differences (key order, whitespace, never-matters fields) are ignored. The
+normalised fingerprint hashes normalised, scrubbed text instead, so requests
+that differ only in form share it. The context fingerprint and shape
+signature leave out the last user text for the near-match tiers, which
+compare that text separately.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from semula.normalise import normalise_text, scrub_volatile
+
+__all__ = [
+    "FINGERPRINT_VERSION",
+    "NEVER_MATTERS",
+    "CanonicalRequest",
+    "Message",
+    "canonical_json",
+    "context_fingerprint",
+    "normalised_fingerprint",
+    "request_fingerprint",
+    "shape_signature",
+]
+
+FINGERPRINT_VERSION = "fp1"
+
+# Top-level body fields that never change the answer. They are left out of
+# every fingerprint, of params and of the stored body.
+NEVER_MATTERS: frozenset[str] = frozenset(
+    {
+        "user",  # OpenAI: end-user id for abuse monitoring
+        "metadata",  # OpenAI/Anthropic: caller's tags (Anthropic's user_id); not sent to the model
+        "safety_identifier",  # OpenAI: successor of `user`
+        "prompt_cache_key",  # OpenAI: routing hint for prompt caching
+        "prompt_cache_retention",  # OpenAI: how long the provider keeps the prompt cache
+        "store",  # OpenAI: whether the provider keeps the completion for later retrieval
+        "labels",  # Gemini (Vertex): billing labels
+    }
+)
+
+
+def canonical_json(value: Any) -> str:
+    """Serialise ``value`` in the one form every fingerprint hashes.
+
+    This is a contract: sorted keys, compact separators, no ASCII escaping.
+    Changing it changes every fingerprint, so bump ``FINGERPRINT_VERSION``
+    (and the ``nfp``/``cfp`` prefixes) if it ever has to change.
+    """
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _sha256(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Message:
+    """One turn: its role, its text parts joined by newlines, and other parts."""
+
+    role: str
+    text: str
+    parts: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class CanonicalRequest:
+    """A provider request reduced to what can change the answer."""
+
+    provider: str
+    method: str
+    endpoint: str
+    query: tuple[tuple[str, str], ...]
+    headers: tuple[tuple[str, str], ...]
+    model: str | None
+    system: str | None
+    messages: tuple[Message, ...]
+    tools: tuple[Any, ...]
+    params: Mapping[str, Any]
+    stream: bool
+    body: Any
+    parsed: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON for storage; :meth:`from_json` reverses it exactly."""
+        return {
+            "provider": self.provider,
+            "method": self.method,
+            "endpoint": self.endpoint,
+            "query": [list(p) for p in self.query],
+            "headers": [list(h) for h in self.headers],
+            "model": self.model,
+            "system": self.system,
+            "messages": [{"role": m.role, "text": m.text, "parts": list(m.parts)} for m in self.messages],
+            "tools": list(self.tools),
+            "params": dict(self.params),
+            "stream": self.stream,
+            "body": self.body,
+            "parsed": self.parsed,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> CanonicalRequest:
+        return cls(
+            provider=d["provider"],
+            method=d["method"],
+            endpoint=d["endpoint"],
+            query=tuple((k, v) for k, v in d["query"]),
+            headers=tuple((k, v) for k, v in d["headers"]),
+            model=d["model"],
+            system=d["system"],
+            messages=tuple(
+                Message(role=m["role"], text=m["text"], parts=tuple(m.get("parts", ()))) for m in d["messages"]
+            ),
+            tools=tuple(d["tools"]),
+            params=dict(d["params"]),
+            stream=bool(d["stream"]),
+            body=d["body"],
+            parsed=bool(d.get("parsed", True)),
+        )
+
+    def last_text(self) -> str:
+        """Text of the last message that has text ('' if none)."""
+        for m in reversed(self.messages):
+            if m.text:
+                return m.text
+        return ""
+
+    def last_user_text(self) -> str:
+        """Text of the last user message that has text ('' if none)."""
+        index = _last_user_index(self.messages)
+        return self.messages[index].text if index is not None else ""
+
+
+def _last_user_index(messages: Sequence[Message]) -> int | None:
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role == "user" and messages[i].text:
+            return i
+    return None
+
+
+def request_fingerprint(c: CanonicalRequest) -> str:
+    """The exact tier's key: the redacted body and the request line, key order aside."""
+    return f"{FINGERPRINT_VERSION}:" + _sha256(
+        {
+            "method": c.method,
+            "provider": c.provider,
+            "endpoint": c.endpoint,
+            "query": [list(p) for p in c.query],
+            "headers": [list(h) for h in c.headers],
+            "body": c.body,
+        }
+    )
+
+
+def _norm(text: str | None, scrub_patterns: Sequence[str]) -> str | None:
+    if text is None:
+        return None
+    return normalise_text(scrub_volatile(text, scrub_patterns))
+
+
+def _norm_strings(value: Any, scrub_patterns: Sequence[str]) -> Any:
+    """Normalise every string value (not key) in a part: tool arguments, results."""
+    if isinstance(value, str):
+        return _norm(value, scrub_patterns)
+    if isinstance(value, dict):
+        return {k: _norm_strings(v, scrub_patterns) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_norm_strings(v, scrub_patterns) for v in value]
+    return value
+
+
+def _params(c: CanonicalRequest, ignore_params: Sequence[str]) -> dict[str, Any]:
+    if not ignore_params:
+        return dict(c.params)
+    ignored = set(ignore_params)
+    return {k: v for k, v in c.params.items() if k not in ignored}
+
+
+def _tail(messages: tuple[Message, ...], tail_n: int | None) -> tuple[int, tuple[Message, ...]]:
+    """The last ``tail_n`` messages and the index of the first of them."""
+    if tail_n is None:
+        return 0, messages
+    start = max(len(messages) - max(tail_n, 0), 0)
+    return start, messages[start:]
+
+
+def _normalised_view(
+    c: CanonicalRequest,
+    scrub_patterns: Sequence[str],
+    ignore_params: Sequence[str],
+    drop_last_user_text: bool,
+    tail_n: int | None,
+) -> dict[str, Any]:
+    dropped = _last_user_index(c.messages) if drop_last_user_text else None
+    start, kept = _tail(c.messages, tail_n)
+    messages = []
+    for offset, m in enumerate(kept):
+        text = None if start + offset == dropped else _norm(m.text, scrub_patterns)
+        messages.append({"role": m.role, "text": text, "parts": _norm_strings(m.parts, scrub_patterns)})
+    return {
+        "method": c.method,
+        "provider": c.provider,
+        "endpoint": c.endpoint,
+        "query": [list(p) for p in c.query],
+        "headers": [list(h) for h in c.headers],
+        "model": c.model,
+        "system": _norm(c.system, scrub_patterns),
+        "messages": messages,
+        "tools": list(c.tools),
+        "params": _params(c, ignore_params),
+        "stream": c.stream,
+        "parsed": c.parsed,
+        # A request no adapter understood has no messages to normalise; its
+        # body is the only thing that tells two such requests apart.
+        "body": None if c.parsed else c.body,
+    }
+
+
+def normalised_fingerprint(
+    c: CanonicalRequest, scrub_patterns: Sequence[str] = (), ignore_params: Sequence[str] = ()
+) -> str:
+    """The normalised tier's key: texts normalised and scrubbed, params minus ``ignore_params``."""
+    return "nfp1:" + _sha256(_normalised_view(c, scrub_patterns, ignore_params, False, None))
+
+
+def context_fingerprint(
+    c: CanonicalRequest,
+    scrub_patterns: Sequence[str] = (),
+    ignore_params: Sequence[str] = (),
+    tail_n: int | None = None,
+) -> str:
+    """Everything the normalised fingerprint covers except the last user text.
+
+    The near-match tiers compare that text by score and require the rest of
+    the request to be the same; ``tail_n`` limits the history that counts.
+    """
+    return "cfp1:" + _sha256(_normalised_view(c, scrub_patterns, ignore_params, True, tail_n))
+
+
+def shape_signature(c: CanonicalRequest, tail_n: int | None = None) -> tuple[Any, ...]:
+    """(roles in order, tools, params, model, endpoint): what a near match must share."""
+    _, kept = _tail(c.messages, tail_n)
+    return (
+        tuple(m.role for m in kept),
+        canonical_json(list(c.tools)),
+        canonical_json(dict(c.params)),
+        c.model,
+        c.endpoint,
+    )

@@ -1,0 +1,25 @@
+"""The `semula` command line: one small module per topic, gathered in one click group."""
+
+from __future__ import annotations
+
+import click
+
+from semula.cli.proxy_cmd import env, exec_command, proxy
+from semula.cli.store_cmds import config, entries, stats
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="semula")
+def main() -> None:
+    """semula — record and replay LLM API calls through mitmproxy."""
+
+
+for command in (proxy, env, exec_command, entries, config, stats):
+    main.add_command(command)
+
+try:  # the report needs the `analysis` extra; without it the other commands still work
+    from semula.cli.report_cmd import report
+
+    main.add_command(report)
+except ImportError:  # pragma: no cover
+    pass

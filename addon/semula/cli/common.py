@@ -1,0 +1,71 @@
+"""Options and helpers shared by the CLI's command modules."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from semula.admin import AdminError, NoProxy, call, dumps
+from semula.store import StoreError
+
+console = Console()
+
+
+def default_data_dir() -> str:
+    return os.environ.get("SEMULA_DATA_DIR", ".semula")
+
+
+data_dir_option = click.option(
+    "--data-dir", type=click.Path(file_okay=False, path_type=Path), default=default_data_dir,
+    show_default="./.semula or $SEMULA_DATA_DIR", help="semula's data dir (store, logs, admin.json)",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
+
+
+def run_store_operation(data_dir: Path, method: str, params: dict[str, Any]) -> Any:
+    """Through the running proxy's admin endpoint, or — when no proxy holds the store — directly."""
+    try:
+        return call(data_dir, method, params)
+    except NoProxy:
+        pass
+    except AdminError as e:
+        raise click.ClickException(str(e)) from None
+    from semula.cache import Cache
+    from semula.operations import run_operation
+    from semula.store import Store
+
+    try:
+        store = Store.open(data_dir)
+    except StoreError as e:
+        raise click.ClickException(str(e)) from None
+    try:
+        return json.loads(dumps(run_operation(Cache(store), method, params)))
+    except (StoreError, ValueError, KeyError) as e:
+        raise click.ClickException(str(e)) from None
+    finally:
+        store.close()
+
+
+def print_json(value: Any) -> None:
+    click.echo(dumps(value).decode())
+
+
+def print_table(title: str, rows: list[dict[str, Any]], columns: list[str],
+                formatters: dict[str, Callable[[Any], str]] | None = None) -> None:
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*[(formatters or {}).get(c, _plain)(row.get(c)) for c in columns])
+    console.print(table)
+
+
+def _plain(value: Any) -> str:
+    return "" if value is None else str(value)

@@ -1,0 +1,64 @@
+"""The pure decision: given the mode, what the cache found and the bypass rules, what happens.
+
+Plain values in, a value with its reasons out: no mitmproxy, DuckDB or clock. Table-tested
+in tests/test_decision.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from semula.modes import Mode
+
+
+@dataclass(frozen=True)
+class Match:
+    tier: str  # exact | normalised | alias | lexical | embedding
+    entry_id: int
+    score: float = 1.0
+
+
+@dataclass(frozen=True)
+class Bypass:
+    rule: str  # a rule's name, e.g. no_cache_header
+    reason: str  # shown in the log: "header x-semula-no-cache"
+    scope: str = "all"  # all: skip the cache; fuzzy: skip only lexical/embedding tiers
+
+
+@dataclass(frozen=True)
+class Decision:
+    decision: str  # hit | miss | bypass | error | passthrough
+    action: str  # serve | forward | refuse
+    tier: str = "none"
+    entry_id: int | None = None
+    score: float | None = None
+    record: bool = False
+    bypass_reason: str | None = None
+    reason: str = ""
+
+
+def decide(mode: Mode, match: Match | None, bypass: Bypass | None = None, store_problem: str | None = None) -> Decision:
+    """Decide what to do with one provider call.
+
+    `bypass` is a full bypass (scope "all"); fuzzy-only bypasses never reach here because
+    they only remove near-match candidates before `match` is chosen.
+    """
+    if mode is Mode.PASSTHROUGH:
+        return Decision("passthrough", "forward", reason="passthrough mode: nothing is served or stored")
+    if bypass is not None:
+        if mode is Mode.REPLAY:
+            return Decision("bypass", "refuse", bypass_reason=bypass.reason,
+                            reason=f"cache bypassed ({bypass.reason}) and replay mode forbids the network")
+        return Decision("bypass", "forward", bypass_reason=bypass.reason, reason=f"cache bypassed: {bypass.reason}")
+    if store_problem is not None:
+        if mode is Mode.REPLAY:
+            return Decision("error", "refuse", reason=f"store unavailable: {store_problem}")
+        return Decision("error", "forward", reason=f"store unavailable, forwarding unrecorded: {store_problem}")
+    if mode is Mode.RECORD:
+        return Decision("miss", "forward", record=True, reason="record mode: re-recording")
+    if match is not None:
+        return Decision("hit", "serve", tier=match.tier, entry_id=match.entry_id, score=match.score,
+                        reason=f"{match.tier} match")
+    if mode is Mode.REPLAY:
+        return Decision("miss", "refuse", reason="no recording matches")
+    return Decision("miss", "forward", record=True, reason="no recording matches: recording")

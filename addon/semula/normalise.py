@@ -1,0 +1,298 @@
+"""Normalise prompt text so that requests differing only in form match.
+
+The normalised-fingerprint tier auto-serves, so this module decides which
+differences are "the same request": whitespace, letter case of prose, trailing
+``.?!``, Unicode variants (NFC/NFD, full-width forms, curly quotes, NBSP) and
+the layout or key order of JSON pasted into a prompt. It must never erase a
+difference that changes the answer, so case is kept wherever text looks like
+code (``-s`` is not ``-S``, ``getUser`` is not ``getuser``), and plain dates
+stay (they change answers) while UUIDs, timestamps and request ids are
+scrubbed to placeholders.
+
+Every rule errs towards keeping a difference: a miss costs one live call, a
+wrong hit costs a confusing test failure.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Sequence
+from functools import lru_cache
+
+__all__ = [
+    "VOLATILE_PATTERNS",
+    "compile_scrub_patterns",
+    "normalise_text",
+    "scrub_volatile",
+    "words",
+]
+
+# ---------------------------------------------------------------- characters
+
+# Applied before NFKC, because NFKC would turn these into something misleading:
+# "″" becomes two primes, "´" a space plus a combining accent.
+_PRE_NFKC = str.maketrans({"″": '"', "‶": '"', "‴": '"', "´": "'", "ʼ": "'"})
+
+# NFKC flattens "3²" to "32" and "x₁" to "x1", which reads as another number.
+# Spell the exponent/index out instead: "3^2", "x_1".
+_SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁿⁱ"
+_SUBSCRIPTS = "₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎"
+_SUPER_RUN = re.compile(f"[{_SUPERSCRIPTS}]+")
+_SUB_RUN = re.compile(f"[{_SUBSCRIPTS}]+")
+# NFKC turns "1½" into "11⁄2"; keep the whole number apart from the fraction.
+_DIGIT_FRACTION = re.compile("(?<=[0-9])(?=[¼½¾⅐-⅞↉])")
+
+_POST_NFKC = str.maketrans(
+    {
+        **dict.fromkeys("‘’‚‛′‵", "'"),
+        **dict.fromkeys("“”„‟″‶«»", '"'),
+        **dict.fromkeys("‐‑‒–—―−", "-"),
+        "⁄": "/",
+        # Invisible characters that editors and web pages insert.
+        **dict.fromkeys("\u200b\u2060\ufeff\u00ad", None),
+    }
+)
+
+_WHITESPACE = re.compile(r"\s+")
+# A trailing run of sentence punctuation. It must follow a non-space character
+# so that "cd .." keeps its dots.
+_TRAILING_PUNCT = re.compile(r"(?<=[^\s.?!。])[.?!。]+$")
+
+# ------------------------------------------------------------ code detection
+
+_FENCE = re.compile(r"```([^\n`]*)\n?(.*?)(?:```|\Z)", re.S)
+_INLINE_CODE = re.compile(r"(`+)(.+?)\1", re.S)
+_JSON_START = re.compile(r"[\[{]")
+
+_LOWER = "a-zß-öø-ÿ"
+_UPPER = "A-ZÀ-ÖØ-Þ"
+_LETTER = r"[^\W\d_]"
+# A whitespace-delimited token whose letter case can carry meaning. Anything
+# else is prose and is case-folded.
+_CODE_FEATURES = "|".join(
+    [
+        r"[_/\\=<>{}\[\]$@#|~^*&]",  # identifiers, paths, markup, operators
+        r"(?<!\S)-{1,2}" + _LETTER,  # command-line flags: -s, --Foo
+        r"(?<!\S)\.[^\W\d]",  # dot files: .env, .gitignore
+        r"\w[.:]+\w",  # file names, modules, std::vector, e.g.
+        r"\w\(",  # calls: len(x)
+        f"[{_LOWER}][{_UPPER}]",  # camelCase, iPhone, NaCl
+        f"[{_UPPER}]{{2,}}(?!s(?:\\W|$))[{_LOWER}]",  # HTTPServer (not "APIs")
+        r"\d(?!(?:st|nd|rd|th|ST|ND|RD|TH)\b)" + _LETTER,  # 10MB, x86, H2O (not 5th)
+        _LETTER + r"\d",
+        r"%[A-Za-z]",  # printf / strftime: %m is not %M
+    ]
+)
+_CODE_TOKEN = re.compile(rf"(?<!\S)(?=\S*?(?:{_CODE_FEATURES}))\S+")
+
+
+def _fold_prose(text: str) -> str:
+    """Case-fold every token except code-like ones; collapse whitespace."""
+    out: list[str] = []
+    pos = 0
+    for m in _CODE_TOKEN.finditer(text):
+        out.append(text[pos : m.start()].casefold())
+        out.append(m.group())
+        pos = m.end()
+    out.append(text[pos:].casefold())
+    return _WHITESPACE.sub(" ", "".join(out))
+
+
+def _canonical_json_text(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _try_json(text: str) -> str | None:
+    """The canonical form of ``text`` if all of it is a JSON object or array."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "[{":
+        return None
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return None
+    return _canonical_json_text(value)
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _prose_and_json(text: str) -> str:
+    """Normalise prose, re-serialising any JSON object/array found inside it."""
+    if "{" not in text and "[" not in text:
+        return _fold_prose(text)
+    out: list[str] = []
+    pos = 0
+    search_from = 0
+    while True:
+        m = _JSON_START.search(text, search_from)
+        if m is None:
+            break
+        try:
+            value, end = _DECODER.raw_decode(text, m.start())
+        except ValueError:
+            search_from = m.start() + 1
+            continue
+        if not isinstance(value, (dict, list)):
+            search_from = m.start() + 1
+            continue
+        out.append(_fold_prose(text[pos : m.start()]))
+        out.append(_canonical_json_text(value))
+        pos = search_from = end
+    out.append(_fold_prose(text[pos:]))
+    return "".join(out)
+
+
+def _inline_and_prose(text: str) -> str:
+    if "`" not in text:
+        return _prose_and_json(text)
+    out: list[str] = []
+    pos = 0
+    for m in _INLINE_CODE.finditer(text):
+        out.append(_prose_and_json(text[pos : m.start()]))
+        ticks, code = m.group(1), m.group(2)
+        canonical = _try_json(code)
+        out.append(ticks + (canonical if canonical is not None else _WHITESPACE.sub(" ", code).strip()) + ticks)
+        pos = m.end()
+    out.append(_prose_and_json(text[pos:]))
+    return "".join(out)
+
+
+def _fenced_block(info: str, code: str) -> str:
+    """A fenced block keeps case and indentation (it matters in Python, YAML);
+    only line endings, trailing spaces, blank lines and a common indent go."""
+    canonical = _try_json(code)
+    if canonical is None:
+        lines = [line.rstrip() for line in code.split("\n")]
+        lines = [line for line in lines if line]
+        indent = min((len(line) - len(line.lstrip()) for line in lines), default=0)
+        canonical = "\n".join(line[indent:] for line in lines)
+    return f" ```{info.strip().casefold()}\n{canonical}\n``` "
+
+
+def _prepare(text: str) -> str:
+    """Character-level normalisation shared by text and word splitting."""
+    text = text.translate(_PRE_NFKC)
+    if not text.isascii():
+        text = _SUPER_RUN.sub(lambda m: "^" + m.group(), text)
+        text = _SUB_RUN.sub(lambda m: "_" + m.group(), text)
+        text = _DIGIT_FRACTION.sub(" ", text)
+        text = unicodedata.normalize("NFKC", text).translate(_POST_NFKC)
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+@lru_cache(maxsize=4096)
+def normalise_text(text: str) -> str:
+    """The form of ``text`` that the normalised fingerprint hashes.
+
+    Rules, in order: curly quotes, primes and dashes become ASCII; NFKC (so
+    NFC/NFD and full-width forms agree) with superscripts kept as ``^2``;
+    fenced code blocks keep case and indentation (JSON inside is
+    re-serialised); inline code keeps case; JSON objects/arrays in prose are
+    re-serialised with sorted keys; prose is case-folded except code-like
+    tokens (flags, identifiers, paths, file names, letter+digit mixes);
+    whitespace runs collapse to one space; a trailing run of ``.?!`` goes.
+    """
+    text = _prepare(text)
+    if "```" in text:
+        out: list[str] = []
+        pos = 0
+        for m in _FENCE.finditer(text):
+            out.append(_inline_and_prose(text[pos : m.start()]))
+            out.append(_fenced_block(m.group(1), m.group(2)))
+            pos = m.end()
+        out.append(_inline_and_prose(text[pos:]))
+        pieces = [p.strip() for p in out]
+        result = " ".join(p for p in pieces if p)
+    else:
+        result = _inline_and_prose(text).strip()
+    return _TRAILING_PUNCT.sub("", result).rstrip()
+
+
+# ------------------------------------------------------------ volatile values
+
+_HEX = "[0-9a-fA-F]"
+VOLATILE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # (placeholder, pattern). Order matters: a UUID inside an id is a UUID.
+    ("<uuid>", re.compile(rf"(?<![0-9A-Za-z]){_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}(?![0-9A-Za-z])")),
+    # ISO-8601 with a time of day. A plain date is not volatile: it changes answers.
+    (
+        "<datetime>",
+        re.compile(
+            r"(?<!\d)\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:[Zz]|[+-]\d{2}(?::?\d{2})?)?(?![\d:])"
+            r"|(?<!\d)\d{8}T\d{6}(?:[.,]\d+)?(?:Z|[+-]\d{4})?(?!\d)"
+        ),
+    ),
+    # Request, trace and message ids: a known prefix, "_" or "-", then six or
+    # more id characters with a digit and a letter (req_8f3a9c21, msg_01XF...,
+    # call_...). All-digit ids (order-123456) are kept: numbers change answers.
+    (
+        "<id>",
+        re.compile(
+            r"(?<![0-9A-Za-z])(?i:req|request|requestid|trace|traceid|span|spanid|msg|run|call|chatcmpl|"
+            r"cmpl|resp|rs|fc|evt|sess|session|corr|correlation|idem|idempotency|toolu|srvtoolu|batch|"
+            r"thread|asst|txn)[_-](?=[0-9A-Za-z]*[0-9])(?=[0-9A-Za-z]*[A-Za-z])[0-9A-Za-z]{6,}(?![0-9A-Za-z])"
+        ),
+    ),
+    # Bare trace ids and hashes: 16+ hex characters holding both a digit and a
+    # letter (an all-digit run is a number and numbers change answers).
+    ("<id>", re.compile(r"(?<![0-9A-Za-z])(?=[0-9a-fA-F]*[a-fA-F])(?=[0-9a-fA-F]*[0-9])[0-9a-fA-F]{16,}(?![0-9A-Za-z])")),
+)
+
+
+@lru_cache(maxsize=256)
+def _compile_cached(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    compiled = []
+    for pattern in patterns:
+        try:
+            rx = re.compile(pattern)
+        except re.error as e:
+            raise ValueError(f"invalid scrub pattern {pattern!r}: {e}") from None
+        if rx.fullmatch(""):
+            raise ValueError(f"invalid scrub pattern {pattern!r}: it matches the empty string")
+        compiled.append(rx)
+    return tuple(compiled)
+
+
+def compile_scrub_patterns(patterns: Sequence[str]) -> tuple[re.Pattern[str], ...]:
+    """Compile per-project scrub regexes; ValueError names the bad pattern."""
+    return _compile_cached(tuple(patterns))
+
+
+def scrub_volatile(text: str, extra_patterns: Sequence[str] = ()) -> str:
+    """Replace values that differ on every run with placeholders.
+
+    Per-project patterns run first (they are written against the raw prompt)
+    and become ``<scrubbed>``; then UUIDs, timestamps with a time of day and
+    request/trace ids become ``<uuid>``, ``<datetime>`` and ``<id>``.
+    """
+    for rx in compile_scrub_patterns(extra_patterns):
+        text = rx.sub("<scrubbed>", text)
+    if not any(c.isdigit() for c in text):
+        return text  # every built-in pattern needs a digit
+    for placeholder, rx in VOLATILE_PATTERNS:
+        text = rx.sub(placeholder, text)
+    return text
+
+
+# ------------------------------------------------------------ words
+
+_WORD = re.compile(r"\w+")
+# Scripts written without spaces: one token per character, so word overlap
+# still works (Hangul is spaced, so it stays as words).
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
+_CJK_SPLIT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]|[^\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]+")
+
+
+def words(text: str, scrub_patterns: Sequence[str] = ()) -> list[str]:
+    """Lowercased ``\\w+`` words of the normalised, scrubbed text (for the lexical tier)."""
+    prepared = normalise_text(scrub_volatile(text, scrub_patterns)).lower()
+    out: list[str] = []
+    for word in _WORD.findall(prepared):
+        if _CJK_CHAR.search(word):
+            out.extend(_CJK_SPLIT.findall(word))
+        else:
+            out.append(word)
+    return out

@@ -1,0 +1,54 @@
+"""Store operations that the CLI runs — directly, or through a running proxy's admin endpoint.
+
+One table of named operations, so both paths run the same code on a `Cache`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from semula.cache import Cache
+
+Operation = Callable[[Cache, dict[str, Any]], Any]
+
+
+def _entries_list(cache: Cache, p: dict[str, Any]) -> Any:
+    return cache.list_entries(p.get("project"), int(p.get("limit") or 100))
+
+
+def _entries_show(cache: Cache, p: dict[str, Any]) -> Any:
+    return cache.show_entry(int(p["id"]))
+
+
+def _entries_delete(cache: Cache, p: dict[str, Any]) -> Any:
+    return cache.delete_entry(int(p["id"]))
+
+
+def _config_show(cache: Cache, p: dict[str, Any]) -> Any:
+    return cache.config_show(p.get("project") or "default")
+
+
+def _config_set(cache: Cache, p: dict[str, Any]) -> Any:
+    return cache.config_set(p.get("project") or "default", p["key"], p["value"])
+
+
+def _projects(cache: Cache, p: dict[str, Any]) -> Any:
+    return cache.projects()
+
+
+OPERATIONS: dict[str, Operation] = {
+    "entries.list": _entries_list,
+    "entries.show": _entries_show,
+    "entries.delete": _entries_delete,
+    "config.show": _config_show,
+    "config.set": _config_set,
+    "projects": _projects,
+}
+
+
+def run_operation(cache: Cache, method: str, params: dict[str, Any]) -> Any:
+    operation = OPERATIONS.get(method)
+    if operation is None:
+        raise ValueError(f"unknown operation {method!r}; valid: {', '.join(sorted(OPERATIONS))}")
+    return operation(cache, params)

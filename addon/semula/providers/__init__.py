@@ -1,0 +1,86 @@
+"""The provider registry: which adapter reads a request to which host and path.
+
+Hosts are matched exactly or by a ``*.`` wildcard, never by substring, so a
+look-alike host such as ``api.openai.com.evil.net`` is neither intercepted
+nor read as OpenAI.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from semula.providers.anthropic import AnthropicAdapter
+from semula.providers.base import (
+    Adapter,
+    AdapterError,
+    RawRequest,
+    Usage,
+    bare_host,
+    host_matches,
+)
+from semula.providers.gemini import GeminiAdapter
+from semula.providers.generic import GenericAdapter
+from semula.providers.openai import COMPATIBLE_HOSTS, AzureOpenAIAdapter, OpenAIAdapter
+
+__all__ = [
+    "ADAPTERS",
+    "DEFAULT_PROVIDER_HOSTS",
+    "GENERIC",
+    "Adapter",
+    "AdapterError",
+    "RawRequest",
+    "Usage",
+    "adapter_for",
+    "allow_hosts_regexes",
+    "host_matches",
+]
+
+DEFAULT_PROVIDER_HOSTS: tuple[str, ...] = (
+    "api.openai.com",
+    "api.anthropic.com",
+    "generativelanguage.googleapis.com",
+    "*.openai.azure.com",
+    "api.mistral.ai",
+    "api.groq.com",
+    "openrouter.ai",
+    "api.together.xyz",
+    "api.deepseek.com",
+    "api.x.ai",
+)
+
+ADAPTERS: tuple[Adapter, ...] = (
+    OpenAIAdapter(),
+    AnthropicAdapter(),
+    GeminiAdapter(),
+    AzureOpenAIAdapter(),
+    *(OpenAIAdapter(name, hosts) for name, hosts in COMPATIBLE_HOSTS.items()),
+)
+GENERIC: Adapter = GenericAdapter()
+
+
+def adapter_for(host: str, path: str) -> Adapter:
+    """The adapter for this host and path, else the generic one."""
+    host = bare_host(host)
+    for adapter in ADAPTERS:
+        if adapter.handles(host, path):
+            return adapter
+    return GENERIC
+
+
+def allow_hosts_regexes(patterns: Sequence[str]) -> list[str]:
+    """Regexes for mitmproxy's ``allow_hosts``, which ``re.search``es "host:port".
+
+    Each is anchored at both ends so that ``api.openai.com.evil.net`` and
+    ``evilapi.openai.com`` do not match; any port is allowed.
+    """
+    regexes = []
+    for pattern in patterns:
+        pattern = pattern.strip().lower().rstrip(".")
+        if pattern.startswith("*."):
+            head = r"(?:[^.:/\s]+\.)+"
+            pattern = pattern[2:]
+        else:
+            head = ""
+        regexes.append(rf"^{head}{re.escape(pattern)}\.?(?::\d+)?$")
+    return regexes

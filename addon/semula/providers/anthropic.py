@@ -1,0 +1,128 @@
+"""Anthropic's Messages API.
+
+``system`` and message content may be strings or block lists; ``cache_control``
+markers on blocks and tools only steer Anthropic's prompt cache, so they are
+left out of the canonical messages and tools (the exact tier still sees them
+in the body). ``anthropic-version`` and ``anthropic-beta`` select behaviour,
+so they are part of every fingerprint.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from semula.canonical import CanonicalRequest, Message
+from semula.providers.base import (
+    Adapter,
+    BodyShapeError,
+    RawRequest,
+    Usage,
+    as_int,
+    event_json,
+    frame_events,
+    load_json_object,
+    require_list,
+)
+
+__all__ = ["AnthropicAdapter"]
+
+_PATHS = ("/v1/messages", "/v1/messages/count_tokens")
+
+
+def _without_cache_control(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: v for k, v in value.items() if k != "cache_control"}
+    return value
+
+
+def _blocks(content: Any, what: str) -> tuple[str, list[Any]]:
+    if content is None:
+        return "", []
+    if isinstance(content, str):
+        return content, []
+    texts: list[str] = []
+    parts: list[Any] = []
+    for block in require_list(content, what):
+        if not isinstance(block, dict):
+            raise BodyShapeError(f"a block in {what} is not an object")
+        block = _without_cache_control(block)
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+            extra = {k: v for k, v in block.items() if k not in ("type", "text")}
+            if extra:
+                parts.append(extra)  # citations
+        else:
+            parts.append(block)  # tool_use, tool_result, image, document, thinking
+    return "\n".join(texts), parts
+
+
+class AnthropicAdapter(Adapter):
+    name = "anthropic"
+    hosts = ("api.anthropic.com",)
+    behaviour_headers = ("anthropic-beta", "anthropic-version")
+
+    def _handles_path(self, path: str) -> bool:
+        return path in _PATHS
+
+    def _read(self, raw: RawRequest, body: dict[str, Any]) -> CanonicalRequest:
+        system_text, system_parts = _blocks(body.get("system"), "system")
+        if system_parts:
+            raise BodyShapeError("system holds blocks other than text")
+        messages = []
+        for item in require_list(body.get("messages"), "messages"):
+            if not isinstance(item, dict) or not isinstance(item.get("role"), str):
+                raise BodyShapeError("a message is not an object with a role")
+            text, parts = _blocks(item.get("content"), "content")
+            parts.extend({k: item[k]} for k in sorted(item) if k not in ("role", "content"))
+            messages.append(Message(role=item["role"], text=text, parts=tuple(parts)))
+        model = body.get("model")
+        return CanonicalRequest(
+            **self.common(raw),
+            model=model if isinstance(model, str) else None,
+            system=system_text if "system" in body else None,
+            messages=tuple(messages),
+            tools=tuple(_without_cache_control(t) for t in require_list(body.get("tools"), "tools")),
+            params=self.params_of(body, ("model", "messages", "system", "tools")),
+            stream=body.get("stream") is True,
+            body=body,
+        )
+
+    def stream_complete(self, frames: list[bytes]) -> bool:
+        for event in reversed(frame_events(frames)):
+            data = event_json(event)
+            kind = event.event or (data.get("type") if isinstance(data, dict) else None)
+            if kind == "ping" or kind is None:
+                continue
+            return kind == "message_stop"
+        return False
+
+    def usage_from_body(self, body: bytes) -> Usage:
+        try:
+            usage = load_json_object(body).get("usage")
+        except Exception:
+            return Usage()
+        if not isinstance(usage, dict):
+            return Usage()
+        return Usage(as_int(usage.get("input_tokens")), as_int(usage.get("output_tokens")))
+
+    def usage_from_frames(self, frames: list[bytes]) -> Usage:
+        prompt = completion = None
+        try:
+            for event in frame_events(frames):
+                data = event_json(event)
+                if not isinstance(data, dict):
+                    continue
+                if data.get("type") == "message_start" and isinstance(data.get("message"), dict):
+                    usage = data["message"].get("usage")
+                    if isinstance(usage, dict):
+                        prompt = as_int(usage.get("input_tokens"))
+                        completion = as_int(usage.get("output_tokens"))
+                elif data.get("type") == "message_delta" and isinstance(data.get("usage"), dict):
+                    completion = as_int(data["usage"].get("output_tokens"))
+        except Exception:
+            return Usage()
+        return Usage(prompt_tokens=prompt, completion_tokens=completion)
+
+    def error_body(self, status: int, message: str, code: str = "semula_no_recording") -> bytes:
+        return json.dumps({"type": "error", "error": {"type": "invalid_request_error", "message": message}}).encode()

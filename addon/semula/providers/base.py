@@ -1,0 +1,220 @@
+"""The adapter port: what semula needs to know about one provider's format.
+
+An adapter turns a provider's request into a :class:`CanonicalRequest`,
+recognises the end of its streams, reads token usage, and writes an error in
+the provider's own shape (so SDKs raise their usual exception on a replay
+miss). Adding a provider means adding one adapter module and registering it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from semula.canonical import NEVER_MATTERS, CanonicalRequest, Message
+from semula.redact import clean_query, redact_json
+from semula.sse import SSEEvent, parse_frame
+
+__all__ = [
+    "Adapter",
+    "AdapterError",
+    "BodyShapeError",
+    "RawRequest",
+    "Usage",
+    "as_int",
+    "bare_host",
+    "host_matches",
+    "frame_events",
+    "event_json",
+    "load_json_object",
+]
+
+
+@dataclass(frozen=True)
+class RawRequest:
+    """A request as the proxy saw it, body already content-decoded."""
+
+    method: str
+    host: str
+    path: str
+    query: tuple[tuple[str, str], ...]
+    headers: Mapping[str, str]
+    body: bytes
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class AdapterError(ValueError):
+    """The request body cannot be canonicalised; the message says why."""
+
+
+class BodyShapeError(Exception):
+    """A JSON object that does not have the shape the endpoint expects.
+
+    Adapters raise it while reading; :meth:`Adapter.canonicalise` then keeps
+    the body for the exact tier only (``parsed=False``)."""
+
+
+def bare_host(host: str) -> str:
+    """Lowercase, without port, brackets or a trailing dot."""
+    host = host.strip().lower()
+    if host.startswith("["):  # [::1]:8080
+        return host[1 : host.find("]")] if "]" in host else host[1:]
+    name, sep, port = host.rpartition(":")
+    if sep and port.isdigit() and ":" not in name:
+        host = name
+    return host.rstrip(".")
+
+
+def host_matches(host: str, patterns: Iterable[str]) -> bool:
+    """Exact or ``*.suffix`` match; ``*.x.com`` needs at least one label before ``.x.com``."""
+    host = bare_host(host)
+    for pattern in patterns:
+        pattern = pattern.strip().lower().rstrip(".")
+        if pattern.startswith("*."):
+            suffix = pattern[1:]  # ".openai.azure.com"
+            if host.endswith(suffix) and len(host) > len(suffix):
+                return True
+        elif host == pattern:
+            return True
+    return False
+
+
+def load_json_object(body: bytes) -> dict[str, Any]:
+    """Parse a request body that must be a JSON object, or say why not."""
+    if not body or not body.strip():
+        raise AdapterError("body is empty")
+    try:
+        value = json.loads(body)
+    except UnicodeDecodeError as e:
+        raise AdapterError(f"body is not UTF-8 text: {e.reason} at byte {e.start}") from None
+    except json.JSONDecodeError as e:
+        raise AdapterError(f"body is not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except ValueError as e:
+        raise AdapterError(f"body is not JSON: {e}") from None
+    if not isinstance(value, dict):
+        raise AdapterError(f"body is a JSON {type(value).__name__ if value is not None else 'null'}, not an object")
+    return value
+
+
+def as_int(value: Any) -> int | None:
+    """An integer token count, or None for anything else (bools included)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return None
+
+
+def frame_events(frames: Iterable[bytes]) -> list[SSEEvent]:
+    return [parse_frame(f) for f in frames]
+
+
+def event_json(event: SSEEvent) -> Any:
+    """The event's data parsed as JSON, or None."""
+    if not event.data or event.data == "[DONE]":
+        return None
+    try:
+        return json.loads(event.data)
+    except ValueError:
+        return None
+
+
+def require_list(value: Any, what: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise BodyShapeError(f"{what} is not a list")
+    return value
+
+
+class Adapter:
+    """Base adapter. Subclasses set ``name`` and implement ``_read``."""
+
+    name: str = "generic"
+    behaviour_headers: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+
+    def handles(self, host: str, path: str) -> bool:
+        return host_matches(host, self.hosts) and self._handles_path(path)
+
+    def _handles_path(self, path: str) -> bool:
+        return True
+
+    # ---------------------------------------------------------------- requests
+
+    def canonicalise(self, raw: RawRequest) -> CanonicalRequest:
+        data = load_json_object(raw.body)
+        body = redact_json({k: v for k, v in data.items() if k not in NEVER_MATTERS})
+        try:
+            return self._read(raw, body)
+        except BodyShapeError:
+            return self.unparsed(raw, body)
+
+    def _read(self, raw: RawRequest, body: dict[str, Any]) -> CanonicalRequest:
+        raise BodyShapeError("no reader")
+
+    def common(self, raw: RawRequest) -> dict[str, Any]:
+        """Fields every adapter fills the same way."""
+        return {
+            "provider": self.name,
+            "method": raw.method.upper(),
+            "endpoint": raw.path,
+            "query": tuple(sorted(clean_query(raw.query))),
+            "headers": self._headers(raw.headers),
+        }
+
+    def _headers(self, headers: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+        lowered = {k.lower(): v for k, v in headers.items()}
+        out = []
+        for name in self.behaviour_headers:
+            if name in lowered:
+                # Beta flags are a set: "a,b" and "b, a" ask for the same thing.
+                tokens = sorted(t.strip() for t in lowered[name].split(",") if t.strip())
+                out.append((name, ",".join(tokens)))
+        return tuple(sorted(out))
+
+    def unparsed(self, raw: RawRequest, body: dict[str, Any]) -> CanonicalRequest:
+        """Keep a body no reader understood for the exact tier only."""
+        model = body.get("model")
+        return CanonicalRequest(
+            **self.common(raw),
+            model=model if isinstance(model, str) else None,
+            system=None,
+            messages=(),
+            tools=(),
+            params={},
+            stream=body.get("stream") is True,
+            body=body,
+            parsed=False,
+        )
+
+    @staticmethod
+    def params_of(body: Mapping[str, Any], consumed: Iterable[str]) -> dict[str, Any]:
+        skip = set(consumed) | {"stream"}
+        return {k: v for k, v in body.items() if k not in skip}
+
+    # ---------------------------------------------------------------- responses
+
+    def stream_complete(self, frames: list[bytes]) -> bool:
+        return False
+
+    def usage_from_body(self, body: bytes) -> Usage:
+        return Usage()
+
+    def usage_from_frames(self, frames: list[bytes]) -> Usage:
+        return Usage()
+
+    def error_body(self, status: int, message: str, code: str = "semula_no_recording") -> bytes:
+        """OpenAI's error shape, which most OpenAI-compatible clients parse."""
+        return json.dumps(
+            {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": code}}
+        ).encode()
+
+
+def text_message(role: str, text: str, parts: Iterable[Any] = ()) -> Message:
+    return Message(role=role, text=text, parts=tuple(parts))

@@ -1,0 +1,181 @@
+"""Google's Gemini API (generativelanguage.googleapis.com).
+
+The model and the streaming choice live in the path
+(``/v1beta/models/{model}:streamGenerateContent``), not the body. The API key
+often travels as ``?key=`` and is removed by ``clean_query``; ``alt=sse``
+stays, since it changes the response format. The REST API accepts both
+camelCase and snake_case field names, so both are read.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from semula.canonical import CanonicalRequest, Message
+from semula.providers.base import (
+    Adapter,
+    BodyShapeError,
+    RawRequest,
+    Usage,
+    as_int,
+    event_json,
+    frame_events,
+    require_list,
+)
+
+__all__ = ["GeminiAdapter"]
+
+_PATH = re.compile(
+    r"^/v1(?:beta|alpha)?/((?:models|tunedModels)/[^/:]+):"
+    r"(generateContent|streamGenerateContent|countTokens|embedContent|batchEmbedContents)$"
+)
+_ROLES = {"model": "assistant", "function": "tool"}
+
+
+def _parts(content: Any, what: str) -> tuple[str, list[Any]]:
+    if content is None:
+        return "", []
+    if isinstance(content, str):
+        return content, []
+    if not isinstance(content, dict):
+        raise BodyShapeError(f"{what} is not an object")
+    texts: list[str] = []
+    parts: list[Any] = []
+    for part in require_list(content.get("parts"), f"{what}.parts"):
+        if not isinstance(part, dict):
+            raise BodyShapeError(f"a part in {what} is not an object")
+        if isinstance(part.get("text"), str):
+            texts.append(part["text"])
+            extra = {k: v for k, v in part.items() if k != "text"}
+            if extra:
+                parts.append(extra)  # thought, thoughtSignature
+        else:
+            parts.append(part)  # functionCall, functionResponse, inlineData, fileData
+    return "\n".join(texts), parts
+
+
+def _message(content: Any) -> Message:
+    if not isinstance(content, dict):
+        raise BodyShapeError("a content is not an object")
+    text, parts = _parts(content, "content")
+    role = content.get("role") or "user"
+    if not isinstance(role, str):
+        raise BodyShapeError("a content role is not a string")
+    return Message(role=_ROLES.get(role, role), text=text, parts=tuple(parts))
+
+
+def _first(body: dict[str, Any], *names: str) -> Any:
+    for name in names:
+        if name in body:
+            return body[name]
+    return None
+
+
+def _json_chunks(frames: list[bytes]) -> list[Any]:
+    """Response chunks from SSE frames (alt=sse) or from a streamed JSON array."""
+    chunks: list[Any] = []
+    for frame, event in zip(frames, frame_events(frames)):
+        if event.data:
+            chunks.append(event_json(event))
+            continue
+        try:
+            value = json.loads(frame)
+        except ValueError:
+            continue
+        chunks.extend(value if isinstance(value, list) else [value])
+    return chunks
+
+
+def _is_final(chunk: Any) -> bool:
+    if not isinstance(chunk, dict):
+        return False
+    feedback = chunk.get("promptFeedback")
+    if isinstance(feedback, dict) and feedback.get("blockReason"):
+        return True  # the prompt was blocked: this is the whole answer
+    candidates = chunk.get("candidates")
+    return isinstance(candidates, list) and any(isinstance(c, dict) and c.get("finishReason") for c in candidates)
+
+
+def _usage(chunk: Any) -> Usage | None:
+    if not isinstance(chunk, dict) or not isinstance(chunk.get("usageMetadata"), dict):
+        return None
+    usage = chunk["usageMetadata"]
+    return Usage(as_int(usage.get("promptTokenCount")), as_int(usage.get("candidatesTokenCount")))
+
+
+class GeminiAdapter(Adapter):
+    name = "gemini"
+    hosts = ("generativelanguage.googleapis.com",)
+
+    def _handles_path(self, path: str) -> bool:
+        return _PATH.match(path) is not None
+
+    def _read(self, raw: RawRequest, body: dict[str, Any]) -> CanonicalRequest:
+        m = _PATH.match(raw.path)
+        if m is None:
+            raise BodyShapeError(f"unknown endpoint {raw.path}")
+        model = m.group(1).removeprefix("models/")
+        method = m.group(2)
+        if method == "embedContent":
+            messages = [_message(body.get("content"))]
+            consumed: tuple[str, ...] = ("model", "content")
+        elif method == "batchEmbedContents":
+            messages = []
+            for request in require_list(body.get("requests"), "requests"):
+                if not isinstance(request, dict):
+                    raise BodyShapeError("a request is not an object")
+                msg = _message(request.get("content"))
+                rest = {k: v for k, v in request.items() if k != "content"}
+                messages.append(Message(msg.role, msg.text, msg.parts + ((rest,) if rest else ())))
+            consumed = ("requests",)
+        else:
+            messages = [_message(c) for c in require_list(body.get("contents"), "contents")]
+            consumed = ("contents", "systemInstruction", "system_instruction", "tools")
+        system_value = _first(body, "systemInstruction", "system_instruction")
+        system = None
+        if system_value is not None:
+            system, system_parts = _parts(system_value, "systemInstruction")
+            if system_parts:
+                raise BodyShapeError("systemInstruction holds parts other than text")
+        return CanonicalRequest(
+            **self.common(raw),
+            model=model,
+            system=system,
+            messages=tuple(messages),
+            tools=tuple(require_list(body.get("tools"), "tools")),
+            params=self.params_of(body, consumed),
+            stream=method == "streamGenerateContent",
+            body=body,
+        )
+
+    def stream_complete(self, frames: list[bytes]) -> bool:
+        chunks = [c for c in _json_chunks(frames) if c is not None]
+        return bool(chunks) and _is_final(chunks[-1])
+
+    def usage_from_body(self, body: bytes) -> Usage:
+        try:
+            value = json.loads(body)
+        except Exception:
+            return Usage()
+        chunks = value if isinstance(value, list) else [value]
+        return self._last_usage(chunks)
+
+    def usage_from_frames(self, frames: list[bytes]) -> Usage:
+        try:
+            return self._last_usage(_json_chunks(frames))
+        except Exception:
+            return Usage()
+
+    @staticmethod
+    def _last_usage(chunks: list[Any]) -> Usage:
+        for chunk in reversed(chunks):
+            usage = _usage(chunk)
+            if usage is not None:
+                return usage
+        return Usage()
+
+    def error_body(self, status: int, message: str, code: str = "semula_no_recording") -> bytes:
+        return json.dumps({"error": {"code": status, "message": message, "status": "FAILED_PRECONDITION"}}).encode()
+

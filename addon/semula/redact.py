@@ -1,0 +1,150 @@
+"""Keep credentials out of recordings, logs and the console.
+
+Everything semula stores or prints passes through here first: headers lose
+credentials and the hop-by-hop fields that describe one connection rather than
+the request, query strings lose API keys (Gemini sends ``?key=``), and text
+loses anything shaped like a provider API key. Organisation and project ids
+(``openai-organization``, ``openai-project``) are kept: they are not secrets and
+they can select a different fine-tune or policy.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlencode
+
+__all__ = [
+    "HOP_BY_HOP_HEADERS",
+    "REDACTED",
+    "SECRET_HEADERS",
+    "SECRET_QUERY_PARAMS",
+    "clean_headers",
+    "clean_query",
+    "redact_bytes",
+    "redact_json",
+    "redact_text",
+    "safe_url",
+]
+
+REDACTED = "[REDACTED]"
+
+SECRET_HEADERS: frozenset[str] = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",  # Anthropic
+        "api-key",  # Azure OpenAI
+        "x-goog-api-key",  # Gemini
+        "cookie",
+        "set-cookie",
+        "x-auth-token",
+        "ocp-apim-subscription-key",  # Azure API Management gateways
+        "x-amz-security-token",
+    }
+)
+
+# content-length and content-encoding describe the bytes on the wire; semula
+# stores decoded bodies, so replaying them would be wrong.
+HOP_BY_HOP_HEADERS: frozenset[str] = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "proxy-connection",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "content-length",
+        "content-encoding",
+    }
+)
+
+SECRET_QUERY_PARAMS = frozenset({"key", "api_key", "api-key", "access_token", "token"})
+
+# Each pattern needs a long run of key characters after its prefix, so prose
+# such as "sk-learn" or "Bearer tokens expire" is left alone.
+_KEY_PATTERNS = (
+    # OpenAI (sk-..., sk-proj-..., sk-svcacct-...), Anthropic (sk-ant-api03-...),
+    # OpenRouter (sk-or-v1-...), DeepSeek (sk-...).
+    r"\bsk-[A-Za-z0-9_\-]{20,}",
+    r"\bAIza[0-9A-Za-z_\-]{35,}",  # Google API keys: 39 characters in all
+    r"\bgsk_[A-Za-z0-9]{20,}",  # Groq
+    r"\bxai-[A-Za-z0-9]{20,}",  # xAI
+    r"\bhf_[A-Za-z0-9]{20,}",  # Hugging Face
+    r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]+",  # JWTs
+)
+# A bearer token: keep the word, drop the token. It must be long and hold a
+# digit, so "Bearer authentication" stays readable.
+_BEARER = r"(?i:\b(bearer\s+))(?=[A-Za-z0-9._~+/\-]*[0-9])[A-Za-z0-9._~+/\-]{16,}=*"
+
+_TEXT_KEYS = re.compile("|".join(_KEY_PATTERNS))
+_TEXT_BEARER = re.compile(_BEARER)
+_BYTES_KEYS = re.compile("|".join(_KEY_PATTERNS).encode())
+_BYTES_BEARER = re.compile(_BEARER.encode())
+_REDACTED_BYTES = REDACTED.encode()
+
+
+def redact_text(s: str) -> str:
+    """Replace API-key-like strings with ``[REDACTED]``."""
+    if not s:
+        return s
+    s = _TEXT_KEYS.sub(REDACTED, s)
+    return _TEXT_BEARER.sub(lambda m: m.group(1) + REDACTED, s)
+
+
+def redact_bytes(b: bytes) -> bytes:
+    """Like :func:`redact_text` for arbitrary bytes (keys are ASCII)."""
+    if not b:
+        return b
+    b = _BYTES_KEYS.sub(_REDACTED_BYTES, b)
+    return _BYTES_BEARER.sub(lambda m: m.group(1) + _REDACTED_BYTES, b)
+
+
+def redact_json(value: Any) -> Any:
+    """Apply :func:`redact_text` to every string in a JSON value, keys included."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {redact_text(k) if isinstance(k, str) else k: redact_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_json(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(redact_json(v) for v in value)
+    return value
+
+
+def _is_dropped_header(name: str) -> bool:
+    return (
+        name in SECRET_HEADERS
+        or name in HOP_BY_HOP_HEADERS
+        or name.startswith("proxy-")
+        or name.startswith("x-semula-")
+    )
+
+
+def clean_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Lowercase names; drop credentials, hop-by-hop fields and semula's own headers."""
+    cleaned = []
+    for name, value in headers:
+        lower = name.lower()
+        if not _is_dropped_header(lower):
+            cleaned.append((lower, value))
+    return cleaned
+
+
+def clean_query(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Drop query parameters that carry credentials (Gemini's ``key``)."""
+    return [(k, v) for k, v in pairs if k.lower() not in SECRET_QUERY_PARAMS]
+
+
+def safe_url(scheme: str, host: str, path: str, query_pairs: Iterable[tuple[str, str]]) -> str:
+    """A URL for log lines, without secret parameters or key-like strings."""
+    query = clean_query(query_pairs)
+    url = f"{scheme}://{host}{path}"
+    if query:
+        url += "?" + urlencode(query)
+    return redact_text(url)

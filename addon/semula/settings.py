@@ -1,0 +1,170 @@
+"""Per-project settings: their names, defaults, validation, and the frozen value the core reads.
+
+Settings live in the store (`semula config set`), one JSON value per key and project. The
+core never reads mitmproxy options or the store: it receives a `ProjectSettings`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+PROJECT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+DEFAULT_PROJECT = "default"
+
+
+class SettingsError(ValueError):
+    """A setting name or value is invalid; the message lists what is valid."""
+
+
+def validate_project(name: str) -> str:
+    """Project names reach SQL parameters, file names and log lines: keep them boring."""
+    if not isinstance(name, str) or not PROJECT_NAME.match(name):
+        raise SettingsError(
+            f"invalid project name {name!r}: use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class ProjectSettings:
+    # Extra regexes whose matches are scrubbed before the normalised fingerprint.
+    scrub_patterns: tuple[str, ...] = ()
+    # Body parameters that this project declares never change an answer.
+    ignore_params: tuple[str, ...] = ()
+    # Above this temperature the fuzzy tiers (lexical, embedding) are skipped.
+    bypass_temperature: float = 0.3
+    # When on, requests that offer tools skip the fuzzy tiers (the peer gateway's rule).
+    bypass_tools: bool = False
+    # Lexical tier (word-overlap Dice score, 0..1).
+    lexical_serve_threshold: float = 1.0
+    lexical_review_threshold: float = 0.6
+    # Only the last tail_n messages count for near-match shape and context (None = all).
+    tail_n: int | None = None
+    # Embedding tier (cosine); serving is off unless a project opts in.
+    embedding_review_threshold: float = 0.75
+    embedding_serve_threshold: float | None = None
+
+    @property
+    def fingerprint_inputs(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The settings that feed the normalised fingerprint (changing them re-fingerprints)."""
+        return self.scrub_patterns, self.ignore_params
+
+
+FINGERPRINT_KEYS = frozenset({"scrub_patterns", "ignore_params"})
+SETTING_KEYS = tuple(f.name for f in fields(ProjectSettings))
+
+
+def _unit_interval(key: str, value: Any) -> float:
+    number = float(value)
+    if not 0.0 <= number <= 1.0:
+        raise SettingsError(f"{key} must be between 0 and 1, got {value!r}")
+    return number
+
+
+def _string_list(key: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [v for v in (part.strip() for part in value.split(",")) if v] if value else []
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise SettingsError(f"{key} must be a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def _bool(key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"1", "true", "on", "yes"}:
+        return True
+    if text in {"0", "false", "off", "no"}:
+        return False
+    raise SettingsError(f"{key} must be true or false, got {value!r}")
+
+
+def _optional(convert):
+    def parse(key: str, value: Any):
+        if value is None or str(value).strip().lower() in {"", "none", "off", "null", "all"}:
+            return None
+        return convert(key, value)
+
+    return parse
+
+
+def _positive_int(key: str, value: Any) -> int:
+    number = int(value)
+    if number < 1:
+        raise SettingsError(f"{key} must be a positive integer, got {value!r}")
+    return number
+
+
+def _scrub_patterns(key: str, value: Any) -> tuple[str, ...]:
+    patterns = _string_list(key, value)
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise SettingsError(f"{key}: invalid regular expression {pattern!r}: {e}") from None
+    return patterns
+
+
+def _float(key: str, value: Any) -> float:
+    return float(value)
+
+
+PARSERS = {
+    "scrub_patterns": _scrub_patterns,
+    "ignore_params": _string_list,
+    "bypass_temperature": _float,
+    "bypass_tools": _bool,
+    "lexical_serve_threshold": _unit_interval,
+    "lexical_review_threshold": _unit_interval,
+    "tail_n": _optional(_positive_int),
+    "embedding_review_threshold": _unit_interval,
+    "embedding_serve_threshold": _optional(_unit_interval),
+}
+assert set(PARSERS) == set(SETTING_KEYS)
+
+
+def parse_setting(key: str, value: Any) -> Any:
+    """Validate one setting; a raw string from the command line may hold JSON."""
+    if key not in PARSERS:
+        raise SettingsError(f"unknown setting {key!r}; valid settings: {', '.join(SETTING_KEYS)}")
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            pass
+    try:
+        return PARSERS[key](key, value)
+    except SettingsError:
+        raise
+    except (TypeError, ValueError) as e:
+        raise SettingsError(f"invalid value for {key}: {value!r} ({e})") from None
+
+
+def settings_from_mapping(values: dict[str, Any], base: ProjectSettings | None = None) -> ProjectSettings:
+    parsed = {key: parse_setting(key, value) for key, value in values.items()}
+    return replace(base or ProjectSettings(), **parsed)
+
+
+def settings_to_json(settings: ProjectSettings) -> dict[str, Any]:
+    return {
+        key: list(value) if isinstance(value, tuple) else value
+        for key, value in ((f.name, getattr(settings, f.name)) for f in fields(settings))
+    }
+
+
+@dataclass(frozen=True)
+class AddonSettings:
+    """The proxy-wide options, frozen after `configure` validated them."""
+
+    mode: str = "auto"
+    data_dir: str = ".semula"
+    default_project: str = DEFAULT_PROJECT
+    hosts: tuple[str, ...] = field(default_factory=tuple)
+    record_errors: bool = False
+    namespace_by_key: bool = False
+    admin: bool = True

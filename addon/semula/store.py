@@ -1,0 +1,393 @@
+"""The DuckDB store: recordings, aliases and per-project settings in `<data dir>/semula.duckdb`.
+
+One connection, used from one thread (the caller's store worker). Every DuckDB error is
+mapped here to `StoreError`; what to do about it (fail open, refuse) is the caller's call.
+Schema changes are named, ordered migrations recorded in a table; they only go forward.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+STORE_FILE = "semula.duckdb"
+
+
+class StoreError(Exception):
+    """The store cannot be opened, read or written. The message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class NewEntry:
+    project: str
+    provider: str
+    host: str
+    method: str
+    endpoint: str
+    model: str | None
+    request_fp: str
+    normalised_fp: str
+    canonical: dict[str, Any]
+    last_text: str
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    streamed: bool
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    upstream_ms: float | None
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: int
+    project: str
+    provider: str
+    host: str
+    method: str
+    endpoint: str
+    model: str | None
+    request_fp: str
+    normalised_fp: str
+    canonical: dict[str, Any]
+    last_text: str
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    streamed: bool
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    upstream_ms: float | None
+    created_at: datetime
+    updated_at: datetime
+
+
+ENTRY_COLUMNS = (
+    "id, project, provider, host, method, endpoint, model, request_fp, normalised_fp, canonical, "
+    "last_text, status, headers, body, streamed, prompt_tokens, completion_tokens, upstream_ms, "
+    "created_at, updated_at"
+)
+
+
+def _entry(row: tuple) -> Entry:
+    values = list(row)
+    values[9] = json.loads(values[9])
+    values[12] = [tuple(h) for h in json.loads(values[12])]
+    values[13] = bytes(values[13]) if values[13] is not None else b""
+    return Entry(*values)
+
+
+def _m001_core(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("CREATE SEQUENCE entry_id_seq START 1")
+    con.execute(
+        """
+        CREATE TABLE entries (
+            id BIGINT PRIMARY KEY DEFAULT nextval('entry_id_seq'),
+            project VARCHAR NOT NULL,
+            provider VARCHAR NOT NULL,
+            host VARCHAR NOT NULL,
+            method VARCHAR NOT NULL,
+            endpoint VARCHAR NOT NULL,
+            model VARCHAR,
+            request_fp VARCHAR NOT NULL,
+            normalised_fp VARCHAR NOT NULL,
+            canonical VARCHAR NOT NULL,
+            last_text VARCHAR NOT NULL,
+            status INTEGER NOT NULL,
+            headers VARCHAR NOT NULL,
+            body BLOB NOT NULL,
+            streamed BOOLEAN NOT NULL,
+            prompt_tokens BIGINT,
+            completion_tokens BIGINT,
+            upstream_ms DOUBLE,
+            created_at TIMESTAMP NOT NULL,
+            updated_at TIMESTAMP NOT NULL
+        )
+        """
+    )
+    con.execute(
+        """
+        CREATE TABLE aliases (
+            project VARCHAR NOT NULL,
+            normalised_fp VARCHAR NOT NULL,
+            entry_id BIGINT NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (project, normalised_fp)
+        )
+        """
+    )
+    con.execute(
+        """
+        CREATE TABLE project_settings (
+            project VARCHAR NOT NULL,
+            key VARCHAR NOT NULL,
+            value VARCHAR NOT NULL,
+            PRIMARY KEY (project, key)
+        )
+        """
+    )
+
+
+MIGRATIONS: tuple[tuple[str, Callable[[duckdb.DuckDBPyConnection], None]], ...] = (
+    ("001_core", _m001_core),
+)
+
+
+def fts_extension_path() -> Path:
+    """Where the PyPI package `duckdb-extension-fts` keeps the extension for our duckdb."""
+    try:
+        import duckdb_extension_fts
+    except ImportError as e:
+        raise StoreError(
+            "DuckDB's full-text-search extension is not installed: "
+            f"run `pip install duckdb-extension-fts=={duckdb.__version__}` (INSTALL fts needs internet)"
+        ) from e
+    path = Path(duckdb_extension_fts.__file__).parent / "extensions" / f"v{duckdb.__version__}" / "fts.duckdb_extension"
+    if not path.is_file():
+        raise StoreError(
+            f"DuckDB's full-text-search extension for duckdb {duckdb.__version__} is missing at {path}: "
+            f"install the matching package, `pip install duckdb-extension-fts=={duckdb.__version__}`"
+        )
+    return path
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def describe_duckdb_error(e: Exception, path: Path) -> str:
+    text = str(e)
+    if "lock" in text.lower():
+        return (
+            f"the store {path} is locked by another process ({text.splitlines()[0]}); "
+            "stop that process, or use the running proxy's admin endpoint (semula CLI does this itself)"
+        )
+    if "read-only" in text.lower() or "permission" in text.lower():
+        return f"the store {path} is not writable ({text.splitlines()[0]}); check the data dir's permissions"
+    return f"the store {path} failed: {text.splitlines()[0] if text else type(e).__name__}"
+
+
+class Store:
+    """Thin DuckDB adapter. Not thread-safe: call it from one thread."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path):
+        self.con = con
+        self.path = path
+
+    @classmethod
+    def open(cls, data_dir: Path | str) -> Store:
+        data_dir = Path(data_dir)
+        path = data_dir / STORE_FILE
+        try:
+            data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"cannot create the data dir {data_dir}: {e}") from e
+        extension = fts_extension_path()
+        try:
+            con = duckdb.connect(
+                str(path),
+                config={"autoinstall_known_extensions": False, "autoload_known_extensions": False},
+            )
+        except duckdb.Error as e:
+            raise StoreError(describe_duckdb_error(e, path)) from e
+        try:
+            con.execute(f"LOAD '{extension}'")
+            loaded = con.execute(
+                "SELECT loaded FROM duckdb_extensions() WHERE extension_name = 'fts'"
+            ).fetchone()
+            if not loaded or not loaded[0]:
+                raise StoreError(f"DuckDB's fts extension did not load from {extension}")
+        except duckdb.Error as e:
+            con.close()
+            raise StoreError(
+                f"DuckDB's full-text-search extension failed to load from {extension}: {e}; "
+                f"reinstall duckdb-extension-fts=={duckdb.__version__}"
+            ) from e
+        store = cls(con, path)
+        try:
+            store.migrate()
+        except duckdb.Error as e:
+            con.close()
+            raise StoreError(describe_duckdb_error(e, path)) from e
+        return store
+
+    def close(self) -> None:
+        try:
+            self.con.close()
+        except duckdb.Error:
+            pass
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except duckdb.Error as e:
+            raise StoreError(describe_duckdb_error(e, self.path)) from e
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        with self._errors():
+            self.con.begin()
+            try:
+                yield self.con
+            except BaseException:
+                self.con.rollback()
+                raise
+            self.con.commit()
+
+    def migrate(self) -> list[str]:
+        self.con.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (name VARCHAR PRIMARY KEY, applied_at TIMESTAMP)"
+        )
+        done = {row[0] for row in self.con.execute("SELECT name FROM schema_migrations").fetchall()}
+        applied = []
+        for name, migration in MIGRATIONS:
+            if name in done:
+                continue
+            self.con.begin()
+            try:
+                migration(self.con)
+                self.con.execute("INSERT INTO schema_migrations VALUES (?, ?)", [name, _now()])
+            except BaseException:
+                self.con.rollback()
+                raise
+            self.con.commit()
+            applied.append(name)
+        return applied
+
+    # --- entries -------------------------------------------------------------------------
+
+    def upsert_entry(self, new: NewEntry) -> int:
+        """Record an answer. Re-recording the same request keeps the entry's id (aliases stay valid)."""
+        now = _now()
+        values = [
+            new.provider, new.host, new.method, new.endpoint, new.model, new.normalised_fp,
+            json.dumps(new.canonical, ensure_ascii=False), new.last_text, new.status,
+            json.dumps(new.headers, ensure_ascii=False), new.body, new.streamed,
+            new.prompt_tokens, new.completion_tokens, new.upstream_ms,
+        ]
+        with self.transaction() as con:
+            row = con.execute(
+                "SELECT id FROM entries WHERE project = ? AND request_fp = ?",
+                [new.project, new.request_fp],
+            ).fetchone()
+            if row:
+                con.execute(
+                    """UPDATE entries SET provider=?, host=?, method=?, endpoint=?, model=?, normalised_fp=?,
+                       canonical=?, last_text=?, status=?, headers=?, body=?, streamed=?, prompt_tokens=?,
+                       completion_tokens=?, upstream_ms=?, updated_at=? WHERE id=?""",
+                    [*values, now, row[0]],
+                )
+                return int(row[0])
+            row = con.execute(
+                """INSERT INTO entries (project, request_fp, provider, host, method, endpoint, model,
+                   normalised_fp, canonical, last_text, status, headers, body, streamed, prompt_tokens,
+                   completion_tokens, upstream_ms, created_at, updated_at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id""",
+                [new.project, new.request_fp, *values, now, now],
+            ).fetchone()
+            return int(row[0])
+
+    def get_entry(self, entry_id: int) -> Entry | None:
+        with self._errors():
+            row = self.con.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?", [entry_id]).fetchone()
+        return _entry(row) if row else None
+
+    def delete_entry(self, entry_id: int) -> bool:
+        with self.transaction() as con:
+            found = con.execute("SELECT count(*) FROM entries WHERE id = ?", [entry_id]).fetchone()[0]
+            con.execute("DELETE FROM aliases WHERE entry_id = ?", [entry_id])
+            con.execute("DELETE FROM entries WHERE id = ?", [entry_id])
+        return bool(found)
+
+    def list_entries(self, project: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        sql = (
+            "SELECT id, project, provider, model, endpoint, streamed, status, octet_length(body) AS size, "
+            "created_at, updated_at, last_text FROM entries"
+        )
+        params: list[Any] = []
+        if project:
+            sql += " WHERE project = ?"
+            params.append(project)
+        sql += " ORDER BY id DESC LIMIT ?"
+        params.append(limit)
+        with self._errors():
+            cursor = self.con.execute(sql, params)
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    def index_rows(self) -> list[tuple[int, str, str, str]]:
+        """(id, project, request_fp, normalised_fp) of every entry: the in-memory index's source."""
+        with self._errors():
+            return self.con.execute("SELECT id, project, request_fp, normalised_fp FROM entries").fetchall()
+
+    def alias_rows(self) -> list[tuple[str, str, int]]:
+        with self._errors():
+            return self.con.execute("SELECT project, normalised_fp, entry_id FROM aliases").fetchall()
+
+    def project_canonicals(self, project: str, provider: str | None = None, limit: int = 2000) -> list[tuple[int, dict[str, Any]]]:
+        sql = "SELECT id, canonical FROM entries WHERE project = ?"
+        params: list[Any] = [project]
+        if provider:
+            sql += " AND provider = ?"
+            params.append(provider)
+        sql += " ORDER BY id DESC LIMIT ?"
+        params.append(limit)
+        with self._errors():
+            return [(int(i), json.loads(c)) for i, c in self.con.execute(sql, params).fetchall()]
+
+    def set_normalised_fps(self, updates: list[tuple[int, str]]) -> None:
+        with self.transaction() as con:
+            for entry_id, fp in updates:
+                con.execute("UPDATE entries SET normalised_fp = ? WHERE id = ?", [fp, entry_id])
+
+    def projects(self) -> list[str]:
+        with self._errors():
+            rows = self.con.execute(
+                "SELECT project FROM entries UNION SELECT project FROM project_settings ORDER BY 1"
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    # --- aliases -------------------------------------------------------------------------
+
+    def put_alias(self, project: str, normalised_fp: str, entry_id: int) -> None:
+        with self.transaction() as con:
+            con.execute("DELETE FROM aliases WHERE project = ? AND normalised_fp = ?", [project, normalised_fp])
+            con.execute("INSERT INTO aliases VALUES (?, ?, ?, ?)", [project, normalised_fp, entry_id, _now()])
+
+    def replace_aliases(self, project: str, aliases: list[tuple[str, int]]) -> None:
+        with self.transaction() as con:
+            con.execute("DELETE FROM aliases WHERE project = ?", [project])
+            for fp, entry_id in aliases:
+                con.execute("INSERT INTO aliases VALUES (?, ?, ?, ?)", [project, fp, entry_id, _now()])
+
+    # --- settings ------------------------------------------------------------------------
+
+    def project_settings(self, project: str) -> dict[str, Any]:
+        with self._errors():
+            rows = self.con.execute(
+                "SELECT key, value FROM project_settings WHERE project = ?", [project]
+            ).fetchall()
+        return {key: json.loads(value) for key, value in rows}
+
+    def all_project_settings(self) -> dict[str, dict[str, Any]]:
+        with self._errors():
+            rows = self.con.execute("SELECT project, key, value FROM project_settings").fetchall()
+        out: dict[str, dict[str, Any]] = {}
+        for project, key, value in rows:
+            out.setdefault(project, {})[key] = json.loads(value)
+        return out
+
+    def set_project_setting(self, project: str, key: str, value: Any) -> None:
+        with self.transaction() as con:
+            con.execute("DELETE FROM project_settings WHERE project = ? AND key = ?", [project, key])
+            con.execute(
+                "INSERT INTO project_settings VALUES (?, ?, ?)", [project, key, json.dumps(value)]
+            )

@@ -1,0 +1,230 @@
+"""Shared loading and display helpers for the analysis notebooks.
+
+Why a module: every notebook must read the Parquet logs the same forgiving way —
+files from an older schema_version lack columns, a fresh install has no files at
+all — and getting that wrong four times is easy. `open_logs` gives each notebook
+two DuckDB views, `calls` and `reviews`, that always have every column of the
+current schema (a column no file has yet is a typed NULL), plus a `day` column.
+`ts` is a naive timestamp in UTC, and `day` its UTC date.
+
+It reads only the Parquet logs, never the proxy's live semula.duckdb store, which
+the running proxy holds open.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from semula.logschema import CALL_LOG_SCHEMA, REVIEW_LOG_SCHEMA
+
+DEFAULT_DATA_DIR = "../.semula"  # relative to analysis/, i.e. the repo's .semula
+RESULTS_PREFIX = "SEMULA_RESULTS "
+
+
+def _duckdb_type(arrow_type: pa.DataType) -> str:
+    if pa.types.is_timestamp(arrow_type):
+        return "TIMESTAMPTZ" if arrow_type.tz else "TIMESTAMP"
+    mapping = {
+        pa.string(): "VARCHAR",
+        pa.float64(): "DOUBLE",
+        pa.int64(): "BIGINT",
+        pa.int32(): "INTEGER",
+        pa.bool_(): "BOOLEAN",
+    }
+    if arrow_type not in mapping:
+        raise TypeError(f"no DuckDB type for {arrow_type}")
+    return mapping[arrow_type]
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _column(field: pa.Field, present: set[str]) -> str:
+    """Select a column cast to its current type, or a typed NULL if no file has it yet."""
+    expression = f'"{field.name}"' if field.name in present else "NULL"
+    cast = f"CAST({expression} AS {_duckdb_type(field.type)})"
+    if pa.types.is_timestamp(field.type) and field.type.tz:
+        # Naive UTC: fetching TIMESTAMPTZ into Python needs pytz, which semula does not depend on.
+        cast = f"timezone('UTC', {cast})"
+    return f'{cast} AS "{field.name}"'
+
+
+def _create_view(con: duckdb.DuckDBPyConnection, name: str, folder: Path, schema: pa.Schema) -> int:
+    """Create view `name` over `folder`'s Parquet files; return its row count."""
+    files = sorted(folder.glob("**/*.parquet")) if folder.is_dir() else []
+    if files:
+        source = (
+            f"read_parquet({_sql_string(str(folder / '**' / '*.parquet'))}, "
+            "hive_partitioning=true, union_by_name=true)"
+        )
+        present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+    else:
+        source, present = "(SELECT 1 AS _none) WHERE false", set()
+    columns = [_column(field, present) for field in schema]
+    # Outer select so `day` is derived from the already-converted UTC `ts`.
+    con.execute(
+        f"CREATE OR REPLACE VIEW {name} AS SELECT *, CAST(ts AS DATE) AS day "
+        f"FROM (SELECT {', '.join(columns)} FROM {source})"
+    )
+    return con.execute(f"SELECT count(*) FROM {name}").fetchone()[0]
+
+
+@dataclass(frozen=True)
+class Logs:
+    """An in-memory DuckDB connection with `calls` and `reviews` views, and what they hold."""
+
+    con: duckdb.DuckDBPyConnection
+    data_dir: Path
+    calls: int
+    reviews: int
+
+    @property
+    def have_calls(self) -> bool:
+        return self.calls > 0
+
+    @property
+    def have_reviews(self) -> bool:
+        return self.reviews > 0
+
+    def no_calls_message(self) -> str:
+        return (
+            f"no calls logged yet in {self.data_dir} — run some traffic through semula "
+            "or scripts/make_demo_calls.py"
+        )
+
+    def no_reviews_message(self) -> str:
+        return (
+            f"no review events logged yet in {self.data_dir} — near misses are queued for review "
+            "once semula sees traffic (or run scripts/make_demo_calls.py)"
+        )
+
+    def summary(self) -> str:
+        """One line saying what was loaded, so a reader knows which logs a number comes from."""
+        if not self.have_calls:
+            return self.no_calls_message()
+        first, last, versions = self.con.execute(
+            "SELECT min(day), max(day), string_agg(DISTINCT coalesce(CAST(schema_version AS VARCHAR), '?'), ', ' "
+            "ORDER BY coalesce(CAST(schema_version AS VARCHAR), '?')) FROM calls"
+        ).fetchone()
+        return (
+            f"{self.calls:,} calls from {first} to {last} and {self.reviews:,} review events "
+            f"in {self.data_dir} (call-log schema versions: {versions})"
+        )
+
+
+def data_dir_from_env(default: str | os.PathLike[str] = DEFAULT_DATA_DIR) -> Path:
+    """SEMULA_DATA_DIR wins so `semula report` can point the notebooks at any data dir."""
+    return Path(os.environ.get("SEMULA_DATA_DIR") or default)
+
+
+def open_logs(data_dir: str | os.PathLike[str]) -> Logs:
+    """Load both logs into views; an empty or missing log gives empty views, not an error."""
+    data_dir = Path(data_dir).expanduser()
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")  # days are UTC days, like the date= partitions
+    calls = _create_view(con, "calls", data_dir / "calls", CALL_LOG_SCHEMA)
+    reviews = _create_view(con, "reviews", data_dir / "reviews", REVIEW_LOG_SCHEMA)
+    return Logs(con, data_dir, calls, reviews)
+
+
+def setup_plots() -> None:
+    """Small figures keep the report light and notebook execution quick."""
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update(
+        {
+            "figure.figsize": (7.5, 3.0),
+            "figure.dpi": 80,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "legend.fontsize": "small",
+            "legend.frameon": False,
+        }
+    )
+
+
+def _format(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:,.3f}".rstrip("0").rstrip(".") if abs(value) < 1000 else f"{value:,.0f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return str(value)
+
+
+class Table:
+    """A query result that renders as an HTML table in Jupyter and in the report.
+
+    DuckDB's own repr is text only and pandas is not a dependency, so this small
+    renderer keeps tables readable without one.
+    """
+
+    def __init__(self, columns: Sequence[str], rows: Sequence[Sequence[Any]], limit: int = 40) -> None:
+        self.columns = list(columns)
+        self.rows = [list(r) for r in rows]
+        self.limit = limit
+
+    def _shown(self) -> tuple[list[list[Any]], int]:
+        return self.rows[: self.limit], max(0, len(self.rows) - self.limit)
+
+    def _repr_html_(self) -> str:
+        shown, hidden = self._shown()
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
+        body = "".join(
+            "<tr>"
+            + "".join(
+                f'<td class="{"num" if isinstance(v, (int, float)) and not isinstance(v, bool) else "txt"}">'
+                f"{html.escape(_format(v))}</td>"
+                for v in row
+            )
+            + "</tr>"
+            for row in shown
+        )
+        more = f'<p class="more">… {hidden:,} more rows</p>' if hidden else ""
+        if not self.rows:
+            body = f'<tr><td colspan="{len(self.columns)}">(no rows)</td></tr>'
+        return f'<table class="semula"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}'
+
+    def __repr__(self) -> str:
+        shown, hidden = self._shown()
+        cells = [self.columns] + [[_format(v) for v in row] for row in shown]
+        widths = [max(len(r[i]) for r in cells) for i in range(len(self.columns))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in cells]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        if hidden:
+            lines.append(f"… {hidden:,} more rows")
+        return "\n".join(lines)
+
+
+def query(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+    """Run `sql` and return rows as dicts, the shape the plots and results want."""
+    cursor = con.execute(sql, params or [])
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def show(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None, limit: int = 40) -> Table:
+    """Run `sql` and return a displayable table (put it last in a cell, or `display()` it)."""
+    cursor = con.execute(sql, params or [])
+    return Table([d[0] for d in cursor.description], cursor.fetchall(), limit)
+
+
+def emit_results(results: dict[str, Any]) -> None:
+    """Print the notebook's key numbers as one JSON line that tests and the report parse."""
+    print(RESULTS_PREFIX + json.dumps(results, sort_keys=True, default=str, ensure_ascii=False))

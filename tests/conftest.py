@@ -1,0 +1,105 @@
+"""Shared fixtures: one fake provider per session, proxies started on demand.
+
+Proxies are expensive (a mitmdump each), the fake is cheap but must keep one counter
+for the whole run, so the fake is session-scoped and proxies come from factories that
+always stop what they started, even when a test fails half-way.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from e2e_helpers import (  # noqa: E402 - needs the sys.path entry above
+    FakeProvider,
+    ProxyHandle,
+    closed_port,
+    start_fake_provider,
+    start_proxy,
+    stop_process,
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "e2e: end-to-end test with real semula and fake-provider processes")
+
+
+@pytest.fixture(scope="session")
+def fake_provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeProvider]:
+    fake = start_fake_provider(tmp_path_factory.mktemp("fakecerts"))
+    try:
+        yield fake
+    finally:
+        stop_process(fake.proc)
+
+
+@pytest.fixture(scope="session")
+def mitm_confdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One mitmproxy confdir for the session, so every proxy shares one CA."""
+    return tmp_path_factory.mktemp("mitmconf")
+
+
+@pytest.fixture(scope="session")
+def dead_port() -> int:
+    """Where the provider "went": replay tests map every provider host here."""
+    return closed_port()
+
+
+class ProxyFactory:
+    """Starts `semula proxy` processes and guarantees they are stopped.
+
+    `upstream` is "fake" (the session's fake provider), "gone" (a closed port: any
+    request that reaches upstream fails) or an explicit port.
+    """
+
+    def __init__(self, fake: FakeProvider, confdir: Path, dead_port: int,
+                 tmp_factory: pytest.TempPathFactory) -> None:
+        self.fake = fake
+        self.confdir = confdir
+        self.dead_port = dead_port
+        self.tmp_factory = tmp_factory
+        self.started: list[ProxyHandle] = []
+
+    def new_data_dir(self, name: str = "data") -> Path:
+        return self.tmp_factory.mktemp(name) / "semula-data"
+
+    def __call__(self, mode: str, data_dir: Path | None = None, *, upstream: str | int = "fake",
+                 project: str | None = None, extra_args: tuple[str, ...] = (), **kwargs: Any) -> ProxyHandle:
+        port = {"fake": self.fake.port, "gone": self.dead_port}.get(upstream, upstream) if isinstance(upstream, str) else upstream
+        data_dir = data_dir or self.new_data_dir()
+        data_dir.mkdir(parents=True, exist_ok=True)
+        handle = start_proxy(mode=mode, data_dir=data_dir, confdir=self.confdir, upstream_port=int(port),
+                             project=project, extra_args=extra_args, **kwargs)
+        self.started.append(handle)
+        return handle
+
+    def stop_all(self) -> None:
+        for handle in self.started:
+            handle.stop()
+
+
+@pytest.fixture
+def proxy_factory(fake_provider: FakeProvider, mitm_confdir: Path, dead_port: int,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyFactory]:
+    factory = ProxyFactory(fake_provider, mitm_confdir, dead_port, tmp_path_factory)
+    try:
+        yield factory
+    finally:
+        factory.stop_all()
+
+
+@pytest.fixture(scope="module")
+def module_proxy_factory(fake_provider: FakeProvider, mitm_confdir: Path, dead_port: int,
+                         tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyFactory]:
+    """Like proxy_factory, for proxies shared by the tests of one module."""
+    factory = ProxyFactory(fake_provider, mitm_confdir, dead_port, tmp_path_factory)
+    try:
+        yield factory
+    finally:
+        factory.stop_all()

@@ -1,0 +1,393 @@
+"""Process-level helpers for semula's end-to-end tests.
+
+The e2e tests run what a user runs: a real `semula proxy` (mitmdump + the addon) in
+front of the fake provider (tests/fakeprovider.py), driven by the official SDKs, curl,
+requests and Node. These helpers start and stop those processes, build clients that go
+through the proxy, and read the call log, so the test files read as scenarios.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+FAKEPROVIDER = Path(__file__).resolve().parent / "fakeprovider.py"
+READY_MARKER = "semula ready:"
+PROVIDER_HOSTS = ("api.openai.com", "api.anthropic.com", "generativelanguage.googleapis.com")
+SEMULA_HEADERS = ("x-semula-decision", "x-semula-tier", "x-semula-score", "x-semula-entry")
+
+# Variables from the developer's shell that would reroute or re-trust our clients.
+CLIENT_ENV_NOISE = (
+    "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy",
+    "NO_PROXY", "no_proxy", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
+)
+
+
+def semula_cmd() -> list[str]:
+    """The semula CLI next to the running interpreter, else `python -m semula`."""
+    exe = Path(sys.executable).parent / "semula"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "semula"]
+
+
+def semula_available() -> tuple[bool, str]:
+    """Whether `semula proxy --help` works, with its output for skip/fail messages."""
+    try:
+        res = subprocess.run([*semula_cmd(), "proxy", "--help"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return False, str(e)
+    return res.returncode == 0, res.stdout + res.stderr
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in CLIENT_ENV_NOISE}
+    env.update(extra)
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def closed_port() -> int:
+    """A port nothing listens on: where a "gone" provider lives."""
+    return free_port()
+
+
+class OutputPump:
+    """Collects a child's merged stdout/stderr on a thread so pipes never fill up."""
+
+    def __init__(self, stream: Any) -> None:
+        self._lines: list[str] = []
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _pump(self, stream: Any) -> None:
+        for line in iter(stream.readline, ""):
+            with self._cond:
+                self._lines.append(line)
+                self._cond.notify_all()
+        with self._cond:
+            self._lines.append("")  # "" marks EOF
+            self._cond.notify_all()
+
+    def text(self) -> str:
+        with self._cond:
+            return "".join(self._lines)
+
+    def wait_for(self, predicate: Callable[[str], bool], timeout: float) -> str | None:
+        """Wait for a line satisfying predicate; None on timeout or EOF."""
+        deadline = time.monotonic() + timeout
+        seen = 0
+        with self._cond:
+            while True:
+                for line in self._lines[seen:]:
+                    if line == "":
+                        return None
+                    if predicate(line):
+                        return line
+                seen = len(self._lines)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                self._cond.wait(remaining)
+
+    def join(self, timeout: float = 5) -> None:
+        self._thread.join(timeout)
+
+
+def stop_process(proc: subprocess.Popen[str], timeout: float = 20) -> int | None:
+    """SIGINT (semula's graceful stop: flushes the call log), then SIGKILL if it hangs."""
+    if proc.poll() is None:
+        try:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # the group we created with start_new_session
+            except (ProcessLookupError, PermissionError):
+                proc.kill()
+            proc.wait(5)
+    return proc.returncode
+
+
+# ---------------------------------------------------------------------------
+# The fake provider process
+
+
+@dataclass
+class FakeProvider:
+    """A running tests/fakeprovider.py and a small client for its /__ hooks."""
+
+    proc: subprocess.Popen[str]
+    port: int
+    ca_path: Path
+    pump: OutputPump
+
+    @property
+    def base(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    def _ctx(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.ca_path))
+
+    def _call(self, method: str, path: str) -> Any:
+        import urllib.request
+
+        req = urllib.request.Request(self.base + path, method=method, data=b"" if method == "POST" else None)
+        with urllib.request.urlopen(req, context=self._ctx(), timeout=10) as resp:
+            return json.loads(resp.read())
+
+    def count(self) -> int:
+        return int(self._call("GET", "/__count")["count"])
+
+    def last(self) -> dict[str, Any]:
+        return self._call("GET", "/__last")
+
+    def requests(self) -> list[dict[str, Any]]:
+        return self._call("GET", "/__requests")
+
+    def reset(self) -> None:
+        self._call("POST", "/__reset")
+
+
+def start_fake_provider(cert_dir: Path, timeout: float = 20) -> FakeProvider:
+    proc = subprocess.Popen(
+        [sys.executable, str(FAKEPROVIDER), "--port", "0", "--cert-dir", str(cert_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )
+    assert proc.stdout is not None
+    pump = OutputPump(proc.stdout)
+    line = pump.wait_for(lambda s: s.startswith("fakeprovider ready port="), timeout)
+    if line is None:
+        stop_process(proc)
+        raise RuntimeError(f"fake provider did not start:\n{pump.text()}")
+    return FakeProvider(proc, int(line.strip().rsplit("=", 1)[1]), cert_dir / "fake-ca.pem", pump)
+
+
+# ---------------------------------------------------------------------------
+# The proxy under test
+
+
+def map_remote_args(upstream_port: int) -> list[str]:
+    """Route every provider host to the fake (or to a dead port for replay tests)."""
+    args: list[str] = []
+    for host in PROVIDER_HOSTS:
+        args += ["--set", f"map_remote=|//{host}/|//127.0.0.1:{upstream_port}/"]
+    return args
+
+
+def proxy_test_args(confdir: Path, upstream_port: int) -> list[str]:
+    return ["--set", f"confdir={confdir}", "--set", "ssl_insecure=true", *map_remote_args(upstream_port)]
+
+
+@dataclass
+class ProxyHandle:
+    """A running `semula proxy`; stop() is idempotent and waits for the call-log flush."""
+
+    proc: subprocess.Popen[str]
+    port: int
+    mode: str
+    data_dir: Path
+    confdir: Path
+    pump: OutputPump
+    argv: list[str] = field(default_factory=list)
+
+    @property
+    def ca_path(self) -> Path:
+        return self.confdir / "mitmproxy-ca-cert.pem"
+
+    @property
+    def proxy_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def proxy_url_for(self, project: str | None) -> str:
+        return f"http://{project}@127.0.0.1:{self.port}" if project else self.proxy_url
+
+    def output(self) -> str:
+        return self.pump.text()
+
+    def stop(self) -> int | None:
+        code = stop_process(self.proc)
+        self.pump.join()
+        return code
+
+    def describe(self) -> str:
+        return f"semula proxy ({' '.join(self.argv)}) output:\n{self.output()}"
+
+
+def start_proxy(
+    *,
+    mode: str,
+    data_dir: Path,
+    confdir: Path,
+    upstream_port: int,
+    project: str | None = None,
+    extra_args: Sequence[str] = (),
+    timeout: float = 30,
+) -> ProxyHandle:
+    port = free_port()
+    argv = [
+        *semula_cmd(), "proxy", "--mode", mode, "--listen-host", "127.0.0.1", "--listen-port", str(port),
+        "--data-dir", str(data_dir), *(["--project", project] if project else []),
+        *proxy_test_args(confdir, upstream_port), *extra_args,
+    ]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=clean_env(PYTHONUNBUFFERED="1"), start_new_session=True, cwd=data_dir.parent,
+    )
+    assert proc.stdout is not None
+    handle = ProxyHandle(proc, port, mode, data_dir, confdir, OutputPump(proc.stdout), argv)
+    if handle.pump.wait_for(lambda s: s.startswith(READY_MARKER), timeout) is None:
+        handle.stop()
+        raise AssertionError(f"semula proxy did not print {READY_MARKER!r} within {timeout}s.\n{handle.describe()}")
+    return handle
+
+
+# ---------------------------------------------------------------------------
+# Clients through the proxy
+
+
+def ssl_context(ca_path: Path | str) -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=str(ca_path))
+
+
+def sdk_http_client(proxy_url: str, ca_path: Path | str, sdk_module: Any) -> Any:
+    """An http client of the kind the given SDK expects (httpx, or httpx2 for newer SDKs).
+
+    trust_env=False so a developer's own proxy settings cannot reroute the test.
+    """
+    base_client = sys.modules[sdk_module.__name__ + "._base_client"]
+    http_lib = getattr(base_client, "httpx2", None) or getattr(base_client, "httpx")
+    return http_lib.Client(proxy=proxy_url, verify=ssl_context(ca_path), trust_env=False, timeout=30)
+
+
+def openai_client(proxy_url: str, ca_path: Path | str, *, api_key: str = "sk-test-not-a-real-key",
+                  max_retries: int = 0, **kwargs: Any) -> Any:
+    import openai
+
+    return openai.OpenAI(api_key=api_key, base_url="https://api.openai.com/v1", max_retries=max_retries,
+                         http_client=sdk_http_client(proxy_url, ca_path, openai), **kwargs)
+
+
+def anthropic_client(proxy_url: str, ca_path: Path | str, *, api_key: str = "sk-ant-test-not-a-real-key",
+                     max_retries: int = 0, **kwargs: Any) -> Any:
+    import anthropic
+
+    return anthropic.Anthropic(api_key=api_key, base_url="https://api.anthropic.com", max_retries=max_retries,
+                               http_client=sdk_http_client(proxy_url, ca_path, anthropic), **kwargs)
+
+
+def semula_meta(headers: Any) -> dict[str, str | None]:
+    """The x-semula-* headers of a response, lower-cased keys."""
+    return {name: headers.get(name) for name in SEMULA_HEADERS}
+
+
+@dataclass(frozen=True)
+class CurlResult:
+    status: int
+    headers: dict[str, str]
+    body: str
+    returncode: int
+    stderr: str
+
+
+def curl(url: str, *, proxy_url: str | None, ca_path: Path | str | None, data: Any = None,
+         headers: Iterable[str] = (), env: dict[str, str] | None = None, timeout: float = 30) -> CurlResult:
+    """POST (if data) with curl; headers are parsed from the last response block (after CONNECT)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        head_file = Path(tmp) / "headers"
+        argv = ["curl", "-sS", "-N", "-D", str(head_file), "--max-time", str(int(timeout))]
+        if proxy_url:
+            argv += ["--proxy", proxy_url]
+        if ca_path:
+            argv += ["--cacert", str(ca_path)]
+        for h in headers:
+            argv += ["-H", h]
+        if data is not None:
+            argv += ["-H", "content-type: application/json", "--data-binary", json.dumps(data)]
+        argv.append(url)
+        res = subprocess.run(argv, capture_output=True, text=True, env=env or clean_env(), timeout=timeout + 10)
+        raw = head_file.read_text() if head_file.exists() else ""
+    blocks = [b for b in raw.replace("\r\n", "\n").split("\n\n") if b.strip().startswith("HTTP/")]
+    status, parsed = 0, {}
+    if blocks:
+        lines = blocks[-1].strip().splitlines()
+        status = int(lines[0].split()[1])
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            parsed[name.strip().lower()] = value.strip()
+    return CurlResult(status, parsed, res.stdout, res.returncode, res.stderr)
+
+
+# ---------------------------------------------------------------------------
+# The call log
+
+
+def read_call_log(data_dir: Path) -> list[dict[str, Any]]:
+    """All call-log rows as dicts, file by file so schema differences between parts cannot break us."""
+    import pyarrow.parquet as pq
+
+    rows: list[dict[str, Any]] = []
+    for path in sorted((data_dir / "calls").glob("**/*.parquet")):
+        if path.name.startswith("."):
+            continue
+        try:
+            rows += pq.read_table(path).to_pylist()
+        except Exception:  # noqa: BLE001 - a part still being written; the next poll sees it
+            continue
+    return sorted(rows, key=lambda r: r.get("ts") or 0)
+
+
+def wait_for_rows(data_dir: Path, predicate: Callable[[dict[str, Any]], bool], *, at_least: int = 1,
+                  timeout: float = 10) -> list[dict[str, Any]]:
+    """Poll the call log (flushed every ≤ 2 s) until enough matching rows appear."""
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = [r for r in read_call_log(data_dir) if predicate(r)]
+        if len(rows) >= at_least or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.25)
+
+
+def run_semula(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*semula_cmd(), *args], capture_output=True, text=True,
+                          env=env or clean_env(), timeout=timeout)
+
+
+def parse_exports(text: str) -> dict[str, str]:
+    """`export NAME=value` lines (shell-quoted) from `semula env` as a dict."""
+    import shlex
+
+    env: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("export "):
+            continue
+        parts = shlex.split(line[len("export "):])
+        for part in parts:
+            name, sep, value = part.partition("=")
+            if sep:
+                env[name] = value
+    return env
+
+
+def uniq(label: str) -> str:
+    """A prompt prefix unique to this run, so no two tests ever share a recording."""
+    return f"{label} {os.getpid()}-{time.monotonic_ns() % 10**9}"

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import duckdb
+
+from semula.logschema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION
+from semula.parquetlog import ParquetLog
+
+
+def test_rows_are_flushed_partitioned_and_readable(tmp_path):
+    writer = ParquetLog(tmp_path / "calls", CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, flush_seconds=0.1)
+    writer.append({"project": "a", "decision": "hit", "tier": "exact", "ts": datetime(2026, 1, 2, tzinfo=UTC)})
+    writer.append({"project": "b", "decision": "miss", "tier": "none"})
+    writer.close()
+    files = sorted(p.relative_to(tmp_path).as_posix() for p in (tmp_path / "calls").glob("**/*.parquet"))
+    assert files[0].startswith("calls/date=2026-01-02/part-")
+    assert not list((tmp_path / "calls").glob("**/.*.tmp"))
+    rows = duckdb.sql(
+        f"SELECT project, decision, schema_version FROM read_parquet('{tmp_path}/calls/**/*.parquet', "
+        "hive_partitioning=true) ORDER BY project"
+    ).fetchall()
+    assert rows == [("a", "hit", CALL_LOG_SCHEMA_VERSION), ("b", "miss", CALL_LOG_SCHEMA_VERSION)]
+
+
+def test_append_after_close_is_ignored(tmp_path):
+    writer = ParquetLog(tmp_path / "calls", CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION)
+    writer.close()
+    writer.append({"project": "a"})
+    assert not list((tmp_path / "calls").glob("**/*.parquet"))

@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import duckdb
+import pytest
+
+from semula.store import NewEntry, Store, StoreError
+
+
+def new_entry(fp: str = "fp1:a", body: bytes = b"{}", project: str = "p") -> NewEntry:
+    return NewEntry(project, "openai", "api.openai.com", "POST", "/v1/chat/completions", "gpt-4o", fp,
+                    "nfp1:" + fp, {"k": fp}, "hello", 200, [("content-type", "application/json")], body,
+                    False, 3, 4, 12.5)
+
+
+def test_migrations_are_recorded_and_run_once(tmp_path):
+    store = Store.open(tmp_path)
+    assert store.migrate() == []
+    names = [r[0] for r in store.con.execute("SELECT name FROM schema_migrations").fetchall()]
+    assert names[0] == "001_core"
+    store.close()
+    assert Store.open(tmp_path).migrate() == []
+
+
+def test_rerecording_keeps_the_id(tmp_path):
+    store = Store.open(tmp_path)
+    first = store.upsert_entry(new_entry(body=b"one"))
+    again = store.upsert_entry(new_entry(body=b"two"))
+    other = store.upsert_entry(new_entry(fp="fp1:b"))
+    assert first == again != other
+    assert store.get_entry(first).body == b"two"
+    assert store.delete_entry(first) and store.get_entry(first) is None
+
+
+def test_fts_extension_is_loaded(tmp_path):
+    store = Store.open(tmp_path)
+    assert store.con.execute("SELECT loaded FROM duckdb_extensions() WHERE extension_name='fts'").fetchone()[0]
+
+
+def test_locked_store_gives_a_clear_error(tmp_path):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import duckdb, sys, time
+            con = duckdb.connect({str(tmp_path / 'semula.duckdb')!r})
+            print('held', flush=True)
+            time.sleep(60)
+        """)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(StoreError, match="locked by another process"):
+            Store.open(tmp_path)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_corrupt_store_gives_a_store_error(tmp_path):
+    (tmp_path / "semula.duckdb").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError):
+        Store.open(tmp_path)
+
+
+def test_kill_9_mid_write_leaves_no_half_entry(tmp_path):
+    writer = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys
+            sys.path[:0] = {sys.path!r}
+            sys.path.insert(0, {os.path.dirname(__file__)!r})
+            from test_store import new_entry
+            from semula.store import Store
+            store = Store.open({str(tmp_path)!r})
+            i = 0
+            print('writing', flush=True)
+            while True:
+                i += 1
+                store.upsert_entry(new_entry(fp=f'fp1:{{i}}', body=b'x' * 200_000))
+        """)], stdout=subprocess.PIPE, text=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert writer.stdout.readline().strip() == "writing"
+    time.sleep(1.5)
+    writer.send_signal(signal.SIGKILL)
+    writer.wait()
+    store = Store.open(tmp_path)
+    rows = store.con.execute("SELECT count(*), min(octet_length(body)), max(octet_length(body)) FROM entries").fetchone()
+    assert rows[0] > 0
+    assert rows[1] == rows[2] == 200_000
