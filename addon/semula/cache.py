@@ -28,6 +28,7 @@ from semula.settings import (
 from semula.store import Entry, NewEntry, Store
 
 RESPONSE_CACHE_BYTES = 256 * 1024 * 1024
+PRELOAD_BYTES = 64 * 1024 * 1024  # answers loaded at start so that first hits skip DuckDB too
 
 
 class Cache:
@@ -59,6 +60,8 @@ class Cache:
             self._settings = settings
             self._entries.clear()
             self._entry_bytes = 0
+        for entry in self.store.recent_entries(PRELOAD_BYTES):
+            self._remember(entry)
 
     def _index(self, entry_id: int, project: str, request_fp: str, normalised_fp: str) -> None:
         self._exact[(project, request_fp)] = entry_id
@@ -125,6 +128,8 @@ class Cache:
         with self._lock:
             self._index(entry_id, new.project, new.request_fp, new.normalised_fp)
         self._forget(entry_id)
+        if (entry := self.store.get_entry(entry_id)) is not None:
+            self._remember(entry)
         return entry_id
 
     def delete_entry(self, entry_id: int) -> bool:

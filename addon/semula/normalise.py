@@ -69,35 +69,36 @@ _JSON_START = re.compile(r"[\[{]")
 _LOWER = "a-zß-öø-ÿ"
 _UPPER = "A-ZÀ-ÖØ-Þ"
 _LETTER = r"[^\W\d_]"
-# A whitespace-delimited token whose letter case can carry meaning. Anything
-# else is prose and is case-folded.
-_CODE_FEATURES = "|".join(
-    [
-        r"[_/\\=<>{}\[\]$@#|~^*&]",  # identifiers, paths, markup, operators
-        r"(?<!\S)-{1,2}" + _LETTER,  # command-line flags: -s, --Foo
-        r"(?<!\S)\.[^\W\d]",  # dot files: .env, .gitignore
-        r"\w[.:]+\w",  # file names, modules, std::vector, e.g.
-        r"\w\(",  # calls: len(x)
-        f"[{_LOWER}][{_UPPER}]",  # camelCase, iPhone, NaCl
-        f"[{_UPPER}]{{2,}}(?!s(?:\\W|$))[{_LOWER}]",  # HTTPServer (not "APIs")
-        r"\d(?!(?:st|nd|rd|th|ST|ND|RD|TH)\b)" + _LETTER,  # 10MB, x86, H2O (not 5th)
-        _LETTER + r"\d",
-        r"%[A-Za-z]",  # printf / strftime: %m is not %M
-    ]
+# Features of a whitespace-delimited token whose letter case can carry
+# meaning. Tokens without any are prose and are case-folded.
+_CODE_FEATURE = re.compile(
+    "|".join(
+        [
+            r"[_/\\=<>{}\[\]$@#|~^*&`]",  # identifiers, paths, markup, operators
+            r"^-{1,2}" + _LETTER,  # command-line flags: -s, --Foo
+            r"^\.[^\W\d]",  # dot files: .env, .gitignore
+            r"\w[.:]+\w",  # file names, modules, std::vector, e.g.
+            r"\w\(",  # calls: len(x)
+            f"[{_LOWER}][{_UPPER}]",  # camelCase, iPhone, NaCl
+            f"[{_UPPER}]{{2,}}(?!s(?:\\W|$))[{_LOWER}]",  # HTTPServer (not "APIs")
+            r"\d(?!(?:st|nd|rd|th|ST|ND|RD|TH)\b)" + _LETTER,  # 10MB, x86, H2O (not 5th)
+            _LETTER + r"\d",
+            r"%[A-Za-z]",  # printf / strftime: %m is not %M
+        ]
+    )
 )
-_CODE_TOKEN = re.compile(rf"(?<!\S)(?=\S*?(?:{_CODE_FEATURES}))\S+")
 
 
 def _fold_prose(text: str) -> str:
     """Case-fold every token except code-like ones; collapse whitespace."""
     out: list[str] = []
-    pos = 0
-    for m in _CODE_TOKEN.finditer(text):
-        out.append(text[pos : m.start()].casefold())
-        out.append(m.group())
-        pos = m.end()
-    out.append(text[pos:].casefold())
-    return _WHITESPACE.sub(" ", "".join(out))
+    for token in text.split():
+        folded = token.casefold()
+        if folded == token or _CODE_FEATURE.search(token) is None:
+            out.append(folded)
+        else:
+            out.append(token)
+    return " ".join(out)
 
 
 def _canonical_json_text(value: object) -> str:

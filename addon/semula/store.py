@@ -300,6 +300,17 @@ class Store:
             row = self.con.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?", [entry_id]).fetchone()
         return _entry(row) if row else None
 
+    def recent_entries(self, max_bytes: int) -> list[Entry]:
+        """The newest entries whose bodies fit in max_bytes (to warm the in-memory answers)."""
+        with self._errors():
+            rows = self.con.execute(
+                f"""SELECT {ENTRY_COLUMNS} FROM (
+                        SELECT *, sum(octet_length(body)) OVER (ORDER BY id DESC) AS running FROM entries
+                    ) WHERE running <= ? ORDER BY id""",
+                [max_bytes],
+            ).fetchall()
+        return [_entry(row) for row in rows]
+
     def delete_entry(self, entry_id: int) -> bool:
         with self.transaction() as con:
             found = con.execute("SELECT count(*) FROM entries WHERE id = ?", [entry_id]).fetchone()[0]

@@ -1,0 +1,118 @@
+"""The addon's hooks with mitmproxy's own test helpers (taddons/tflow): no network, a real store."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+
+from mitmproxy.test import taddons, tflow, tutils
+
+from semula.addon import SemulaAddon, proxy_user
+
+BODY = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hello there"}]}
+
+
+def provider_flow(body: dict | bytes = BODY, host: str = "api.openai.com", headers: dict | None = None):
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    request = tutils.treq(
+        method=b"POST", scheme=b"https", host=host, port=443, path=b"/v1/chat/completions",
+        authority=host.encode(), content=content,
+        headers=((b"host", host.encode()), (b"content-type", b"application/json"),
+                 *((k.encode(), v.encode()) for k, v in (headers or {}).items())),
+    )
+    return tflow.tflow(req=request)
+
+
+def upstream_answer(flow, text: str = "answer") -> None:
+    flow.response = tutils.tresp(
+        status_code=200, content=json.dumps({"choices": [{"message": {"content": text}}]}).encode(),
+        headers=((b"content-type", b"application/json"),),
+    )
+
+
+async def call(addon: SemulaAddon, flow, answer: str | None = "answer"):
+    addon.requestheaders(flow)
+    await addon.request(flow)
+    if flow.response is None and answer is not None:
+        upstream_answer(flow, answer)
+        addon.responseheaders(flow)
+        await addon.response(flow)
+    return flow
+
+
+def run(scenario, tmp_path, **options):
+    async def main():
+        addon = SemulaAddon()
+        with taddons.context(addon) as tctx:
+            tctx.configure(addon, semula_data_dir=str(tmp_path / "data"), semula_admin=False,
+                           confdir=str(tmp_path / "conf"), **options)
+            await addon.running()
+            try:
+                return await scenario(addon, tctx)
+            finally:
+                addon.done()
+
+    return asyncio.run(main())
+
+
+def test_miss_is_recorded_then_served_exact_and_normalised(tmp_path):
+    async def scenario(addon, tctx):
+        first = await call(addon, provider_flow())
+        assert first.response.headers["x-semula-decision"] == "miss"
+        second = await call(addon, provider_flow(), answer=None)
+        assert second.response.headers["x-semula-decision"] == "hit"
+        assert second.response.headers["x-semula-tier"] == "exact"
+        assert json.loads(second.response.content)["choices"][0]["message"]["content"] == "answer"
+        assert "semula hit" in second.comment and second.marked
+        variant = {"model": "gpt-4o", "messages": [{"role": "user", "content": "  hello   THERE. "}]}
+        third = await call(addon, provider_flow(variant), answer=None)
+        assert third.response.headers["x-semula-tier"] == "normalised"
+
+    run(scenario, tmp_path)
+
+
+def test_other_hosts_are_untouched(tmp_path):
+    async def scenario(addon, tctx):
+        flow = await call(addon, provider_flow(host="example.com"), answer=None)
+        assert flow.response is None and flow.id not in addon.flows
+        evil = await call(addon, provider_flow(host="api.openai.com.evil.net"), answer=None)
+        assert evil.response is None
+
+    run(scenario, tmp_path)
+
+
+def test_replay_miss_is_a_clear_provider_error(tmp_path):
+    async def scenario(addon, tctx):
+        flow = await call(addon, provider_flow(), answer=None)
+        assert flow.response.status_code == 404
+        message = json.loads(flow.response.content)["error"]["message"]
+        assert "no recording matches" in message and "project 'default'" in message and "mode replay" in message
+
+    run(scenario, tmp_path, semula_mode="replay")
+
+
+def test_project_header_is_stripped_and_isolates(tmp_path):
+    async def scenario(addon, tctx):
+        await call(addon, provider_flow(headers={"x-semula-project": "alpha"}))
+        other = provider_flow(headers={"x-semula-project": "beta"})
+        await call(addon, other, answer="beta answer")
+        assert other.response.headers["x-semula-decision"] == "miss"
+        assert "x-semula-project" not in other.request.headers
+
+    run(scenario, tmp_path)
+
+
+def test_unparsable_body_is_forwarded_as_bypass(tmp_path):
+    async def scenario(addon, tctx):
+        flow = await call(addon, provider_flow(b"\x00\xffnot json"))
+        assert flow.response.headers["x-semula-decision"] == "bypass"
+
+    run(scenario, tmp_path)
+
+
+def test_proxy_user_parsing():
+    token = base64.b64encode(b"team-a:").decode()
+    assert proxy_user(f"Basic {token}") == "team-a"
+    assert proxy_user("Basic !!!") is None
+    assert proxy_user(None) is None
