@@ -3,7 +3,7 @@
 Why a module: every notebook must read the Parquet logs the same forgiving way —
 files from an older schema_version lack columns, a fresh install has no files at
 all — and getting that wrong four times is easy. `open_logs` gives each notebook
-two DuckDB views, `calls` and `reviews`, that always have every column of the
+two in-memory DuckDB tables, `calls` and `reviews`, that always have every column of the
 current schema (a column no file has yet is a typed NULL), plus a `day` column.
 `ts` is a naive timestamp in UTC, and `day` its UTC date.
 
@@ -60,8 +60,8 @@ def _column(field: pa.Field, present: set[str]) -> str:
     return f'{cast} AS "{field.name}"'
 
 
-def _create_view(con: duckdb.DuckDBPyConnection, name: str, folder: Path, schema: pa.Schema) -> int:
-    """Create view `name` over `folder`'s Parquet files; return its row count."""
+def _load(con: duckdb.DuckDBPyConnection, name: str, folder: Path, schema: pa.Schema) -> int:
+    """Load `folder`'s Parquet files into in-memory table `name`; return its row count."""
     files = sorted(folder.glob("**/*.parquet")) if folder.is_dir() else []
     if files:
         source = (
@@ -72,9 +72,11 @@ def _create_view(con: duckdb.DuckDBPyConnection, name: str, folder: Path, schema
     else:
         source, present = "(SELECT 1 AS _none) WHERE false", set()
     columns = [_column(field, present) for field in schema]
-    # Outer select so `day` is derived from the already-converted UTC `ts`.
+    # A table, not a view: notebooks run dozens of queries and re-reading every
+    # Parquet file for each one is what made them slow. Outer select so `day` is
+    # derived from the already-converted UTC `ts`.
     con.execute(
-        f"CREATE OR REPLACE VIEW {name} AS SELECT *, CAST(ts AS DATE) AS day "
+        f"CREATE OR REPLACE TABLE {name} AS SELECT *, CAST(ts AS DATE) AS day "
         f"FROM (SELECT {', '.join(columns)} FROM {source})"
     )
     return con.execute(f"SELECT count(*) FROM {name}").fetchone()[0]
@@ -82,7 +84,7 @@ def _create_view(con: duckdb.DuckDBPyConnection, name: str, folder: Path, schema
 
 @dataclass(frozen=True)
 class Logs:
-    """An in-memory DuckDB connection with `calls` and `reviews` views, and what they hold."""
+    """An in-memory DuckDB connection with `calls` and `reviews` tables, and what they hold."""
 
     con: duckdb.DuckDBPyConnection
     data_dir: Path
@@ -129,12 +131,12 @@ def data_dir_from_env(default: str | os.PathLike[str] = DEFAULT_DATA_DIR) -> Pat
 
 
 def open_logs(data_dir: str | os.PathLike[str]) -> Logs:
-    """Load both logs into views; an empty or missing log gives empty views, not an error."""
+    """Load both logs; an empty or missing log gives empty tables, not an error."""
     data_dir = Path(data_dir).expanduser()
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")  # days are UTC days, like the date= partitions
-    calls = _create_view(con, "calls", data_dir / "calls", CALL_LOG_SCHEMA)
-    reviews = _create_view(con, "reviews", data_dir / "reviews", REVIEW_LOG_SCHEMA)
+    calls = _load(con, "calls", data_dir / "calls", CALL_LOG_SCHEMA)
+    reviews = _load(con, "reviews", data_dir / "reviews", REVIEW_LOG_SCHEMA)
     return Logs(con, data_dir, calls, reviews)
 
 

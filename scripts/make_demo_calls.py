@@ -82,6 +82,9 @@ BYPASS_REASONS = {
     "path not cacheable: /v1/files": 0.15,
 }
 
+# What a below-threshold nearest recording differs in, for replay-miss messages.
+NEAR_DIFFERENCES = ["messages[1].content changed", "model gpt-4o≠gpt-4o-mini", "max_tokens 256≠512", "tools differ: +search"]
+
 # guard reason -> probability a reviewer approves the candidate anyway
 GUARD_REASONS = {
     "number 120≠220": 0.05,
@@ -92,7 +95,12 @@ GUARD_REASONS = {
     "language en≠de": 0.05,
 }
 
-STORE_ERRORS = ["store error: database is locked", "upstream connect timeout after 30000 ms"]
+STORE_PROBLEMS = ["database is locked", "disk I/O error"]
+REPLAY_REFUSAL_STATUS = 404  # what the addon answers in replay mode when it cannot serve
+RECORD_HINT = (
+    "To record it, run the test once with the proxy in auto or record mode "
+    "(e.g. `semula exec --mode auto -- <test command>`), then replay again."
+)
 
 
 @dataclass(frozen=True)
@@ -205,18 +213,34 @@ class _Generator:
             row.update(decision="passthrough", decision_ms=round(rng.uniform(0.1, 0.5), 2))
             went_upstream(False)
             return row
-        if mode == "record":
-            row.update(decision="bypass", bypass_reason="mode record", decision_ms=round(rng.uniform(0.2, 1), 2))
+        if mode == "record":  # re-records on purpose: a miss that is always stored
+            row.update(decision="miss", decision_ms=round(rng.uniform(0.2, 1), 2))
             went_upstream(True)
             return row
-        if mode == "auto" and rng.random() < 0.07:
-            row.update(decision="bypass", bypass_reason=_pick(rng, BYPASS_REASONS))
-            row["decision_ms"] = round(rng.uniform(0.2, 1), 2)
-            went_upstream(False)
+        if rng.random() < (0.01 if mode == "replay" else 0.07):
+            reason = _pick(rng, BYPASS_REASONS)
+            row.update(decision="bypass", bypass_reason=reason, decision_ms=round(rng.uniform(0.2, 1), 2))
+            if mode == "replay":  # replay mode never reaches the network, so a bypass fails the test
+                row.update(status=REPLAY_REFUSAL_STATUS, recorded=False)
+                row["error"] = (
+                    f"semula: this request cannot be replayed (project '{project}', mode replay): "
+                    f"{reason}, and replay mode never reaches the network. {RECORD_HINT}"
+                )
+            else:
+                went_upstream(False)
             return row
         if rng.random() < 0.004:
-            row.update(decision="error", status=502, error=rng.choice(STORE_ERRORS))
-            row["decision_ms"] = round(rng.uniform(1, 30), 2)
+            problem = rng.choice(STORE_PROBLEMS)
+            row.update(decision="error", decision_ms=round(rng.uniform(1, 30), 2))
+            if mode == "replay":
+                row.update(status=REPLAY_REFUSAL_STATUS, recorded=False)
+                row["error"] = (
+                    f"semula: this request cannot be replayed (project '{project}', mode replay): "
+                    f"store unavailable: {problem}. {RECORD_HINT}"
+                )
+            else:  # auto mode fails open: forwarded, not recorded
+                row["error"] = f"store unavailable, forwarding unrecorded: {problem}"
+                went_upstream(False)
             return row
         day = ts.date()
         if rng.random() < self.p_hit(project, mode, day_index, day):
@@ -238,15 +262,18 @@ class _Generator:
             else:
                 row["candidate_score"] = round(rng.uniform(0.6, threshold - 0.001), 3)
             row.update(candidate_tier=ctier, candidate_entry_id=rng.randrange(1, 5000))
-        if mode == "replay":
-            nearest = (
-                f"nearest {row['candidate_tier']} {row['candidate_score']:.2f}"
-                + (f" — {row['guard_reason']}" if row.get("guard_reason") else "")
-                if row.get("candidate_tier")
-                else "nothing similar recorded"
+        if mode == "replay":  # the addon's miss message, so the report shows what CI saw
+            if row.get("candidate_tier"):
+                nearest = (
+                    f"Nearest recording: #{row['candidate_entry_id']} (similarity {row['candidate_score']:.2f}); "
+                    f"differs in: {row.get('guard_reason') or rng.choice(NEAR_DIFFERENCES)}. "
+                )
+            else:
+                nearest = ""
+            row.update(status=REPLAY_REFUSAL_STATUS, recorded=False)
+            row["error"] = (
+                f"semula: no recording matches this request (project '{project}', mode replay). {nearest}{RECORD_HINT}"
             )
-            row.update(status=404, recorded=False)
-            row["error"] = f"replay miss: no recording matches {row['method']} {path} (model {model}); {nearest}"
         else:
             went_upstream(True)
         return row

@@ -41,15 +41,6 @@ def semula_cmd() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "semula"]
 
 
-def semula_available() -> tuple[bool, str]:
-    """Whether `semula proxy --help` works, with its output for skip/fail messages."""
-    try:
-        res = subprocess.run([*semula_cmd(), "proxy", "--help"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return False, str(e)
-    return res.returncode == 0, res.stdout + res.stderr
-
-
 def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in CLIENT_ENV_NOISE}
     env.update(extra)
@@ -239,7 +230,22 @@ def start_proxy(
     project: str | None = None,
     extra_args: Sequence[str] = (),
     timeout: float = 30,
+    attempts: int = 3,
 ) -> ProxyHandle:
+    """Start and wait for `semula ready:`; retry on a port lost to a concurrent process."""
+    for attempt in range(attempts):
+        handle = _start_proxy_once(mode=mode, data_dir=data_dir, confdir=confdir, upstream_port=upstream_port,
+                                   project=project, extra_args=extra_args)
+        if handle.pump.wait_for(lambda s: s.startswith(READY_MARKER), timeout) is not None:
+            return handle
+        handle.stop()
+        if "address already in use" not in handle.output().lower() or attempt == attempts - 1:
+            raise AssertionError(f"semula proxy did not print {READY_MARKER!r} within {timeout}s.\n{handle.describe()}")
+    raise AssertionError("unreachable")
+
+
+def _start_proxy_once(*, mode: str, data_dir: Path, confdir: Path, upstream_port: int, project: str | None,
+                      extra_args: Sequence[str]) -> ProxyHandle:
     port = free_port()
     argv = [
         *semula_cmd(), "proxy", "--mode", mode, "--listen-host", "127.0.0.1", "--listen-port", str(port),
@@ -251,11 +257,7 @@ def start_proxy(
         env=clean_env(PYTHONUNBUFFERED="1"), start_new_session=True, cwd=data_dir.parent,
     )
     assert proc.stdout is not None
-    handle = ProxyHandle(proc, port, mode, data_dir, confdir, OutputPump(proc.stdout), argv)
-    if handle.pump.wait_for(lambda s: s.startswith(READY_MARKER), timeout) is None:
-        handle.stop()
-        raise AssertionError(f"semula proxy did not print {READY_MARKER!r} within {timeout}s.\n{handle.describe()}")
-    return handle
+    return ProxyHandle(proc, port, mode, data_dir, confdir, OutputPump(proc.stdout), argv)
 
 
 # ---------------------------------------------------------------------------

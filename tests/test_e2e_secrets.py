@@ -46,7 +46,9 @@ def make_calls(proxy: ProxyHandle, run: str) -> list[str]:
         {"role": "user", "content": f"{PREAMBLE}{run} streamed, key {OPENAI_KEY}"}]))
     texts.append("".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices))
 
-    ant = anthropic_client(proxy.proxy_url, proxy.ca_path, api_key=ANTHROPIC_KEY)
+    # Newer SDKs send the key as a Bearer token; the explicit x-api-key covers the classic header too.
+    ant = anthropic_client(proxy.proxy_url, proxy.ca_path, api_key=ANTHROPIC_KEY,
+                           default_headers={"x-api-key": ANTHROPIC_KEY})
     m = ant.messages.create(model="claude-haiku-5-5", max_tokens=32, messages=[
         {"role": "user", "content": f"{PREAMBLE}{run} ANTHROPIC_API_KEY={ANTHROPIC_KEY}"}])
     texts.append(m.content[0].text)
@@ -81,7 +83,7 @@ def test_planted_keys_never_reach_disk_or_console(proxy_factory: ProxyFactory, f
     # Keys must still reach the provider: redaction is for storage, not for the wire.
     seen = [r["headers"] for r in fake_provider.requests()]
     assert any(h.get("authorization") == f"Bearer {OPENAI_KEY}" for h in seen)
-    assert any(h.get("x-api-key") == ANTHROPIC_KEY for h in seen)
+    assert any(ANTHROPIC_KEY in (h.get("x-api-key", "") + h.get("authorization", "")) for h in seen)
     assert recorder.stop() is not None
 
     replayer = proxy_factory("replay", data_dir, upstream="gone")

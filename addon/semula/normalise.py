@@ -56,13 +56,13 @@ _POST_NFKC = str.maketrans(
 )
 
 _WHITESPACE = re.compile(r"\s+")
-# A trailing run of sentence punctuation. It must follow a non-space character
-# so that "cd .." keeps its dots.
-_TRAILING_PUNCT = re.compile(r"(?<=[^\s.?!。])[.?!。]+$")
+# A trailing run of these is dropped, unless it follows a space ("cd ..").
+_SENTENCE_PUNCT = ".?!。"
 
 # ------------------------------------------------------------ code detection
 
-_FENCE = re.compile(r"```([^\n`]*)\n?(.*?)(?:```|\Z)", re.S)
+_FENCE = re.compile(r"```(.*?)(?:```|\Z)", re.S)
+_LANGUAGE_TAG = re.compile(r"[\w+#.\-]*")
 _INLINE_CODE = re.compile(r"(`+)(.+?)\1", re.S)
 _JSON_START = re.compile(r"[\[{]")
 
@@ -89,16 +89,37 @@ _CODE_FEATURE = re.compile(
 )
 
 
+# A token holding a capital letter, unless it is a plain word (Hello, HELLO,
+# "Hello!"). Only these can lose information by case-folding, so only these
+# are tested for code features; the regex skips the rest without Python work.
+# A short word right after a number is a unit, and units are case-sensitive
+# (MB/Mb, MW/mW, ms/Ms), so it is never skipped as a plain word.
+_CAPITALISED_TOKEN = re.compile(
+    r"""(?<!\S)(?:(?<=\d )(?=[A-Za-z]{1,3}[.,;:!?)]*(?:\s|$))"""
+    r"""|(?![("'\[]*(?:[A-Z][a-z]*|[A-Z]+)[)"'\].,;:!?]*(?:\s|$)))"""
+    f"\\S*?[{_UPPER}]\\S*"
+)
+_UNIT = re.compile(r"[A-Za-z]{1,3}[.,;:!?)]*")
+
+
 def _fold_prose(text: str) -> str:
-    """Case-fold every token except code-like ones; collapse whitespace."""
+    """Collapse whitespace and case-fold every token except code-like ones."""
+    joined = " ".join(text.split())
     out: list[str] = []
-    for token in text.split():
-        folded = token.casefold()
-        if folded == token or _CODE_FEATURE.search(token) is None:
-            out.append(folded)
-        else:
+    pos = 0
+    for m in _CAPITALISED_TOKEN.finditer(joined):
+        token = m.group()
+        if _CODE_FEATURE.search(token) or (
+            m.start() >= 2 and joined[m.start() - 2].isdigit() and _UNIT.fullmatch(token)
+        ):
+            out.append(joined[pos : m.start()].casefold())
             out.append(token)
-    return " ".join(out)
+            pos = m.end()
+    out.append(joined[pos:].casefold())
+    # Keep one space where this prose meets inline code or JSON.
+    lead = " " if text[:1].isspace() else ""
+    trail = " " if text[-1:].isspace() and joined else ""
+    return lead + "".join(out) + trail
 
 
 def _canonical_json_text(value: object) -> str:
@@ -161,9 +182,13 @@ def _inline_and_prose(text: str) -> str:
     return "".join(out)
 
 
-def _fenced_block(info: str, code: str) -> str:
-    """A fenced block keeps case and indentation (it matters in Python, YAML);
-    only line endings, trailing spaces, blank lines and a common indent go."""
+def _fenced_block(body: str) -> str:
+    """A fenced block keeps case and indentation (they matter in Python, YAML);
+    only line endings, trailing spaces, blank lines and a common indent go.
+    JSON inside is re-serialised."""
+    info, newline, code = body.partition("\n")
+    if not newline or not _LANGUAGE_TAG.fullmatch(info.strip()):
+        info, code = "", body  # ```SELECT 1``` on one line: all of it is code
     canonical = _try_json(code)
     if canonical is None:
         lines = [line.rstrip() for line in code.split("\n")]
@@ -174,7 +199,7 @@ def _fenced_block(info: str, code: str) -> str:
 
 
 def _prepare(text: str) -> str:
-    """Character-level normalisation shared by text and word splitting."""
+    """Character-level normalisation: quotes, dashes, NFKC, line endings."""
     text = text.translate(_PRE_NFKC)
     if not text.isascii():
         text = _SUPER_RUN.sub(lambda m: "^" + m.group(), text)
@@ -184,7 +209,11 @@ def _prepare(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-@lru_cache(maxsize=4096)
+# System prompts and earlier turns repeat on every call of a conversation, so
+# results are cached; very long texts are not, to bound the cache's memory.
+_CACHE_MAX_CHARS = 32_768
+
+
 def normalise_text(text: str) -> str:
     """The form of ``text`` that the normalised fingerprint hashes.
 
@@ -196,20 +225,39 @@ def normalise_text(text: str) -> str:
     tokens (flags, identifiers, paths, file names, letter+digit mixes);
     whitespace runs collapse to one space; a trailing run of ``.?!`` goes.
     """
+    if len(text) <= _CACHE_MAX_CHARS:
+        return _normalise_cached(text)
+    return _normalise(text)
+
+
+@lru_cache(maxsize=2048)
+def _normalise_cached(text: str) -> str:
+    return _normalise(text)
+
+
+def _normalise(text: str) -> str:
     text = _prepare(text)
     if "```" in text:
         out: list[str] = []
         pos = 0
         for m in _FENCE.finditer(text):
             out.append(_inline_and_prose(text[pos : m.start()]))
-            out.append(_fenced_block(m.group(1), m.group(2)))
+            out.append(_fenced_block(m.group(1)))
             pos = m.end()
         out.append(_inline_and_prose(text[pos:]))
         pieces = [p.strip() for p in out]
         result = " ".join(p for p in pieces if p)
     else:
         result = _inline_and_prose(text).strip()
-    return _TRAILING_PUNCT.sub("", result).rstrip()
+    return _drop_trailing_punctuation(result)
+
+
+def _drop_trailing_punctuation(text: str) -> str:
+    """Drop a final run of ``.?!`` unless it stands alone ("cd ..", "???")."""
+    stripped = text.rstrip(_SENTENCE_PUNCT)
+    if stripped and stripped != text and not stripped[-1].isspace():
+        return stripped
+    return text
 
 
 # ------------------------------------------------------------ volatile values
@@ -217,13 +265,20 @@ def normalise_text(text: str) -> str:
 _HEX = "[0-9a-fA-F]"
 VOLATILE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # (placeholder, pattern). Order matters: a UUID inside an id is a UUID.
-    ("<uuid>", re.compile(rf"(?<![0-9A-Za-z]){_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}(?![0-9A-Za-z])")),
+    (
+        "<uuid>",
+        re.compile(rf"(?<![0-9A-Za-z]){_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}(?![0-9A-Za-z])"),
+    ),
     # ISO-8601 with a time of day. A plain date is not volatile: it changes answers.
     (
         "<datetime>",
         re.compile(
-            r"(?<!\d)\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:[Zz]|[+-]\d{2}(?::?\d{2})?)?(?![\d:])"
-            r"|(?<!\d)\d{8}T\d{6}(?:[.,]\d+)?(?:Z|[+-]\d{4})?(?!\d)"
+            r"\d{4}(?<!\d{5})(?:"  # four digits not preceded by a digit
+            # "T" marks a machine timestamp. With a space, seconds are required:
+            # "2024-03-01 19:00" is more likely a booking than a log stamp.
+            r"-\d{2}-\d{2}(?:[Tt]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?|[ ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)"
+            r"(?!\d)(?:[Zz]|[+-]\d{2}(?::?\d{2})?(?!\d))?"
+            r"|\d{4}T\d{6}(?:[.,]\d+)?(?:Z|[+-]\d{4})?(?!\d))"
         ),
     ),
     # Request, trace and message ids: a known prefix, "_" or "-", then six or
@@ -239,7 +294,20 @@ VOLATILE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     # Bare trace ids and hashes: 16+ hex characters holding both a digit and a
     # letter (an all-digit run is a number and numbers change answers).
-    ("<id>", re.compile(r"(?<![0-9A-Za-z])(?=[0-9a-fA-F]*[a-fA-F])(?=[0-9a-fA-F]*[0-9])[0-9a-fA-F]{16,}(?![0-9A-Za-z])")),
+    (
+        "<id>",
+        re.compile(r"(?<![0-9A-Za-z])(?=[0-9a-fA-F]*[a-fA-F])(?=[0-9a-fA-F]*[0-9])[0-9a-fA-F]{16,}(?![0-9A-Za-z])"),
+    ),
+)
+
+
+# Cheap literal-led searches that must succeed before the matching full
+# pattern is worth running (most prompts hold no volatile value at all).
+_PROBES: tuple[re.Pattern[str], ...] = (
+    re.compile(rf"-{_HEX}{{4}}-{_HEX}{{4}}-"),
+    re.compile(r"-\d\d[Tt ]\d\d:|T\d{6}"),
+    re.compile(r"[_-](?=[0-9A-Za-z]*[0-9])(?=[0-9A-Za-z]*[A-Za-z])[0-9A-Za-z]{6}"),
+    re.compile(r"[0-9a-fA-F]{16}"),
 )
 
 
@@ -271,10 +339,9 @@ def scrub_volatile(text: str, extra_patterns: Sequence[str] = ()) -> str:
     """
     for rx in compile_scrub_patterns(extra_patterns):
         text = rx.sub("<scrubbed>", text)
-    if not any(c.isdigit() for c in text):
-        return text  # every built-in pattern needs a digit
-    for placeholder, rx in VOLATILE_PATTERNS:
-        text = rx.sub(placeholder, text)
+    for (placeholder, rx), probe in zip(VOLATILE_PATTERNS, _PROBES):
+        if probe.search(text):
+            text = rx.sub(placeholder, text)
     return text
 
 
@@ -283,8 +350,9 @@ def scrub_volatile(text: str, extra_patterns: Sequence[str] = ()) -> str:
 _WORD = re.compile(r"\w+")
 # Scripts written without spaces: one token per character, so word overlap
 # still works (Hangul is spaced, so it stays as words).
-_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
-_CJK_SPLIT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]|[^\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]+")
+_CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"  # kana, Han
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+_CJK_SPLIT = re.compile(f"[{_CJK}]|[^{_CJK}]+")
 
 
 def words(text: str, scrub_patterns: Sequence[str] = ()) -> list[str]:

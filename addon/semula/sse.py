@@ -34,7 +34,7 @@ class FrameBuffer:
     """Turns a chunked SSE byte stream back into complete event frames."""
 
     def __init__(self) -> None:
-        self._pending = b""  # normalised bytes not yet ending in a blank line
+        self._pending = bytearray()  # normalised bytes not yet ending in a blank line
         self._held_cr = False  # a chunk ended in "\r"; the next may start with "\n"
 
     def feed(self, chunk: bytes) -> list[bytes]:
@@ -45,7 +45,10 @@ class FrameBuffer:
         self._held_cr = data.endswith(b"\r")
         if self._held_cr:
             data = data[:-1]
+        scan_from = max(len(self._pending) - 1, 0)
         self._pending += _LINE_ENDINGS.sub(b"\n", data)
+        if self._pending.find(b"\n\n", scan_from) < 0:
+            return []  # no frame ended in this chunk; a long frame is not rescanned
         return self._take_complete()
 
     def finish(self) -> list[bytes]:
@@ -54,16 +57,16 @@ class FrameBuffer:
             self._pending += b"\n"
             self._held_cr = False
         frames = self._take_complete()
-        last = self._pending.strip(b"\n")
-        self._pending = b""
+        last = bytes(self._pending).strip(b"\n")
+        self._pending = bytearray()
         if last.strip():
             frames.append(last)
         return frames
 
     def _take_complete(self) -> list[bytes]:
-        parts = _BLANK_LINES.split(self._pending)
+        parts = _BLANK_LINES.split(bytes(self._pending))
         # The last part has not been closed by a blank line yet.
-        self._pending = parts.pop()
+        self._pending = bytearray(parts.pop())
         return [p.strip(b"\n") for p in parts if p.strip()]
 
 

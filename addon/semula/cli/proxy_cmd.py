@@ -96,7 +96,8 @@ def client_env(port: int, confdir: Path, project: str | None = None, host: str =
     ca = ensure_ca(confdir)
     bundle = confdir / "semula-ca-bundle.pem"
     bundle.write_text(Path(certifi.where()).read_text() + "\n" + ca.read_text())
-    user = f"{project}@" if project else ""
+    # The password is ignored; undici (Node) sends proxy credentials only when both are set.
+    user = f"{project}:semula@" if project else ""
     proxy_url = f"http://{user}{host}:{port}"
     no_proxy = "localhost,127.0.0.1,::1"
     return {

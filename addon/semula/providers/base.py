@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from semula.canonical import NEVER_MATTERS, CanonicalRequest, Message
+from semula.canonical import NEVER_MATTERS, CanonicalRequest
 from semula.redact import clean_query, redact_json
 from semula.sse import SSEEvent, parse_frame
 
@@ -25,10 +25,11 @@ __all__ = [
     "Usage",
     "as_int",
     "bare_host",
-    "host_matches",
-    "frame_events",
     "event_json",
+    "frame_events",
+    "host_matches",
     "load_json_object",
+    "require_list",
 ]
 
 
@@ -188,10 +189,14 @@ class Adapter:
             messages=(),
             tools=(),
             params={},
-            stream=body.get("stream") is True,
+            stream=self.streams(raw, body),
             body=body,
             parsed=False,
         )
+
+    def streams(self, raw: RawRequest, body: Mapping[str, Any]) -> bool:
+        """Whether the client asked for a streamed answer."""
+        return body.get("stream") is True
 
     @staticmethod
     def params_of(body: Mapping[str, Any], consumed: Iterable[str]) -> dict[str, Any]:
@@ -214,7 +219,3 @@ class Adapter:
         return json.dumps(
             {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": code}}
         ).encode()
-
-
-def text_message(role: str, text: str, parts: Iterable[Any] = ()) -> Message:
-    return Message(role=role, text=text, parts=tuple(parts))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from semula.canonical import CanonicalRequest, Message
@@ -146,9 +147,12 @@ class GeminiAdapter(Adapter):
             messages=tuple(messages),
             tools=tuple(require_list(body.get("tools"), "tools")),
             params=self.params_of(body, consumed),
-            stream=method == "streamGenerateContent",
+            stream=self.streams(raw, body),
             body=body,
         )
+
+    def streams(self, raw: RawRequest, body: Mapping[str, Any]) -> bool:
+        return raw.path.endswith(":streamGenerateContent")
 
     def stream_complete(self, frames: list[bytes]) -> bool:
         chunks = [c for c in _json_chunks(frames) if c is not None]

@@ -41,7 +41,9 @@ class GenericAdapter(Adapter):
 
     @staticmethod
     def _first_usage(candidates: list[Usage]) -> Usage:
-        for usage in candidates:
-            if usage != Usage():
-                return usage
-        return Usage()
+        """The reading that found the most counts (the first on a tie)."""
+
+        def known(usage: Usage) -> int:
+            return (usage.prompt_tokens is not None) + (usage.completion_tokens is not None)
+
+        return max(candidates, key=known, default=Usage())

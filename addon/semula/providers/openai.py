@@ -155,7 +155,7 @@ class OpenAIAdapter(Adapter):
             messages=tuple(messages),
             tools=tuple(require_list(body.get("tools"), "tools")),
             params=self.params_of(body, consumed),
-            stream=kind != "embeddings" and body.get("stream") is True,
+            stream=kind != "embeddings" and self.streams(raw, body),
             body=body,
         )
 

@@ -1,0 +1,133 @@
+from __future__ import annotations
+
+import pytest
+
+from semula.redact import (
+    HOP_BY_HOP_HEADERS,
+    SECRET_HEADERS,
+    SECRET_QUERY_PARAMS,
+    clean_headers,
+    clean_query,
+    redact_bytes,
+    redact_json,
+    redact_text,
+    safe_url,
+)
+
+OPENAI_KEY = "sk-proj-" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5bC7d"  # 40 chars after the prefix
+OPENAI_LEGACY_KEY = "sk-" + "T3BlbkFJ" * 6
+ANTHROPIC_KEY = "sk-ant-api03-" + "Xy9_Zw8-Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe9Dc8Ba7" + "-AbCdEfGhAA"
+GOOGLE_KEY = "AIza" + "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"  # 35 chars after the prefix
+GROQ_KEY = "gsk_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4"
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+
+assert len(GOOGLE_KEY) == 39
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"my key is {OPENAI_KEY}", "my key is [REDACTED]"),
+        (f"key={OPENAI_LEGACY_KEY}&x=1", "key=[REDACTED]&x=1"),
+        (f'"x-api-key": "{ANTHROPIC_KEY}"', '"x-api-key": "[REDACTED]"'),
+        (f"https://x/y?key={GOOGLE_KEY}", "https://x/y?key=[REDACTED]"),
+        (f"groq {GROQ_KEY}.", "groq [REDACTED]."),
+        (f"Authorization: Bearer {OPENAI_KEY}", "Authorization: Bearer [REDACTED]"),
+        ("Authorization: Bearer abc123def456ghi789jkl", "Authorization: Bearer [REDACTED]"),
+        (f"token {JWT}", "token [REDACTED]"),
+        (f"{OPENAI_KEY}\n{GOOGLE_KEY}", "[REDACTED]\n[REDACTED]"),
+    ],
+)
+def test_redact_text_removes_planted_keys(text: str, expected: str) -> None:
+    assert redact_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "Use sk-learn or scikit-learn for this.",
+        "Bearer tokens expire after an hour.",
+        "The bearer authentication scheme is simple",
+        "ask-me-anything threads and task-1234 tickets",
+        "AIza is a prefix of Google keys",
+        "sk-short",
+        "",
+    ],
+)
+def test_redact_text_leaves_prose_alone(prose: str) -> None:
+    assert redact_text(prose) == prose
+
+
+@pytest.mark.parametrize("key", [OPENAI_KEY, ANTHROPIC_KEY, GOOGLE_KEY, GROQ_KEY])
+def test_redact_bytes_works_on_arbitrary_bytes(key: str) -> None:
+    body = b"\x00\xff binary " + key.encode() + b" \xfe tail"
+    out = redact_bytes(body)
+    assert key.encode() not in out
+    assert out == b"\x00\xff binary [REDACTED] \xfe tail"
+
+
+def test_redact_bytes_bearer() -> None:
+    assert redact_bytes(b"authorization: Bearer abcdef0123456789xyz") == b"authorization: Bearer [REDACTED]"
+
+
+def test_redact_json_recurses_into_keys_and_values() -> None:
+    value = {"a": [OPENAI_KEY, {"b": GOOGLE_KEY}], OPENAI_KEY: 1, "n": 3, "t": None, "ok": "plain"}
+    assert redact_json(value) == {
+        "a": ["[REDACTED]", {"b": "[REDACTED]"}],
+        "[REDACTED]": 1,
+        "n": 3,
+        "t": None,
+        "ok": "plain",
+    }
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ([("Authorization", "Bearer x"), ("Content-Type", "application/json")], [("content-type", "application/json")]),
+        ([("x-api-key", "k"), ("anthropic-version", "2023-06-01")], [("anthropic-version", "2023-06-01")]),
+        ([("api-key", "k"), ("x-goog-api-key", "k"), ("Cookie", "c"), ("Set-Cookie", "c")], []),
+        ([("Content-Length", "10"), ("Content-Encoding", "gzip"), ("Transfer-Encoding", "chunked")], []),
+        ([("Connection", "keep-alive"), ("Proxy-Connection", "x"), ("Proxy-Whatever", "y")], []),
+        ([("X-Semula-Mode", "replay"), ("x-semula-project", "p")], []),
+        ([("OpenAI-Organization", "org-1"), ("OpenAI-Project", "proj_1")], [("openai-organization", "org-1"), ("openai-project", "proj_1")]),
+        ([("Accept", "a"), ("accept", "b")], [("accept", "a"), ("accept", "b")]),
+    ],
+)
+def test_clean_headers(headers: list[tuple[str, str]], expected: list[tuple[str, str]]) -> None:
+    assert clean_headers(headers) == expected
+
+
+def test_header_sets_are_lowercase() -> None:
+    for name in SECRET_HEADERS | HOP_BY_HOP_HEADERS:
+        assert name == name.lower()
+    assert "openai-organization" not in SECRET_HEADERS
+
+
+@pytest.mark.parametrize(
+    ("pairs", "expected"),
+    [
+        ([("key", GOOGLE_KEY), ("alt", "sse")], [("alt", "sse")]),
+        ([("api-version", "2024-10-21"), ("api-key", "k")], [("api-version", "2024-10-21")]),
+        ([("api_key", "k"), ("access_token", "t"), ("token", "t"), ("Key", "k")], []),
+        ([("a", "1"), ("b", "2")], [("a", "1"), ("b", "2")]),
+    ],
+)
+def test_clean_query(pairs: list[tuple[str, str]], expected: list[tuple[str, str]]) -> None:
+    assert clean_query(pairs) == expected
+    assert SECRET_QUERY_PARAMS == {"key", "api_key", "api-key", "access_token", "token"}
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ("https", "generativelanguage.googleapis.com", "/v1beta/models/g:streamGenerateContent", [("key", GOOGLE_KEY), ("alt", "sse")]),
+            "https://generativelanguage.googleapis.com/v1beta/models/g:streamGenerateContent?alt=sse",
+        ),
+        (("https", "api.openai.com", "/v1/chat/completions", []), "https://api.openai.com/v1/chat/completions"),
+        (("http", "h", f"/p/{OPENAI_KEY}", []), "http://h/p/[REDACTED]"),
+    ],
+)
+def test_safe_url(args: tuple, expected: str) -> None:
+    assert safe_url(*args) == expected

@@ -1,0 +1,146 @@
+"""`semula report` writes one self-contained HTML page, also for empty logs.
+
+The demo-log report and the empty-log report are each built once per module;
+the CLI wiring is checked with a fake `build_report` so it costs no kernels.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from datetime import date
+from pathlib import Path
+from types import ModuleType
+
+import duckdb
+import nbformat
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("nbclient")
+pytest.importorskip("matplotlib")
+
+import semula  # noqa: E402
+import semula.report as report_module  # noqa: E402
+from semula.cli.report_cmd import report  # noqa: E402
+from semula.report import ReportError, build_report, execute_notebooks, render_html  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _import_path(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+demo = _import_path("make_demo_calls", REPO / "scripts" / "make_demo_calls.py")
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("semula-data")
+    demo.generate(path, days=10, seed=3, end=date(2025, 6, 30))
+    return path
+
+
+@pytest.fixture(scope="module")
+def demo_report(demo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
+    out = build_report(demo_dir, tmp_path_factory.mktemp("out") / "nested" / "report.html", progress=False)
+    assert out.is_file() and out.name == "report.html"
+    return out.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def empty_report(tmp_path_factory: pytest.TempPathFactory) -> str:
+    data_dir = tmp_path_factory.mktemp("empty")
+    (data_dir / "calls").mkdir()  # a fresh install: folders, no files yet
+    return build_report(data_dir, data_dir / "report.html", progress=False).read_text(encoding="utf-8")
+
+
+def test_plots_are_inline(demo_report: str) -> None:
+    assert demo_report.count("data:image/png;base64,") >= 8
+
+
+def test_report_is_self_contained(demo_report: str) -> None:
+    external = re.findall(r'(?:src|href)="(https?:[^"]*)"', demo_report)
+    assert external == []
+    assert "<script" not in demo_report
+
+
+def test_every_notebook_is_a_section_and_none_failed(demo_report: str) -> None:
+    for section in ("overview", "savings", "thresholds", "review-queue"):
+        assert f'id="{section}"' in demo_report
+    assert "Traceback" not in demo_report
+    assert 'class="banner failed"' not in demo_report
+    assert "SEMULA_RESULTS" not in demo_report  # the machine-readable line is hidden
+    assert "How to read this notebook" in demo_report
+    assert "import matplotlib" not in demo_report  # code is hidden
+
+
+def test_summary_card_matches_the_logs(demo_report: str, demo_dir: Path) -> None:
+    hits, lookups = duckdb.sql(
+        f"""
+        SELECT count(*) FILTER (WHERE decision = 'hit'),
+               count(*) FILTER (WHERE decision IN ('hit', 'miss', 'error') AND mode <> 'record')
+        FROM read_parquet('{demo_dir}/calls/**/*.parquet', union_by_name=true)"""
+    ).fetchone()
+    assert f'<div class="value">{hits / lookups:.1%}</div><div class="label">hit rate</div>' in demo_report
+
+
+def test_empty_log_says_so_without_a_traceback(empty_report: str) -> None:
+    assert "No calls logged yet in" in empty_report
+    assert "no calls logged yet in" in empty_report  # each notebook says it too
+    assert "make_demo_calls.py" in empty_report
+    assert "Traceback" not in empty_report
+    assert 'class="banner failed"' not in empty_report
+
+
+def test_failing_notebook_is_shown_then_raised(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.ipynb"
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 / 0")])
+    nbformat.write(notebook, broken)
+    (run,) = execute_notebooks([broken], tmp_path)
+    assert run.error is not None and "ZeroDivisionError" in run.error
+    page = render_html([run], tmp_path)
+    assert 'class="banner failed"' in page and "ZeroDivisionError" in page
+
+
+def test_missing_analysis_folder_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(semula, "__file__", str(tmp_path / "site-packages" / "semula" / "__init__.py"))
+    with pytest.raises(ReportError, match="analysis notebooks not found"):
+        build_report(tmp_path, tmp_path / "report.html", progress=False)
+
+
+def test_cli_passes_options_and_prints_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+
+    def fake_build_report(data_dir: Path, out: Path, progress: bool = True) -> Path:
+        calls.append((data_dir, out, progress))
+        return out
+
+    monkeypatch.setattr(report_module, "build_report", fake_build_report)
+    runner = CliRunner()
+    result = runner.invoke(report, ["--data-dir", str(tmp_path), "--out", str(tmp_path / "r.html"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert calls == [(tmp_path, tmp_path / "r.html", False)]
+    assert result.output.strip() == str(tmp_path / "r.html")
+
+    calls.clear()
+    result = runner.invoke(report, [], env={"SEMULA_DATA_DIR": str(tmp_path / "from-env")})
+    assert result.exit_code == 0, result.output
+    assert calls == [(tmp_path / "from-env", Path("report.html"), True)]
+
+
+def test_cli_turns_a_report_error_into_exit_code_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing_build_report(data_dir: Path, out: Path, progress: bool = True) -> Path:
+        raise ReportError("overview.ipynb failed")
+
+    monkeypatch.setattr(report_module, "build_report", failing_build_report)
+    result = CliRunner().invoke(report, ["--quiet"])
+    assert result.exit_code == 1
+    assert "overview.ipynb failed" in result.output
