@@ -335,9 +335,6 @@ def test_errors_and_cut_streams_are_not_recorded_but_gzip_answers_are(proxy_fact
     for _ in range(2):
         streamed.append("".join(c.choices[0].delta.content or ""
                                 for c in ask(f"GZIP stream {RUN}", stream=True) if c.choices))
-        # A streamed answer is stored after the client has seen its end; an immediate repeat can
-        # race the write and miss (reported to the lead). Pause so this test checks gzip only.
-        time.sleep(1)
     assert streamed[0] == streamed[1] and streamed[0].startswith("fake answer #")
 
     proxy.stop()
@@ -348,3 +345,19 @@ def test_errors_and_cut_streams_are_not_recorded_but_gzip_answers_are(proxy_fact
     assert len(errors) == 4 and not any(r["recorded"] for r in errors), errors
     assert len(cut) == 2 and not any(r["recorded"] for r in cut), cut
     assert [r["decision"] for r in good] == ["miss", "hit", "miss", "hit"], good
+
+
+def test_an_immediate_repeat_of_a_stream_waits_for_its_recording(proxy_factory: ProxyFactory,
+                                                                 fake_provider: FakeProvider) -> None:
+    """A streamed answer reaches the client before it is stored: a repeat sent at once must still hit."""
+    proxy = proxy_factory("auto")
+    client = openai_client(proxy.proxy_url, proxy.ca_path)
+    before = fake_provider.count()
+    for i in range(10):
+        texts = []
+        for _ in range(2):
+            stream = client.chat.completions.create(
+                model=OPENAI_MODEL, messages=[{"role": "user", "content": f"repeat at once {i} {RUN}"}], stream=True)
+            texts.append("".join(c.choices[0].delta.content or "" for c in stream if c.choices))
+        assert texts[0] == texts[1], texts
+    assert fake_provider.count() == before + 10, "every repeat must be served from the recording"

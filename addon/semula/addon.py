@@ -48,6 +48,8 @@ log = logging.getLogger("semula")
 PROJECT_HEADER = "x-semula-project"
 REPLAY_REFUSAL_STATUS = 404  # a 4xx that SDKs do not retry (not 408/409/429)
 STORE_RETRY_SECONDS = 5.0
+# An identical request waits this long for a recording in flight instead of going upstream again.
+PENDING_WAIT_SECONDS = 120.0
 KEY_HEADERS = ("authorization", "x-api-key", "api-key", "x-goog-api-key")
 
 
@@ -72,6 +74,7 @@ class FlowState:
     recorded_usage: Usage = field(default_factory=Usage)
     error: str | None = None
     path: str = ""
+    pending_key: tuple[str, str] | None = None
 
 
 def proxy_user(header_value: str | None) -> str | None:
@@ -108,6 +111,9 @@ class SemulaAddon:
         self.admin: AdminServer | None = None
         self.conn_projects: dict[str, str] = {}
         self.flows: dict[str, FlowState] = {}
+        # Recordings in flight, by (project, normalised or exact fp): a streamed answer reaches
+        # the client before it is stored, so a repeat sent at once must wait for it.
+        self.pending: dict[tuple[str, str], asyncio.Event] = {}
         self.is_running = False
 
     # --- options ---------------------------------------------------------------------------
@@ -280,6 +286,9 @@ class SemulaAddon:
         state.decision_ms = (time.perf_counter() - started) * 1000
         if state.decision.action == "forward":
             state.upstream_started = time.perf_counter()
+            if state.decision.record and self.mode is Mode.AUTO and (key := self._pending_key(state)):
+                self.pending.setdefault(key, asyncio.Event())
+                state.pending_key = key
         else:
             self._finish(flow, state)
 
@@ -318,7 +327,18 @@ class SemulaAddon:
                 state.normalised_fp = normalised_fingerprint(state.canonical, *state.settings.fingerprint_inputs)
             if cache is not None and bypass is None:
                 match = cache.match(state.project, state.request_fp, state.normalised_fp)
+                if match is None and self.mode is Mode.AUTO and (key := self._pending_key(state)) in self.pending:
+                    try:
+                        await asyncio.wait_for(self.pending[key].wait(), PENDING_WAIT_SECONDS)
+                    except TimeoutError:
+                        pass
+                    match = cache.match(state.project, state.request_fp, state.normalised_fp)
         return decide(self.mode, match, bypass, None if cache is not None else self.store_problem)
+
+    @staticmethod
+    def _pending_key(state: FlowState) -> tuple[str, str] | None:
+        fp = state.normalised_fp or state.request_fp
+        return (state.project, fp) if fp else None
 
     @staticmethod
     def _canonicalise(adapter: Adapter, raw: RawRequest) -> CanonicalRequest:
@@ -479,6 +499,8 @@ class SemulaAddon:
     def _finish(self, flow: http.HTTPFlow, state: FlowState, upstream_ms: float | None = None,
                 usage: Usage | None = None, entry_id: int | None = None, recorded: bool = False) -> None:
         self.flows.pop(flow.id, None)
+        if state.pending_key is not None and (event := self.pending.pop(state.pending_key, None)):
+            event.set()
         decision = state.decision
         assert decision is not None
         entry = decision.entry_id if decision.entry_id is not None else entry_id

@@ -34,6 +34,19 @@ def _short(value: object, width: int = 40) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def around_difference(a: str, b: str, width: int = 40) -> tuple[str, str]:
+    """Both texts shortened to a window around their first difference, so they never look equal."""
+    a, b = " ".join(a.split()), " ".join(b.split())
+    start = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    begin = max(0, start - width // 3)
+
+    def window(text: str) -> str:
+        piece = text[begin: begin + width]
+        return ("…" if begin else "") + piece + ("…" if begin + width < len(text) else "")
+
+    return window(a), window(b)
+
+
 def differences(incoming: CanonicalRequest, recorded: CanonicalRequest) -> list[str]:
     diffs: list[str] = []
     if (incoming.provider, incoming.endpoint) != (recorded.provider, recorded.endpoint):
@@ -64,7 +77,8 @@ def differences(incoming: CanonicalRequest, recorded: CanonicalRequest) -> list[
         diffs.append(f"turns {'/'.join(roles_in) or 'none'} ≠ {'/'.join(roles_rec) or 'none'}")
     for index, (a, b) in enumerate(zip(incoming.messages, recorded.messages), start=1):
         if normalise_text(a.text) != normalise_text(b.text):
-            diffs.append(f"message {index} ({a.role}) text: {_short(a.text)!r} ≠ {_short(b.text)!r}")
+            mine, theirs = around_difference(a.text, b.text)
+            diffs.append(f"message {index} ({a.role}) text: {mine!r} ≠ {theirs!r}")
         elif canonical_json(list(a.parts)) != canonical_json(list(b.parts)):
             diffs.append(f"message {index} ({a.role}) non-text parts differ")
     if not incoming.parsed or not recorded.parsed:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import html
 import json
 import os
@@ -121,6 +122,7 @@ def notebook_results(notebook: Any) -> dict[str, Any] | None:
     return found
 
 
+@functools.cache
 def _kernel_manager_class() -> type:
     """Kernels for *this* interpreter: a user-level python3 kernelspec could point elsewhere."""
     from jupyter_client.kernelspec import KernelSpecManager
@@ -268,7 +270,6 @@ nav { margin: 8px auto 0; }
 nav a { margin-right: 16px; color: #1f6feb; text-decoration: none; font-weight: 500; }
 section.notebook { background: #fff; border: 1px solid #dde1e6; border-radius: 8px; padding: 8px 28px 24px; margin: 20px 0; }
 section.notebook > .timing { color: #5f6b76; font-size: 12px; margin-top: 10px; }
-.jp-InputArea, .jp-InputPrompt, .jp-OutputPrompt { display: none; }
 .anchor-link { display: none; }
 img { max-width: 100%; height: auto; }
 pre { background: #f6f8fa; padding: 8px 12px; border-radius: 6px; overflow-x: auto; font-size: 13px; white-space: pre-wrap; }
@@ -278,7 +279,7 @@ table.semula th { background: #f0f2f5; position: sticky; top: 0; }
 table.semula td.num { text-align: right; font-variant-numeric: tabular-nums; }
 p.more { color: #5f6b76; font-size: 12px; }
 code { background: #f0f2f5; padding: 1px 4px; border-radius: 4px; font-size: 90%; }
-[data-mime-type="application/vnd.jupyter.stderr"] pre { background: #fdecea; }
+.output_stderr pre, .output_error pre { background: #fdecea; }
 """
 
 
@@ -330,9 +331,9 @@ def _notebook_body(run: NotebookRun) -> str:
 
 def render_html(runs: list[NotebookRun], data_dir: Path) -> str:
     """One page: headline cards, then each executed notebook with its code hidden."""
-    overview = next((run.results for run in runs if run.filename == "overview.ipynb"), None) or {}
+    overview = next((run.results for run in runs if run.filename == "overview.ipynb"), None)
     banners = []
-    if not overview.get("calls"):
+    if overview is not None and not overview.get("calls"):  # ran fine, found nothing
         banners.append(
             f'<div class="banner empty"><strong>No calls logged yet in {_esc(data_dir)}</strong> — '
             "run some traffic through semula or <code>scripts/make_demo_calls.py</code>, then run "

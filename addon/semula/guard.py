@@ -1,0 +1,993 @@
+"""The hard guard: refuse a near-match whose changed words carry the answer.
+
+A word-overlap or embedding score cannot tell "120 rooms" from "220 rooms",
+"open on weekdays" from "open on weekends", or ``-s`` from ``-S``: the
+sentence is the same, the answer is not. So every near-match (lexical now,
+embedding later) must also pass this guard, whatever its score.
+
+The guard diffs the two texts word by word (prose compared case-insensitively;
+code, flags and identifiers case-sensitively) and looks only at what changed.
+Each check is a small named function over that diff returning ``None`` or a
+reason such as ``"number 120≠220"``; :func:`guard` returns the first reason.
+Spelled-out and digit numbers compare by value ("five ideas" = "5 ideas").
+
+It errs towards refusing: a refusal sends the candidate to review, where a
+person decides; a wrong serve breaks a test in a confusing way. Words in
+scripts without letter case (CJK, Arabic, ...) cannot be told apart from
+names, so any change in them refuses. The word lists are English only.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from difflib import SequenceMatcher
+from functools import lru_cache
+
+__all__ = [
+    "GUARD_CHECKS",
+    "MAX_CHANGED_TOKENS",
+    "Feature",
+    "TextDiff",
+    "alternatives_differ",
+    "antonyms_differ",
+    "dates_differ",
+    "entities_differ",
+    "guard",
+    "identifiers_differ",
+    "negation_differs",
+    "numbers_differ",
+    "quoted_differ",
+    "text_diff",
+    "units_differ",
+]
+
+# Beyond this many changed words per side the diff is not analysed (the guard
+# refuses): no near-match is that far apart, and the guard must stay fast.
+MAX_CHANGED_TOKENS = 4000
+# Longer texts are cut to their differing middle plus context before
+# tokenising, so a 1 MB prompt with one changed word costs little.
+_TRIM_ABOVE_CHARS = 8000
+_TRIM_MARGIN_CHARS = 200
+
+# =================================================================== word lists
+
+
+def _table(spec: str) -> list[list[list[str]]]:
+    """"a|a2 / b ; c / d" -> groups of poles of spellings (newlines are ';')."""
+    groups = []
+    for group in re.split(r"[;\n]", spec):
+        if group.strip():
+            groups.append([pole.split("|") for pole in (p.strip() for p in group.split("/"))])
+    return groups
+
+
+def _inflections(word: str) -> set[str]:
+    """Plural, verb and comparative forms of a base word (over-generation is harmless)."""
+    forms = {word}
+    if " " in word or len(word) < 3:
+        return forms
+    last, stem = word[-1], word[:-1]
+    vowels = "aeiou"
+    if last == "y" and word[-2] not in vowels:
+        forms |= {stem + s for s in ("ies", "ied", "ier", "iest")} | {word + "ing"}
+    elif last == "e":
+        forms |= {word + s for s in ("s", "d", "r", "st")} | {stem + "ing"}
+    else:
+        plural = "es" if word.endswith(("s", "x", "z", "ch", "sh")) else "s"
+        forms |= {word + plural} | {word + s for s in ("ed", "ing", "er", "est")}
+        if len(word) >= 3 and last not in vowels + "wxy" and word[-2] in vowels and word[-3] not in vowels:
+            forms |= {word + last + s for s in ("ed", "ing", "er", "est")}
+    return forms
+
+
+def _lexicon(spec: str) -> dict[str, tuple[tuple[int, int], ...]]:
+    """word form -> ((group, pole), ...); a word may sit in several groups."""
+    out: dict[str, set[tuple[int, int]]] = {}
+    for g, group in enumerate(_table(spec)):
+        for p, pole in enumerate(group):
+            for base in pole:
+                for form in _inflections(base.strip()):
+                    out.setdefault(form, set()).add((g, p))
+    return {k: tuple(sorted(v)) for k, v in out.items()}
+
+
+# Opposites: two poles; "|" joins spellings of one pole. Base forms only.
+ANTONYM_LEXICON = _lexicon(
+    """
+    weekday / weekend; increase|increment|rise|grow|growth / decrease|decrement|reduce|reduction|decline|shrink
+    before|prior / after; minimum|min|minimal|minimize|minimise|minimizing / maximum|max|maximal|maximize|maximise
+    ascend|ascending|asc / descend|descending|desc; open|opened / close|closed|shut
+    include|including|inclusive / exclude|excluding|exclusive; enable / disable; first / last; import / export
+    large|big|huge / small|little|tiny; high / low; tall / short; long / short; wide|broad / narrow
+    encrypt|encryption / decrypt|decryption; encode / decode; compress|compression / decompress|decompression
+    serialize|serialise / deserialize|deserialise; zip / unzip; mount / unmount; install / uninstall
+    connect / disconnect; lock / unlock; cheap|inexpensive / expensive|costly|pricey
+    good|better|best / bad|worse|worst; right|correct / wrong|incorrect; left / right; deep / shallow
+    strong / weak; strength / weakness; pro / con; advantage / disadvantage; benefit / drawback
+    approve|approval|accept|allow|permit|grant / reject|rejection|deny|refuse|decline|forbid|block|prohibit
+    young|new|newer|newest|recent / old|elderly; early|earliest / late|latest; hot|warm / cold|cool
+    heavy / light; dark / light; fast|quick|rapid / slow; hard|difficult / easy|simple; hard / soft
+    rich|wealthy / poor; happy / sad; love|like / hate|dislike; agree / disagree; friend|ally / enemy
+    win|won|winner|victory / lose|lost|loser|defeat; profit|gain / loss; income|revenue / expense|cost
+    asset / liability; credit / debit; deposit / withdraw|withdrawal; buy|bought|purchase|buyer / sell|sold|seller
+    lend|lender / borrow|borrower; send|sent|sender / receive|recipient|receiver; incoming / outgoing
+    inbound / outbound; input / output; upload / download; upstream / downstream; push / pull; push / pop
+    arrive|arrival / depart|departure; enter|entrance|entry / exit|leave; begin|start|beginning|starting / end|finish|stop
+    above|over / below|under|beneath; upper|uppercase / lower|lowercase; top / bottom
+    inside|internal|inner|interior / outside|external|outer|exterior; front / back|rear; forward / backward
+    next / previous; more / less|fewer; most / least; many / few; true / false
+    pass|passed / fail|failed|failure; success|succeed|successful / failure|fail|unsuccessful
+    safe / dangerous|unsafe; positive / negative; odd / even; prime / composite; convex / concave
+    add|insert|append|create / remove|delete|drop|destroy; show / hide; expand / collapse
+    login|signin / logout|signout; horizontal / vertical; clockwise / counterclockwise|anticlockwise
+    row / column; sunrise / sunset; daytime / nighttime; singular / plural; active / passive
+    literal / figurative; objective / subjective; qualitative / quantitative; inductive / deductive
+    synchronous|sync / asynchronous|async; static / dynamic; mutable / immutable; local / remote|global
+    client / server; frontend / backend; read / write; getter / setter; enqueue / dequeue; head / tail
+    male / female; man|men / woman|women; boy / girl; husband / wife; father|dad / mother|mom|mum
+    son / daughter; brother / sister; king / queen; parent / child; employer / employee; landlord / tenant
+    teacher / student; predator / prey; host / guest; cause / effect; question / answer; problem / solution
+    attack|offense|offence / defense|defence; similar|similarity|same|alike / different|difference|differ
+    bull|bullish / bear|bearish; benign / malignant; acute / chronic; systolic / diastolic; acid|acidic / alkaline
+    import / export; overestimate / underestimate; overweight / underweight; plaintiff / defendant
+    """
+)
+
+# Mutually exclusive choices within one domain: any swap changes the answer.
+ALTERNATIVE_LEXICON = _lexicon(
+    """
+    mean|average|avg / median / mode / sum|total / variance / deviation|stdev|std / range
+    fetch / pull / push / merge / rebase / clone / commit / checkout / stash / cherry-pick
+    margin / padding / border / outline
+    key / value / item
+    tuple / dict|dictionary / array / queue / stack / heap / tree
+    union / intersection
+    inner / outer / cross / full
+    north|northern / south|southern / east|eastern / west|western
+    spring / summer / autumn|fall / winter
+    morning / afternoon / evening / night
+    past / present / future
+    yesterday / today / tomorrow
+    red / orange / yellow / green / blue / purple|violet / pink / brown / black / white / gray|grey
+    positive / negative / neutral
+    sin|sine / cos|cosine / tan|tangent
+    derivative / integral
+    width / height / length / depth
+    english / german / french / spanish / italian / dutch / portuguese / chinese|mandarin / japanese / korean / russian / arabic / hindi / turkish / polish / swedish / greek / hebrew / latin
+    python / java / javascript / typescript / golang / rust / ruby / php / swift / kotlin / scala / perl / haskell / matlab / julia / lua / bash / powershell / sql / html / css
+    """
+)
+
+# Prefixes that negate the word they are glued to (happy/unhappy, lock/unlock).
+NEGATING_PREFIXES = frozenset({"un", "non", "in", "im", "il", "ir", "dis", "de", "anti", "counter", "mis", "ab"})
+# Prefix pairs that turn a word into its opposite (encrypt/decrypt, inbound/outbound).
+PREFIX_SWAPS = (
+    ("en", "de"), ("in", "ex"), ("im", "ex"), ("in", "de"), ("in", "out"), ("up", "down"), ("pre", "post"),
+    ("over", "under"), ("hyper", "hypo"), ("inter", "intra"), ("micro", "macro"), ("max", "min"),
+)  # fmt: skip
+
+NEGATORS = frozenset(
+    "not no never without cannot none nothing nobody nowhere neither nor except excluding exclude excludes "
+    "excluded unless lacks lacking w/o nope non".split()
+)
+
+# --- numbers: word -> (value, role)
+_SMALL = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+_ORDINALS = (
+    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth fourteenth "
+    "fifteenth sixteenth seventeenth eighteenth nineteenth"
+).split()
+_TENS_ORDINALS = "twentieth thirtieth fortieth fiftieth sixtieth seventieth eightieth ninetieth".split()
+NUMBER_SCALES: dict[str, int] = {
+    "hundred": 100, "dozen": 12, "thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12,
+}  # fmt: skip
+NUMBER_WORDS: dict[str, tuple[int | str, str]] = {
+    **{w: (i, "unit") for i, w in enumerate(_SMALL)},
+    **{w: (20 + 10 * i, "tens") for i, w in enumerate(_TENS)},
+    **{w: (i + 1, "ordinal") for i, w in enumerate(_ORDINALS)},
+    **{w: (20 + 10 * i, "ordinal") for i, w in enumerate(_TENS_ORDINALS)},
+    "hundred": (100, "hundred"), "dozen": (12, "hundred"),
+    **{w: (v, "scale") for w, v in NUMBER_SCALES.items() if v >= 1000},
+    "hundredth": (100, "ordinal"), "thousandth": (1000, "ordinal"), "millionth": (10**6, "ordinal"),
+    "twice": (2, "unit"), "thrice": (3, "unit"),
+    **{w: (w, "vague") for w in ("dozens", "hundreds", "thousands", "millions", "billions")},
+}  # fmt: skip
+
+# "one" is a pronoun, not a number, after these ("how can one", "which one", "no one").
+ONE_AS_PRONOUN_AFTER = frozenset(
+    """can could should would must may might will shall does do did no any every some each which the this that
+    other another little right wrong new old only same last next""".split()
+)
+
+_NUMBERISH = frozenset(NUMBER_WORDS) | {"a", "an", "and"}
+
+# --- dates
+MONTHS: dict[str, int] = {}
+for _n, _name in enumerate(
+    "january february march april may june july august september october november december".split(), 1
+):
+    MONTHS[_name] = _n
+    MONTHS[_name[:3]] = _n
+MONTHS["sept"] = 9
+# Written in lower case these are verbs; as names they need a day or a year.
+AMBIGUOUS_MONTHS = frozenset({"may", "march", "mar"})
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+YEAR_PREPOSITIONS = "in|since|from|until|till|by|before|after|during|of|year|between|and|to|around|circa|early|late|mid"
+
+# --- units: canonical names. Exact spellings first (case matters: MB is not Mb).
+UNITS_EXACT: dict[str, str] = {
+    "MB": "MB", "Mb": "Mbit", "mb": "MB", "GB": "GB", "Gb": "Gbit", "gb": "GB", "KB": "KB", "kB": "KB",
+    "Kb": "Kbit", "kb": "KB", "TB": "TB", "Tb": "Tbit", "tb": "TB", "PB": "PB",
+    "MB/s": "MB/s", "MBps": "MB/s", "mb/s": "MB/s", "Mb/s": "Mbit/s", "Mbps": "Mbit/s", "mbps": "Mbit/s",
+    "GB/s": "GB/s", "Gb/s": "Gbit/s", "Gbps": "Gbit/s", "gbps": "Gbit/s", "KB/s": "KB/s", "kB/s": "KB/s",
+    "Kbps": "Kbit/s", "kbps": "Kbit/s", "KiB": "KiB", "MiB": "MiB", "GiB": "GiB", "TiB": "TiB",
+    "°C": "celsius", "°F": "fahrenheit", "°K": "kelvin", "°": "degree",
+    "$": "USD", "US$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY/CNY", "₹": "INR", "%": "percent",
+}  # fmt: skip
+# Spellings that are units only right after a number ("5 m", "10s", "3 h").
+UNITS_AFTER_NUMBER: dict[str, str] = {
+    "m": "m", "s": "second", "h": "hour", "g": "g", "l": "l", "L": "l", "t": "tonne", "mi": "mile",
+    "min": "minute", "mins": "minute", "sec": "second", "secs": "second", "hr": "hour", "hrs": "hour",
+    "yr": "year", "yrs": "year", "mo": "month", "d": "day", "wk": "week", "pt": "pint", "qt": "quart",
+    "J": "joule", "kJ": "kJ", "Pa": "pascal", "kPa": "kPa", "ha": "hectare", "bar": "bar", "cal": "calorie",
+    "nm": "nm", "W": "watt", "kW": "kW", "MW": "MW", "mW": "mW", "GW": "GW", "kWh": "kWh", "V": "volt",
+    "mV": "mV", "A": "ampere", "mA": "mA", "mAh": "mAh", "Hz": "Hz", "kHz": "kHz", "MHz": "MHz", "GHz": "GHz",
+    "B": "byte", "bit": "bit", "bits": "bit", "K": "thousand", "k": "thousand", "M": "million", "bn": "billion",
+}  # fmt: skip
+_UNIT_WORDS = """
+    km kms kilometre kilometer = km; mile = mile; metre meter = m; cm centimetre centimeter = cm
+    mm millimetre millimeter = mm; inch inches = inch; ft foot feet = ft; yard yd yds = yard
+    kg kgs kilo kilogram kilogramme = kg; gram gramme = g; mg milligram = mg; lb lbs = lb; pound = pound
+    oz ounce = oz; ton = ton; tonne = tonne; litre liter = l; ml millilitre milliliter = ml; gallon gal = gallon
+    quart = quart; pint = pint; cup = cup; tablespoon tbsp tbs = tbsp; teaspoon tsp = tsp
+    celsius centigrade = celsius; fahrenheit = fahrenheit; kelvin = kelvin; degree = degree
+    byte = byte; kilobyte = KB; megabyte = MB; gigabyte = GB; terabyte = TB; petabyte = PB
+    kilobit = Kbit; megabit = Mbit; gigabit = Gbit; kib = KiB; mib = MiB; gib = GiB
+    hertz hz = Hz; khz = kHz; mhz = MHz; ghz = GHz; watt = watt; kilowatt = kW; kwh = kWh; volt = volt
+    mph = mph; kph kmh km/h = km/h; m/s = m/s; knot = knot
+    ms millisecond = millisecond; microsecond = microsecond; ns nanosecond = nanosecond; second seconds = second
+    minute = minute; hour hourly = hour; day daily = day; week weekly = week; fortnight = fortnight
+    month monthly = month; year yearly annual annually = year; decade = decade; century centuries = century
+    percent percentage pct = percent; dollar usd = USD; euro eur = EUR; gbp sterling = GBP; yen jpy = JPY
+    yuan rmb cny renminbi = CNY; rupee inr = INR; franc chf = CHF; cad = CAD; aud = AUD; nzd = NZD
+    hkd = HKD; sgd = SGD; sek = SEK; nok = NOK; dkk = DKK; pln = PLN; mxn = MXN; brl = BRL; krw = KRW
+    zar = ZAR; ruble rouble = RUB; btc bitcoin = BTC; eth ether ethereum = ETH; cent = cent; penny pence = penny
+    acre = acre; hectare = hectare; calorie = calorie; kcal kilocalorie = kcal; joule = joule; psi = psi
+    pascal = pascal; atm = atm; px pixel = px; dpi = dpi; fps = fps; rpm = rpm
+"""
+UNITS: dict[str, str] = {}
+for _group in re.split(r"[;\n]", _UNIT_WORDS):
+    if "=" in _group:
+        _spellings, _canonical = _group.split("=")
+        for _spelling in _spellings.split():
+            for _form in {_spelling, _spelling + "s", _spelling + "es"} if len(_spelling) >= 3 else {_spelling}:
+                UNITS.setdefault(_form, _canonical.strip())
+UNITS["inches"] = "inch"
+# Everyday words that are units only sometimes: alone, they need the other
+# side to change a unit too (a number before them makes them units proper).
+WEAK_UNIT_WORDS = frozenset(
+    """day days daily week weeks weekly month months monthly year years yearly annual annually hour hours
+    hourly minute minutes second seconds decade decades century centuries yard yards cup cups degree degrees
+    pound pounds percentage cent cents ton tons bit bits quarter""".split()
+)
+_UNIT_SPELLINGS = frozenset(UNITS_EXACT) | frozenset(UNITS_AFTER_NUMBER)
+SYMBOL_TOKENS = frozenset({"$", "€", "£", "¥", "₹", "%", "°"})
+
+# --- names. Never names wherever they stand:
+NEVER_NAMES = frozenset({"i", "i'm", "i've", "i'd", "i'll", "ok", "okay"})
+# Capitalised only because they start a sentence, line, quote or bullet.
+SENTENCE_STARTERS = frozenset(
+    """
+    a an the this that these those there here it its it's they them their we our us you your you're he she his
+    her him my me i mine what what's which who who's whom whose why when where how how's whether is are was
+    were be been am do does did done have has had can could would should will shall may might must let let's
+    please kindly and but or so yet for nor if then than also as at by in into of off on onto out over to
+    up with within without from about above after before below between during through under until while
+    since because although though however therefore thus hence moreover furthermore meanwhile instead
+    otherwise still just only even very really quite now today tomorrow yesterday again always never often
+    sometimes usually all any each every some many much more most few several both either neither no not
+    one other another such same own yes hi hello hey thanks thank dear ok okay sure well oh
+    write rewrite explain describe give tell list summarize summarise create generate make show help
+    translate convert find suggest draft compose provide recommend compare define calculate compute
+    determine identify name classify analyze analyse evaluate review check fix correct improve edit
+    rephrase paraphrase shorten expand simplify outline plan design build implement add remove delete
+    sort filter count extract format convert put turn use answer solve prove derive estimate predict
+    imagine pretend act consider assume suppose note remember keep ensure avoid return print output
+    read respond reply continue start begin stop finish get go look see say think know want need like
+    try take set run open close call send buy pay tell ask choose pick select insert update come
+    question answer context summary note input output task instructions instruction example examples
+    text passage review data document article email message story poem code query request response
+    step steps first second third next last finally lastly overall in-short bonus tip warning important
+    """.split()
+)
+
+# =================================================================== tokens
+
+_PRE = str.maketrans(
+    {
+        **dict.fromkeys("‘’‚‛′‵´ʼ", "'"),
+        **dict.fromkeys("“”„‟″‶«»", '"'),
+        **dict.fromkeys("‐‑‒–—―−", "-"),
+        **dict.fromkeys("\u200b\u2060\ufeff\u00ad", None),
+    }
+)
+# Scripts written without spaces (and Thai): one token per character.
+_UNSPACED = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0e7f\U00020000-\U0002fa1f"
+_RAW_TOKEN = re.compile(rf"[{_UNSPACED}]|[^\s{_UNSPACED}]+")
+_LEAD_STRIP = "\"'([{<`*~>"
+_TRAIL_STRIP = ".,;:!?)]}>\"'`*~…"
+# Tokens whose letter case can carry meaning: identifiers, paths, flags, file
+# names, camelCase, letter+digit mixes, printf codes and the bit/byte units.
+_CODE_LIKE = re.compile(
+    r"[_/\\=<>{}\[\]@#|^&()`]|\$[A-Za-z_{]|^-{1,2}[^\W\d]|^\.[^\W\d]|[^\W\d_][.:]+\w|\w[.:]+[^\W\d_]"
+    r"|[a-z][A-Z]|[A-Z]{2,}[a-z]|[^\W\d_]\d|%[A-Za-z]|^[kKMGTP]i?[bB](?:ps|/s)?$"
+)
+_SENTENCE_END_CHARS = frozenset(".!?:;")
+_CLOSERS = "'\")]"
+_ALNUM = re.compile(r"[^\W_]")
+_OPENERS = "\"'(`[*-•#>"
+_LETTERS = re.compile(r"[^\W\d_]+")
+_DIGIT_CHAR = re.compile(r"\d")
+
+
+@dataclass(frozen=True)
+class Feature:
+    """A value found in a text: where (token indexes), what, and as written."""
+
+    start: int
+    end: int
+    value: Hashable
+    text: str
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One text split into tokens, with every feature the checks compare."""
+
+    text: str
+    cores: tuple[str, ...]  # tokens without surrounding punctuation, case kept
+    keys: tuple[str, ...]  # what the diff compares: casefolded unless code-like
+    code: tuple[bool, ...]
+    initial: tuple[bool, ...]  # starts a sentence, a line, a quote or a bullet
+    starts: tuple[int, ...]  # character offsets, to map dates and quotes to tokens
+    digit_tokens: frozenset[int] = frozenset()
+    features: dict[str, tuple[Feature, ...]] = field(default_factory=dict)
+
+
+def _prepare(text: str) -> str:
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text).translate(_PRE)
+    return text
+
+
+def _tokenise(text: str) -> tuple[list[str], list[int], list[bool]]:
+    cores: list[str] = []
+    starts: list[int] = []
+    initial: list[bool] = []
+    prev_end, sentence_ended = 0, True
+    for m in _RAW_TOKEN.finditer(text):
+        raw = m.group()
+        led = raw.lstrip(_LEAD_STRIP)
+        core = led.rstrip(_TRAIL_STRIP)
+        if core[:1] == "-" and not (len(core) > 1 and (core[1].isalnum() or core[1] == "-")):
+            core = core.lstrip("-")
+        if not core or not (core.isalnum() or _ALNUM.search(core) or core in SYMBOL_TOKENS):
+            continue
+        initial.append(sentence_ended or raw[0] in _OPENERS or text.find("\n", prev_end, m.start()) >= 0)
+        cores.append(core)
+        starts.append(m.start() + len(raw) - len(led))
+        prev_end = m.end()
+        sentence_ended = raw.rstrip(_CLOSERS)[-1:] in _SENTENCE_END_CHARS
+    return cores, starts, initial
+
+
+@lru_cache(maxsize=1024)
+def analyse(text: str) -> Analysis:
+    """Tokens and features of an already prepared text (cached: stored texts repeat)."""
+    cores, starts, initial = _tokenise(text)
+    code = [bool(_CODE_LIKE.search(c)) for c in cores]
+    keys = [c if is_code else c.casefold() for c, is_code in zip(cores, code)]
+    digit_tokens = frozenset(_token_span(starts, m.start(), m.start() + 1)[0] for m in _DIGIT_CHAR.finditer(text))
+    a = Analysis(text, tuple(cores), tuple(keys), tuple(code), tuple(initial), tuple(starts), digit_tokens)
+    for kind, extract in _EXTRACTORS:  # later extractors read earlier features
+        a.features[kind] = tuple(extract(a))
+    return a
+
+
+def _token_span(starts: Sequence[int], start_char: int, end_char: int) -> tuple[int, int]:
+    """Token indexes covering the characters [start_char, end_char)."""
+    first = max(bisect.bisect_right(starts, start_char) - 1, 0)
+    last = bisect.bisect_left(starts, end_char)
+    return first, max(last, first + 1)
+
+
+def _words(core: str) -> list[str]:
+    if core.isalpha():
+        return [core.casefold()]
+    return [w.casefold() for w in _LETTERS.findall(core)]
+
+
+def _covered(a: Analysis, kinds: Iterable[str]) -> set[int]:
+    return {i for kind in kinds for f in a.features.get(kind, ()) for i in range(f.start, f.end)}
+
+
+# =================================================================== dates
+
+
+def _month_alternation() -> str:
+    names = set()
+    for name in MONTHS:
+        names.add(name.capitalize())
+        if len(name) > 3 and name not in AMBIGUOUS_MONTHS:
+            names.add(name)  # "january" in lower case is still a month
+    return "|".join(sorted(names, key=len, reverse=True))
+
+
+_DAY = r"(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
+_DATE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("iso", re.compile(r"(?<![\d-])(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)")),
+    ("slash", re.compile(r"(?<![\d/.])(\d{1,2})[/.](\d{1,2})[/.](\d{2}|\d{4})(?![\d/])")),
+    (
+        "named",
+        re.compile(
+            rf"(?:(?<!\w)({_DAY})\s+(?:of\s+)?)?(?<!\w)({_month_alternation()})\.?(?!\w)"
+            rf"(?:\s+({_DAY})(?![\w:]))?(?:,?\s+(\d{{4}})(?!\d))?"
+        ),
+    ),
+    ("time", re.compile(r"(?<![\w:.])(\d{1,2})(?::(\d{2}))?(?::\d{2})?\s*([ap])\.?m\b\.?", re.I)),
+    ("time24", re.compile(r"(?<![\w:.])([01]?\d|2[0-3]):([0-5]\d)(?::[0-5]\d)?(?![\d:])")),
+    ("year", re.compile(rf"(?<!\w)(?:{YEAR_PREPOSITIONS})\s+(1\d{{3}}|2[01]\d\d)(?![\d,.]\d)", re.I)),
+    ("weekday", re.compile(rf"(?<!\w)({'|'.join(WEEKDAYS)})s?(?!\w)", re.I)),
+    ("named_time", re.compile(r"(?<!\w)(noon|midday|midnight)(?!\w)", re.I)),
+)
+
+
+def _int(s: str | None) -> int | None:
+    return int(re.sub(r"\D", "", s)) if s else None
+
+
+def _date_value(kind: str, m: re.Match[str]) -> Hashable | None:
+    g = m.groups()
+    if kind == "iso":
+        return ("date", int(g[0]), int(g[1]), int(g[2]))
+    if kind == "slash":
+        return ("date", int(g[0]), int(g[1]), int(g[2]) % 100)
+    if kind == "named":
+        month = g[1].lower().rstrip(".")
+        if month in AMBIGUOUS_MONTHS and not (g[0] or g[2] or g[3]):
+            return None  # "May I ...", "in March" (the entity check still sees "March")
+        return ("date", _int(g[3]), MONTHS[month], _int(g[0] or g[2]))
+    if kind == "time":
+        return ("time", int(g[0]) % 12 + (12 if g[2].lower() == "p" else 0), int(g[1] or 0))
+    if kind == "time24":
+        return ("time", int(g[0]), int(g[1]))
+    if kind == "year":
+        return ("year", int(g[0]))
+    if kind == "weekday":
+        return ("weekday", g[0].lower())
+    return ("time", g[0].lower())
+
+
+def _dates(a: Analysis) -> list[Feature]:
+    found: list[tuple[int, Feature]] = []
+    taken: list[tuple[int, int]] = []
+    for kind, rx in _DATE_PATTERNS:
+        for m in rx.finditer(a.text):
+            start, end = (m.start(1), m.end()) if kind == "year" else (m.start(), m.end())
+            if any(s < end and start < e for s, e in taken):
+                continue
+            value = _date_value(kind, m)
+            if value is None:
+                continue
+            taken.append((start, end))
+            first, last = _token_span(a.starts, start, end)
+            found.append((start, Feature(first, last, value, a.text[start:end].strip())))
+    return [f for _, f in sorted(found, key=lambda t: t[0])]
+
+
+# =================================================================== numbers
+
+_DIGITS = re.compile(
+    r"(?<![\w.])(\d{1,3}(?:,\d{3})+(?!\d)|\d+)(\.\d+(?:\.\d+)*)?((?:st|nd|rd|th)(?![^\W\d_]))?"
+    r"|(?<!\w)\.(\d+)"
+    r"|(?<=[^\W\d_])(\d+(?:\.\d+)*)"
+)
+
+
+def _scaled(value: str, scale: int) -> str:
+    try:
+        d = Decimal(value) * scale
+    except InvalidOperation:
+        return f"{value}×{scale}"
+    return str(int(d)) if d == d.to_integral_value() else str(d.normalize())
+
+
+def _digit_value(core: str, m: re.Match[str]) -> str:
+    if m.group(5) is not None:  # glued after letters: S23, x86, Q1
+        return m.group(5)
+    if m.group(4) is not None:
+        return "0." + m.group(4)
+    whole = m.group(1).replace(",", "").lstrip("0") or "0"
+    sign = "-" if m.start() == 1 and core[0] == "-" else ""
+    value = f"{sign}{whole}{m.group(2) or ''}"
+    if m.group(3):
+        value += "th"
+    elif core[m.end() : m.end() + 1] in ("k", "K") and m.end() + 1 == len(core):
+        value = _scaled(value, 1000)  # 10k
+    return value
+
+
+def _may_follow(prev: str, role: str, current: int) -> bool:
+    """Whether a number word can continue the run ("twenty" + "five", not "two" + "five")."""
+    if prev == "":
+        return True
+    if prev == "tens":
+        return role in ("ordinal", "hundred", "scale") or (role == "unit" and current % 10 == 0)
+    if prev == "unit":
+        return role in ("hundred", "scale")
+    if prev in ("hundred", "scale"):
+        return role in ("unit", "tens", "ordinal", "scale", "hundred")
+    return False
+
+
+def _spelled(a: Analysis, skip: set[int]) -> list[Feature]:
+    """Runs of number words: "twenty-five", "a dozen", "two thousand and one", "fifth"."""
+    words = [
+        (i, w)
+        for i, key in enumerate(a.keys)
+        if i not in skip and not a.code[i] and (key in _NUMBERISH or "-" in key)
+        for w in key.split("-")
+    ]
+    out: list[Feature] = []
+    n = 0
+    while n < len(words):
+        word = words[n][1]
+        if word == "one" and (n and words[n - 1][1] in ONE_AS_PRONOUN_AFTER or n + 1 < len(words) and words[n + 1][1] in ("another", "'s")):
+            n += 1
+            continue
+        article = word in ("a", "an") and n + 1 < len(words) and words[n + 1][1] in NUMBER_SCALES
+        if word not in NUMBER_WORDS and not article:
+            n += 1
+            continue
+        total, current, ordinal, prev = 0, (1 if article else 0), False, ("scale" if article else "")
+        vague: str | None = None
+        m = n + 1 if article else n
+        while m < len(words):
+            if words[m][0] > words[m - 1][0] + 1:
+                break  # not adjacent: the run ended at a skipped token
+            word = words[m][1]
+            if word == "and" and prev in ("hundred", "scale") and m + 1 < len(words) and words[m + 1][1] in NUMBER_WORDS:
+                m += 1
+                continue
+            entry = NUMBER_WORDS.get(word)
+            if entry is None or entry[1] == "vague" and prev:
+                break
+            value, role = entry
+            if role == "vague":
+                vague, m = str(value), m + 1
+                break
+            if not _may_follow(prev, role, current):
+                break
+            assert isinstance(value, int)
+            if role in ("unit", "tens"):
+                current += value
+            elif role == "hundred":
+                current = max(current, 1) * value
+            elif role == "scale":
+                total, current = total + max(current, 1) * value, 0
+            else:
+                current = current + value if value < 100 else max(current, 1) * value
+                ordinal = True
+            prev, m = role, m + 1
+            if ordinal:
+                break
+        if m == n or (article and m == n + 1):
+            n += 1
+            continue
+        value_text = vague or f"{total + current}{'th' if ordinal else ''}"
+        text = " ".join(w for _, w in words[n:m])
+        out.append(Feature(words[n][0], words[m - 1][0] + 1, value_text, text))
+        n = m
+    return out
+
+
+def _numbers(a: Analysis) -> list[Feature]:
+    in_dates = _covered(a, ("date",))
+    out: list[Feature] = []
+    for i in sorted(a.digit_tokens - in_dates):
+        core = a.cores[i]
+        for m in _DIGITS.finditer(core):
+            value = _digit_value(core, m)
+            if m.end() == len(core) and i + 1 < len(a.cores) and m.group(5) is None:
+                scale = NUMBER_SCALES.get(a.cores[i + 1].casefold(), 0)
+                if scale > 12:  # "2 million" = "two million"
+                    value = _scaled(value, scale)
+            out.append(Feature(i, i + 1, value, m.group()))
+    out.extend(_spelled(a, in_dates))
+    out.sort(key=lambda f: f.start)
+    return out
+
+
+# =================================================================== units
+
+_UNIT_PART = re.compile(r"°\s?[CFK](?![a-z])|US\$|[$€£¥₹%°]|\d+(?:[.,]\d+)*|[^\W\d_]+(?:/[^\W\d_]+)?")
+
+
+def _after_number(a: Analysis, i: int, parts: list[str], n: int) -> bool:
+    if n:
+        return parts[n - 1][:1].isdigit()
+    if i == 0:
+        return False
+    prev = a.cores[i - 1]
+    return prev[-1:].isdigit() or prev.casefold() in NUMBER_WORDS
+
+
+def _units(a: Analysis) -> list[Feature]:
+    """Units; a common word ("day", "degree") not after a number is marked weak."""
+    out: list[Feature] = []
+    for i, core in enumerate(a.cores):
+        if core.isalpha() and i not in a.digit_tokens and a.keys[i] not in UNITS and core not in _UNIT_SPELLINGS:
+            continue
+        parts = _UNIT_PART.findall(core.removesuffix("'s"))
+        for n, part in enumerate(parts):
+            unit = UNITS_EXACT.get(part) or UNITS.get(part.casefold())
+            after_number = _after_number(a, i, parts, n)
+            if unit is None and part in UNITS_AFTER_NUMBER and after_number:
+                unit = UNITS_AFTER_NUMBER[part]
+            if unit is not None:
+                weak = not after_number and part.casefold() in WEAK_UNIT_WORDS
+                out.append(Feature(i, i + 1, (unit, weak), part))
+    return out
+
+
+# =================================================================== polarity
+
+
+def _negations(a: Analysis) -> list[Feature]:
+    out = []
+    for i, low in enumerate(a.keys):
+        if low in NEGATORS or low.endswith("n't") or low.startswith("non-"):
+            out.append(Feature(i, i + 1, "negation", a.cores[i]))
+    return out
+
+
+def _lexicon_extractor(lexicon: dict[str, tuple[tuple[int, int], ...]]) -> Callable[[Analysis], list[Feature]]:
+    def extract(a: Analysis) -> list[Feature]:
+        out = []
+        for i, key in enumerate(a.keys):
+            if a.code[i]:
+                continue
+            for word in (key,) if key.isalpha() else _words(key):
+                for group_pole in lexicon.get(word, ()):
+                    out.append(Feature(i, i + 1, group_pole, word))
+        return out
+
+    return extract
+
+
+# =================================================================== names
+
+
+def _uncased(word: str) -> bool:
+    """Holds a letter of a script without capitals (CJK, Arabic, Hebrew, Thai, ...)."""
+    return any(ch.isalpha() and ch.lower() == ch.upper() for ch in word)
+
+
+def _entities(a: Analysis) -> list[Feature]:
+    """Capitalised runs ("Marie Curie") minus common sentence starters, and every
+    word of a script without capitals."""
+    skip = _covered(a, ("date", "unit"))
+    out: list[Feature] = []
+    run: list[int] = []
+
+    def flush() -> None:
+        if run:
+            text = " ".join(a.cores[j].removesuffix("'s") for j in run)
+            out.append(Feature(run[0], run[-1] + 1, text, text))
+            run.clear()
+
+    for i, core in enumerate(a.cores):
+        if core.islower() and core.isascii():
+            flush()
+            continue
+        name = core[:-2] if core.endswith("'s") else core
+        if i in skip or a.code[i] or not name:
+            flush()
+            continue
+        if _uncased(name):
+            flush()
+            out.append(Feature(i, i + 1, name, name))
+            continue
+        capital = name[0].isupper() and name.casefold() not in NEVER_NAMES
+        if capital and a.initial[i] and name.casefold() in SENTENCE_STARTERS:
+            capital = False
+        if capital and a.initial[i]:
+            flush()
+        if capital:
+            run.append(i)
+        else:
+            flush()
+    flush()
+    return out
+
+
+_PLAIN_NUMBER = re.compile(r"^[-+]?[\d.,/:]*\d(?:st|nd|rd|th)?%?$")
+_ABBREVIATION = re.compile(r"^(?:[a-z]\.){1,3}[a-z]?\.?$")
+
+
+def _identifiers(a: Analysis) -> list[Feature]:
+    """Code-like tokens: snake_case, camelCase, file names, paths, flags, calls."""
+    skip = _covered(a, ("date", "unit"))
+    return [
+        Feature(i, i + 1, core, core)
+        for i, core in enumerate(a.cores)
+        if a.code[i] and i not in skip and not _PLAIN_NUMBER.match(core) and not _ABBREVIATION.match(core)
+    ]
+
+
+_QUOTED = re.compile(r"\"([^\"\n]{1,300})\"|(?<!\w)'([^'\n]{1,300})'(?!\w)|`([^`\n]{1,300})`")
+
+
+def _quotes(a: Analysis) -> list[Feature]:
+    out = []
+    for m in _QUOTED.finditer(a.text):
+        group = next(g for g in (1, 2, 3) if m.group(g) is not None)
+        first, last = _token_span(a.starts, m.start(group), m.end(group))
+        value = tuple(a.keys[first:last])
+        if value:
+            out.append(Feature(first, last, value, m.group(group)))
+    return out
+
+
+_EXTRACTORS: tuple[tuple[str, Callable[[Analysis], list[Feature]]], ...] = (
+    ("date", _dates),
+    ("number", _numbers),
+    ("unit", _units),
+    ("negation", _negations),
+    ("antonym", _lexicon_extractor(ANTONYM_LEXICON)),
+    ("alternative", _lexicon_extractor(ALTERNATIVE_LEXICON)),
+    ("entity", _entities),
+    ("identifier", _identifiers),
+    ("quote", _quotes),
+)
+
+# =================================================================== the diff
+
+
+@dataclass(frozen=True)
+class TextDiff:
+    """Two analysed texts and the token indexes that changed on each side."""
+
+    stored: Analysis
+    incoming: Analysis
+    stored_changed: frozenset[int]
+    incoming_changed: frozenset[int]
+    too_large: bool = False
+
+    def changed(self, kind: str) -> tuple[list[Feature], list[Feature]]:
+        """Features of ``kind`` that touch a changed token, on each side."""
+        return (
+            [f for f in self.stored.features[kind] if _touches(f, self.stored_changed)],
+            [f for f in self.incoming.features[kind] if _touches(f, self.incoming_changed)],
+        )
+
+    def changed_words(self) -> tuple[set[str], set[str]]:
+        """Lower-cased words of the changed tokens, on each side."""
+        return (
+            {w for i in self.stored_changed for w in _words(self.stored.cores[i])},
+            {w for i in self.incoming_changed for w in _words(self.incoming.cores[i])},
+        )
+
+
+def _touches(f: Feature, changed: frozenset[int]) -> bool:
+    return any(i in changed for i in range(f.start, f.end))
+
+
+def _common_prefix(a: str, b: str) -> int:
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:  # slice comparison runs at memcmp speed on long texts
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    lo, hi = 0, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[len(a) - mid :] == b[len(b) - mid :]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _windows(a: str, b: str) -> tuple[str, str]:
+    """Long texts shrink to the part that differs plus context for dates, names
+    and sentence starts. Both are cut at the same offsets from their ends, so
+    the kept context (even a cut word) is identical on both sides."""
+    if len(a) + len(b) <= _TRIM_ABOVE_CHARS:
+        return a, b
+    prefix = _common_prefix(a, b)
+    suffix = _common_suffix(a, b, min(len(a), len(b)) - prefix)
+    head = max(prefix - _TRIM_MARGIN_CHARS, 0)
+    tail = max(suffix - _TRIM_MARGIN_CHARS, 0)
+    return a[head : len(a) - tail], b[head : len(b) - tail]
+
+
+def text_diff(stored_text: str, incoming_text: str) -> TextDiff:
+    """Analyse both texts and find the changed tokens (difflib over the diff keys)."""
+    a_text, b_text = _windows(stored_text, incoming_text)
+    a, b = analyse(_prepare(a_text)), analyse(_prepare(b_text))
+    ak, bk = a.keys, b.keys
+    lo, a_hi, b_hi = 0, len(ak), len(bk)
+    while lo < a_hi and lo < b_hi and ak[lo] == bk[lo]:
+        lo += 1
+    while a_hi > lo and b_hi > lo and ak[a_hi - 1] == bk[b_hi - 1]:
+        a_hi, b_hi = a_hi - 1, b_hi - 1
+    if a_hi - lo > MAX_CHANGED_TOKENS or b_hi - lo > MAX_CHANGED_TOKENS:
+        return TextDiff(a, b, frozenset(range(lo, a_hi)), frozenset(range(lo, b_hi)), too_large=True)
+    a_changed: set[int] = set()
+    b_changed: set[int] = set()
+    if lo < a_hi or lo < b_hi:
+        matcher = SequenceMatcher(None, ak[lo:a_hi], bk[lo:b_hi], autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag != "equal":
+                a_changed.update(range(lo + i1, lo + i2))
+                b_changed.update(range(lo + j1, lo + j2))
+    return TextDiff(a, b, frozenset(a_changed), frozenset(b_changed))
+
+
+# =================================================================== checks
+
+
+def _compare(label: str, stored: Sequence[Feature], incoming: Sequence[Feature], sep: str = "≠") -> str | None:
+    """None when both sides hold the same values in the same order, else why not."""
+    if [f.value for f in stored] == [f.value for f in incoming]:
+        return None
+    only_stored = Counter(f.value for f in stored) - Counter(f.value for f in incoming)
+    only_incoming = Counter(f.value for f in incoming) - Counter(f.value for f in stored)
+    a = next((f.text for f in stored if f.value in only_stored), None)
+    b = next((f.text for f in incoming if f.value in only_incoming), None)
+    if a is not None and b is not None:
+        return f"{label} {a}≠{b}" if sep == "≠" else f"{label}: {a}{sep}{b}"
+    if a is not None or b is not None:
+        return f"{label}: '{a if a is not None else b}' only in {'stored' if a is not None else 'incoming'}"
+    return f"{label} order: {', '.join(f.text for f in stored)}{sep}{', '.join(f.text for f in incoming)}"
+
+
+def dates_differ(d: TextDiff) -> str | None:
+    """Calendar dates, years, weekdays and times of day (ISO, slash, named month)."""
+    return _compare("date", *d.changed("date"))
+
+
+def numbers_differ(d: TextDiff) -> str | None:
+    """Digits, decimals, percentages, ordinals and spelled-out numbers, by value."""
+    return _compare("number", *d.changed("number"))
+
+
+def units_differ(d: TextDiff) -> str | None:
+    """Units of measure, time spans and currencies (km/miles, °C/°F, USD/€, MB/GB).
+
+    A common word that is a unit only sometimes ("some day", "a degree") counts
+    when the other side changed a unit too ("per month" -> "per week")."""
+    stored, incoming = d.changed("unit")
+    if not stored or not incoming:
+        stored = [f for f in stored if not f.value[1]]  # type: ignore[index]
+        incoming = [f for f in incoming if not f.value[1]]  # type: ignore[index]
+    unit = lambda fs: [Feature(f.start, f.end, f.value[0], f.text) for f in fs]  # type: ignore[index]  # noqa: E731
+    return _compare("unit", unit(stored), unit(incoming), sep="→")
+
+
+def negation_differs(d: TextDiff) -> str | None:
+    """A negator (not, no, never, without, n't, except, ...) gained or lost, or a
+    word set against its negated form (happy/unhappy, lock/unlock, breaking/non-breaking)."""
+    stored, incoming = d.changed("negation")
+    if len(stored) != len(incoming):
+        more, side = (stored, "stored") if len(stored) > len(incoming) else (incoming, "incoming")
+        return f"negation: '{more[0].text}' only in {side}"
+    a_words, b_words = d.changed_words()
+    for x, y in _prefixed_pairs(a_words, b_words, [("", p) for p in NEGATING_PREFIXES]):
+        return f"negation: {x}→{y}"
+    return None
+
+
+def _prefixed_pairs(
+    a_words: set[str], b_words: set[str], swaps: Iterable[tuple[str, str]]
+) -> Iterable[tuple[str, str]]:
+    """(x, y) with x = p + stem on one side and y = q + stem on the other, (p, q) a swap."""
+    for p, q in swaps:
+        for first, second, flip in ((a_words, b_words, False), (b_words, a_words, True)):
+            for word in first:
+                if not word.startswith(p) or len(word) - len(p) < 3:
+                    continue
+                for other in (q + word[len(p) :], q + "-" + word[len(p) :]):
+                    if other in second:
+                        yield (other, word) if flip else (word, other)
+
+
+def antonyms_differ(d: TextDiff) -> str | None:
+    """Opposing words (weekday/weekend, before/after, ascending/descending, ...)
+    and opposing prefixes (encrypt/decrypt, inbound/outbound, hypo/hyper)."""
+    reason = _by_group("antonym", *d.changed("antonym"))
+    if reason is not None:
+        return reason
+    a_words, b_words = d.changed_words()
+    for x, y in _prefixed_pairs(a_words, b_words, PREFIX_SWAPS):
+        return f"antonym: {x}→{y}"
+    return None
+
+
+def alternatives_differ(d: TextDiff) -> str | None:
+    """Mutually exclusive choices in one domain (mean/median/mode, fetch/pull, margin/padding)."""
+    return _by_group("alternative", *d.changed("alternative"))
+
+
+def _by_group(label: str, stored: list[Feature], incoming: list[Feature]) -> str | None:
+    """Refuse a swap within a group. A word dropped or added without its
+    counterpart is left to the score: paraphrases do that all the time."""
+    groups = sorted({f.value[0] for f in stored} & {f.value[0] for f in incoming})  # type: ignore[index]
+    for group in groups:
+        reason = _compare(
+            label,
+            [f for f in stored if f.value[0] == group],  # type: ignore[index]
+            [f for f in incoming if f.value[0] == group],  # type: ignore[index]
+            sep="→",
+        )
+        if reason is not None:
+            return reason
+    return None
+
+
+def entities_differ(d: TextDiff) -> str | None:
+    """Names: capitalised runs (France, Marie Curie) and words of uncased scripts."""
+    return _compare("entity", *d.changed("entity"), sep="→")
+
+
+def identifiers_differ(d: TextDiff) -> str | None:
+    """Code identifiers, file names, paths and flags, compared case-sensitively."""
+    return _compare("identifier", *d.changed("identifier"), sep="→")
+
+
+def quoted_differ(d: TextDiff) -> str | None:
+    """Quoted strings and inline code: any change inside them counts."""
+    return _compare("quoted", *d.changed("quote"), sep="→")
+
+
+GUARD_CHECKS: tuple[Callable[[TextDiff], str | None], ...] = (
+    dates_differ,
+    numbers_differ,
+    units_differ,
+    negation_differs,
+    antonyms_differ,
+    alternatives_differ,
+    entities_differ,
+    identifiers_differ,
+    quoted_differ,
+)
+
+
+def guard(stored_text: str, incoming_text: str) -> str | None:
+    """None if the two texts may share an answer as far as the guard can tell, else the first reason."""
+    if stored_text == incoming_text:
+        return None
+    diff = text_diff(stored_text, incoming_text)
+    if diff.too_large:
+        return f"too many changed words to check (more than {MAX_CHANGED_TOKENS})"
+    if not diff.stored_changed and not diff.incoming_changed:
+        return None
+    for check in GUARD_CHECKS:
+        reason = check(diff)
+        if reason is not None:
+            return reason
+    return None

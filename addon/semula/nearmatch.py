@@ -1,0 +1,346 @@
+"""The near-match verdict: may a recording be served for a request that is
+not the same, only close?
+
+Exact, normalised and alias lookups either find the request or not. The
+lexical tier (and later the embedding tier) finds recordings that are merely
+*close*, and only this module decides what closeness is allowed to do:
+
+- serve, when the score reaches the tier's serve threshold, the rest of the
+  request (system prompt, earlier turns, tool results, tools, parameters,
+  model) is the same, the guard finds no changed number, name, negation, ...,
+  and no fuzzy bypass rule applies;
+- queue for review, when it is not served but the score reaches the review
+  threshold and the same speakers speak in the same order (ADR-0003 SEM-E6);
+- otherwise miss.
+
+The lexical score is Sørensen-Dice over word multisets of the last user
+message (with sets, "open on weekdays, closed on weekends" and its swap would
+score 1.0). Pure: plain values in, a :class:`Verdict` with its reasons out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from semula.bypass import fuzzy_bypass
+from semula.canonical import (
+    CanonicalRequest,
+    canonical_json,
+    context_fingerprint,
+    normalised_fingerprint,
+    request_fingerprint,
+)
+from semula.guard import NUMBER_WORDS, guard
+from semula.normalise import normalise_text, scrub_volatile, words
+from semula.settings import ProjectSettings
+
+__all__ = [
+    "PairOutcome",
+    "SweepRow",
+    "Verdict",
+    "dice",
+    "lexical_words",
+    "near_match",
+    "pipeline_outcome",
+    "sweep",
+    "sweep_markdown",
+]
+
+# Word handling, tuned on the odd-numbered dev pairs (benchmark/results/lexical.md):
+# spelled-out numbers count as digits ("three ideas" = "3 ideas"); no stemming,
+# because at the default serve threshold 1.0 "the same words" must stay literal
+# ("file" and "files" ask for different things) and stemming bought no recall.
+STEM = False
+SPELL_NUMBERS = True
+
+_DIGIT_WORDS: dict[str, str] = {
+    w: str(v) for w, (v, role) in NUMBER_WORDS.items() if role in ("unit", "tens") and isinstance(v, int)
+}
+
+
+def _plural_stem(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith(("sses", "shes", "ches", "xes", "zes")):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def lexical_words(
+    text: str, scrub_patterns: Sequence[str] = (), *, stem: bool = STEM, spell_numbers: bool = SPELL_NUMBERS
+) -> list[str]:
+    """The words the lexical score compares: scrubbed, normalised, lowercased.
+
+    CJK characters count one word each (so a Chinese prompt is never empty);
+    a text of punctuation or symbols only has no words and scores 0.
+    """
+    out = words(text, scrub_patterns)
+    if spell_numbers:
+        out = [_DIGIT_WORDS.get(w, w) for w in out]
+    if stem:
+        out = [_plural_stem(w) for w in out]
+    return out
+
+
+def dice(a: Sequence[str], b: Sequence[str]) -> float:
+    """Sørensen-Dice over word multisets: 2·|A∩B| / (|A|+|B|), 0 for an empty side."""
+    if not a or not b:
+        return 0.0
+    common = sum((Counter(a) & Counter(b)).values())
+    return 2.0 * common / (len(a) + len(b))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a near-match may do, and why not more.
+
+    ``reason`` says why it is not served (None when served); ``guard_reason``
+    is the guard's verdict whenever the guard ran, so the review queue and the
+    call log can show it even when the score alone already ruled out serving.
+    """
+
+    tier: str
+    score: float
+    serve: bool
+    review: bool
+    reason: str | None
+    guard_reason: str | None = None
+
+
+# ------------------------------------------------------------------ shape checks
+
+
+def _tail_roles(c: CanonicalRequest, tail_n: int | None) -> tuple[str, ...]:
+    roles = tuple(m.role for m in c.messages)
+    return roles if tail_n is None else roles[max(len(roles) - max(tail_n, 0), 0) :]
+
+
+def roles_differ(incoming: CanonicalRequest, stored: CanonicalRequest, settings: ProjectSettings) -> str | None:
+    a, b = _tail_roles(stored, settings.tail_n), _tail_roles(incoming, settings.tail_n)
+    if a == b:
+        return None
+    show = lambda roles: ",".join(roles[-12:]) or "none"  # noqa: E731
+    return f"shape differs: roles {show(a)} → {show(b)}"
+
+
+def _tool_names(tools: Iterable[Any]) -> dict[str, str]:
+    """name -> canonical JSON of its definition, across the providers' tool shapes."""
+    out: dict[str, str] = {}
+    for n, tool in enumerate(tools):
+        if isinstance(tool, Mapping) and isinstance(tool.get("functionDeclarations"), list):
+            out.update(_tool_names(tool["functionDeclarations"]))
+            continue
+        inner = tool.get("function") if isinstance(tool, Mapping) and isinstance(tool.get("function"), Mapping) else tool
+        name = inner.get("name") if isinstance(inner, Mapping) else None
+        out[name if isinstance(name, str) else f"#{n}"] = canonical_json(tool)
+    return out
+
+
+def tools_differ(incoming: CanonicalRequest, stored: CanonicalRequest, settings: ProjectSettings) -> str | None:
+    if canonical_json(list(stored.tools)) == canonical_json(list(incoming.tools)):
+        return None
+    a, b = _tool_names(stored.tools), _tool_names(incoming.tools)
+    changes = [f"+{n}" for n in b if n not in a] + [f"-{n}" for n in a if n not in b]
+    changes += [f"{n} schema" for n in a if n in b and a[n] != b[n]]
+    return "tools differ: " + (", ".join(changes) if changes else "order")
+
+
+def _kept_params(c: CanonicalRequest, ignore: Sequence[str]) -> dict[str, Any]:
+    return {k: v for k, v in c.params.items() if k not in set(ignore)}
+
+
+def params_differ(incoming: CanonicalRequest, stored: CanonicalRequest, settings: ProjectSettings) -> str | None:
+    a, b = _kept_params(stored, settings.ignore_params), _kept_params(incoming, settings.ignore_params)
+    keys = sorted(k for k in a.keys() | b.keys() if canonical_json(a.get(k)) != canonical_json(b.get(k)))
+    return "parameters differ: " + ", ".join(keys) if keys else None
+
+
+def model_differs(incoming: CanonicalRequest, stored: CanonicalRequest, settings: ProjectSettings) -> str | None:
+    if (stored.provider, stored.endpoint, stored.model) == (incoming.provider, incoming.endpoint, incoming.model):
+        return None
+    if stored.model != incoming.model:
+        return f"model differs: {stored.model} → {incoming.model}"
+    return f"endpoint differs: {stored.provider} {stored.endpoint} → {incoming.provider} {incoming.endpoint}"
+
+
+def context_differs(incoming: CanonicalRequest, stored: CanonicalRequest, settings: ProjectSettings) -> str | None:
+    """Everything but the last user text, normalised as the normalised fingerprint does, after tail_n."""
+    patterns, ignore, tail_n = settings.scrub_patterns, settings.ignore_params, settings.tail_n
+    if context_fingerprint(incoming, patterns, ignore, tail_n) == context_fingerprint(stored, patterns, ignore, tail_n):
+        return None
+    system = lambda c: normalise_text(scrub_volatile(c.system, patterns)) if c.system else None  # noqa: E731
+    if system(incoming) != system(stored):
+        return "context differs (system prompt)"
+    return "context differs (earlier turns or tool results)"
+
+
+SHAPE_CHECKS = (roles_differ, tools_differ, params_differ, model_differs, context_differs)
+
+# ------------------------------------------------------------------ the verdict
+
+
+def _thresholds(tier: str, settings: ProjectSettings) -> tuple[float | None, float | None]:
+    if tier == "lexical":
+        return settings.lexical_serve_threshold, settings.lexical_review_threshold
+    if tier == "embedding":
+        return settings.embedding_serve_threshold, settings.embedding_review_threshold
+    raise ValueError(f"unknown near-match tier {tier!r}; valid tiers: lexical, embedding")
+
+
+def _below(score: float, threshold: float) -> str:
+    """'0.83 < 1.00', with enough digits that the two never print equal."""
+    for digits in (2, 3, 4, 6):
+        shown = math.floor(score * 10**digits) / 10**digits
+        if shown < round(threshold, digits):
+            return f"{shown:.{digits}f} < serve threshold {threshold:.{digits}f}"
+    return f"{score!r} < serve threshold {threshold!r}"
+
+
+def near_match(
+    incoming: CanonicalRequest,
+    stored: CanonicalRequest,
+    settings: ProjectSettings,
+    tier: str = "lexical",
+    score: float | None = None,
+    fuzzy_bypass_reason: str | None = None,
+) -> Verdict:
+    """Whether ``stored``'s recorded answer may be served (or queued) for ``incoming``.
+
+    ``score`` defaults to the lexical Dice score of the last user texts; the
+    embedding tier passes its cosine. The first failing rule is the reason:
+    bypass, unparsed body, no words, shape (roles, tools, parameters, model),
+    context, score, guard.
+    """
+    serve_threshold, review_threshold = _thresholds(tier, settings)
+    incoming_text, stored_text = incoming.last_user_text(), stored.last_user_text()
+    incoming_words = lexical_words(incoming_text, settings.scrub_patterns)
+    stored_words = lexical_words(stored_text, settings.scrub_patterns)
+    if score is None:
+        score = dice(incoming_words, stored_words)
+    score = min(max(float(score), 0.0), 1.0) if math.isfinite(score) else 0.0
+    has_words = bool(incoming_words) and bool(stored_words)
+
+    floor = min(t for t in (serve_threshold, review_threshold) if t is not None) if has_words else None
+    guard_reason = None
+    if floor is not None and score >= floor:
+        guard_reason = guard(stored_text, incoming_text)
+
+    reason: str | None = None
+    if fuzzy_bypass_reason:
+        reason = f"bypass: {fuzzy_bypass_reason}"
+    elif not (incoming.parsed and stored.parsed):
+        reason = "request not understood: exact tier only"
+    elif not has_words:
+        reason = "no words to compare in the last user message"
+    if reason is None:
+        reason = next((r for check in SHAPE_CHECKS if (r := check(incoming, stored, settings)) is not None), None)
+    if reason is None:
+        if serve_threshold is None:
+            reason = f"{tier} serving is off (no serve threshold)"
+        elif score < serve_threshold:
+            reason = f"score {_below(score, serve_threshold)}"
+        elif guard_reason is not None:
+            reason = f"guard: {guard_reason}"
+
+    serve = reason is None
+    review = (
+        not serve
+        and has_words
+        and review_threshold is not None
+        and score >= review_threshold
+        and incoming.parsed
+        and stored.parsed
+        and roles_differ(incoming, stored, settings) is None
+    )
+    return Verdict(tier=tier, score=score, serve=serve, review=review, reason=reason, guard_reason=guard_reason)
+
+
+# ------------------------------------------------------------------ evaluation
+
+
+@dataclass(frozen=True)
+class PairOutcome:
+    """What the matching pipeline does with ``incoming`` once ``stored`` is recorded."""
+
+    action: str  # served | review | miss
+    tier: str  # exact | normalised | lexical | none
+    verdict: Verdict | None = None
+    served_without_guard: bool = False
+
+
+def pipeline_outcome(stored: CanonicalRequest, incoming: CanonicalRequest, settings: ProjectSettings) -> PairOutcome:
+    """Exact, then normalised fingerprint, then the lexical near-match (one stored entry)."""
+    if request_fingerprint(stored) == request_fingerprint(incoming):
+        return PairOutcome("served", "exact", served_without_guard=True)
+    patterns, ignore = settings.scrub_patterns, settings.ignore_params
+    if normalised_fingerprint(stored, patterns, ignore) == normalised_fingerprint(incoming, patterns, ignore):
+        return PairOutcome("served", "normalised", served_without_guard=True)
+    bypass = fuzzy_bypass(incoming, settings)
+    verdict = near_match(incoming, stored, settings, fuzzy_bypass_reason=bypass.reason if bypass else None)
+    unguarded = verdict.serve or (verdict.reason or "").startswith("guard:")
+    action = "served" if verdict.serve else "review" if verdict.review else "miss"
+    return PairOutcome(action, "lexical" if verdict.serve else "none", verdict, unguarded)
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    serve_threshold: float
+    guard: bool
+    dev_hit_rate: float
+    dev_false_hit_rate: float
+    dev_false_hits: int
+    public_hit_rate: float | None
+
+
+Pair = tuple[str, CanonicalRequest, CanonicalRequest]  # (expect, stored, incoming)
+
+
+def sweep(
+    dev_pairs: Sequence[Pair],
+    public_pairs: Sequence[Pair] = (),
+    thresholds: Iterable[float] = tuple(round(0.8 + 0.02 * i, 2) for i in range(11)),
+    settings: ProjectSettings | None = None,
+) -> list[SweepRow]:
+    """Hit and false-hit rates per serve threshold, with the guard on and off."""
+    base = settings or ProjectSettings()
+
+    def rates(pairs: Sequence[Pair], threshold: float, use_guard: bool) -> tuple[float, float, int]:
+        chosen = replace(base, lexical_serve_threshold=threshold)
+        hits = {"same": 0, "different": 0}
+        totals = Counter(expect for expect, _, _ in pairs)
+        for expect, stored, incoming in pairs:
+            outcome = pipeline_outcome(stored, incoming, chosen)
+            served = outcome.action == "served" if use_guard else outcome.served_without_guard
+            hits[expect] += served
+        same = hits["same"] / totals["same"] if totals["same"] else 0.0
+        different = hits["different"] / totals["different"] if totals["different"] else 0.0
+        return same, different, hits["different"]
+
+    rows = []
+    for threshold in thresholds:
+        for use_guard in (True, False):
+            dev_hit, dev_false, dev_false_n = rates(dev_pairs, threshold, use_guard)
+            public = rates(public_pairs, threshold, use_guard)[0] if public_pairs else None
+            rows.append(SweepRow(threshold, use_guard, dev_hit, dev_false, dev_false_n, public))
+    return rows
+
+
+def sweep_markdown(rows: Sequence[SweepRow]) -> str:
+    """The sweep as a markdown table (for benchmark/results/lexical.md)."""
+    lines = [
+        "| serve threshold | guard | dev hit rate | dev false-hit rate | public hit rate |",
+        "|---:|:---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        public = f"{r.public_hit_rate:.3f}" if r.public_hit_rate is not None else "-"
+        lines.append(
+            f"| {r.serve_threshold:.2f} | {'on' if r.guard else 'off'} | {r.dev_hit_rate:.3f} | "
+            f"{r.dev_false_hit_rate:.3f} ({r.dev_false_hits}) | {public} |"
+        )
+    return "\n".join(lines)
