@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_paths import corpus_file
 
 from semula.canonical import normalised_fingerprint, request_fingerprint
 from semula.providers import RawRequest, adapter_for
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dev-pairs.jsonl"
+CORPUS = corpus_file("dev-pairs.jsonl")
 HOSTS = {
     "openai": "api.openai.com",
     "anthropic": "api.anthropic.com",
