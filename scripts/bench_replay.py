@@ -40,6 +40,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -54,7 +55,6 @@ from rich.console import Console  # noqa: E402
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
 
 from semula.canonical import normalised_fingerprint, request_fingerprint  # noqa: E402
-from semula.cli.proxy_cmd import ensure_ca  # noqa: E402
 from semula.normalise import scrub_volatile  # noqa: E402
 from semula.providers import DEFAULT_PROVIDER_HOSTS, adapter_for, allow_hosts_regexes  # noqa: E402
 from semula.providers.base import RawRequest  # noqa: E402
@@ -160,6 +160,26 @@ def wait_ready(proc: subprocess.Popen, log_path: Path, marker: str | None, port:
     raise RuntimeError(f"{proc.args[:4]} not ready after {timeout:.0f} s:\n{log_path.read_text(errors='replace')[-3000:]}")
 
 
+def wait_idle(pid: int, timeout: float = 60.0, window: float = 0.5, busy: float = 0.10) -> float:
+    """Wait until the process has used under `busy` cores for two windows in a row (start-up work
+    such as index builds done); return how long that took."""
+    started = time.monotonic()
+    quiet = 0
+    while time.monotonic() - started < timeout and quiet < 2:
+        before = cpu_seconds(pid)
+        time.sleep(window)
+        quiet = quiet + 1 if (cpu_seconds(pid) - before) / window < busy else 0
+    return time.monotonic() - started
+
+
+def join_background_threads(before: set[threading.Thread], timeout: float = 60.0) -> None:
+    """Let one-off threads a semula object started (e.g. the full-text index build) finish."""
+    deadline = time.monotonic() + timeout
+    for thread in set(threading.enumerate()) - before:
+        if "rebuild" in thread.name:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
 def cpu_seconds(pid: int) -> float:
     """utime + stime of a process (all its threads), from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -173,6 +193,17 @@ def common_proxy_args(port: int, confdir: Path) -> list[str]:
     for regex in allow_hosts_regexes(DEFAULT_PROVIDER_HOSTS):
         args += ["--set", f"allow_hosts={regex}"]
     return args
+
+
+def ensure_ca(confdir: Path) -> Path:
+    """mitmproxy's CA in `confdir`, created the way mitmproxy creates it (as `semula env` does)."""
+    from mitmproxy.certs import CertStore
+
+    ca = confdir / "mitmproxy-ca-cert.pem"
+    if not ca.exists():
+        confdir.mkdir(parents=True, exist_ok=True)
+        CertStore.from_store(str(confdir), "mitmproxy", 2048)
+    return ca
 
 
 # --- the synthetic workload ----------------------------------------------------------------
@@ -279,6 +310,7 @@ def verify_store(data_dir: Path, bench_bodies: list[bytes], expected: dict[bytes
     """Every benchmark request must be an exact hit in semula's own index, with the right answer."""
     from semula.cache import Cache
 
+    threads = set(threading.enumerate())
     cache = Cache(Store.open(data_dir))
     try:
         adapter = adapter_for(HOST, PATH)
@@ -293,6 +325,7 @@ def verify_store(data_dir: Path, bench_bodies: list[bytes], expected: dict[bytes
             if entry is None or entry.body != expected[body]:
                 raise RuntimeError(f"seeded entry {match.entry_id} does not hold the recorded answer")
     finally:
+        join_background_threads(threads)
         cache.store.close()
 
 
@@ -335,7 +368,7 @@ def percentile(values: list[float], p: float) -> float:
 
 
 async def drive(port: int, ca: Path, bodies: list[bytes], expected: dict[bytes, bytes], concurrency: int,
-                semula: bool, warmup: int) -> tuple[float, list[float], int, str | None, float, float, tuple[datetime, datetime], int]:
+                semula: bool, warmup: int) -> tuple[float, list[float], int, str | None, float, tuple[datetime, datetime], int]:
     """Warm the connections, then send every body once from `concurrency` workers; time each call."""
     context = ssl.create_default_context(cafile=str(ca))
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
@@ -380,7 +413,7 @@ async def drive(port: int, ca: Path, bodies: list[bytes], expected: dict[bytes, 
         wall = time.perf_counter() - t0
         end = datetime.now(UTC)
         client_cpu = time.process_time() - cpu0
-    return wall, latencies, failures, (example[0] if example else None), client_cpu, 0.0, (begin, end), warm_failures
+    return wall, latencies, failures, (example[0] if example else None), client_cpu, (begin, end), warm_failures
 
 
 # --- the phases ----------------------------------------------------------------------------
@@ -405,9 +438,8 @@ def record_flows(procs: Processes, work: Path, confdir: Path, ca: Path, bench_bo
     ], rec_log)
     try:
         wait_ready(rec, rec_log, None, port)
-        # No expected answers yet: a permissive check (status only) while recording.
-        wall, _, failures, example, *_ = asyncio.run(
-            _record_drive(port, ca, bench_bodies, concurrency))
+        # No expected answers yet: only the status is checked while recording.
+        failures, example = asyncio.run(_record_drive(port, ca, bench_bodies, concurrency))
         if failures:
             raise RuntimeError(f"recording: {failures} requests failed, e.g. {example}")
     finally:
@@ -426,11 +458,10 @@ def record_flows(procs: Processes, work: Path, confdir: Path, ca: Path, bench_bo
     return flows, answers
 
 
-async def _record_drive(port: int, ca: Path, bodies: list[bytes], concurrency: int):
+async def _record_drive(port: int, ca: Path, bodies: list[bytes], concurrency: int) -> tuple[int, str | None]:
     context = ssl.create_default_context(cafile=str(ca))
     failures = 0
-    example = None
-    t0 = time.perf_counter()
+    example: str | None = None
     async with httpx.AsyncClient(proxy=f"http://127.0.0.1:{port}", verify=context, timeout=60.0,
                                  headers=CLIENT_HEADERS,
                                  limits=httpx.Limits(max_connections=concurrency)) as client:
@@ -450,7 +481,7 @@ async def _record_drive(port: int, ca: Path, bodies: list[bytes], concurrency: i
                     example = example or repr(e)
 
         await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return time.perf_counter() - t0, [], failures, example
+    return failures, example
 
 
 def variant_argv(variant: str, port: int, confdir: Path, data_dir: Path, flows: Path) -> tuple[list[str], str | None]:
@@ -483,8 +514,9 @@ def run_variant(procs: Processes, variant: str, run: int, work: Path, confdir: P
             deadline = time.monotonic() + 30
             while not port_open(port) and time.monotonic() < deadline:
                 time.sleep(0.05)
+        settle = wait_idle(proc.pid)
         cpu_before = cpu_seconds(proc.pid)
-        wall, latencies, failures, example, client_cpu, _, window, warm_failures = asyncio.run(
+        wall, latencies, failures, example, client_cpu, window, warm_failures = asyncio.run(
             drive(port, ca, bench_bodies, expected, concurrency, variant == "semula", warmup))
         # Proxy CPU over warm-up + timed phase: warm-up is small; measured from the same point for all.
         proxy_cpu = cpu_seconds(proc.pid) - cpu_before
@@ -493,7 +525,8 @@ def run_variant(procs: Processes, variant: str, run: int, work: Path, confdir: P
     if warm_failures:
         failures += warm_failures
     result = RunResult(variant, run, len(bench_bodies), wall, latencies, failures, example, proxy_cpu,
-                       client_cpu, window, {"exit_code": code, "log": log.name, "warmup": warmup})
+                       client_cpu, window, {"exit_code": code, "log": log.name, "warmup": warmup,
+                                                               "settle": settle})
     return result
 
 
@@ -528,7 +561,7 @@ def decision_ms(data_dir: Path, windows: list[tuple[datetime, datetime]]) -> dic
 
 
 def hook_breakdown(data_dir: Path, flows_path: Path, bench_bodies: list[bytes], answers_pickle: Path,
-                   reps: int = 3) -> dict[str, Any]:
+                   entries: int, reps: int = 3) -> dict[str, Any]:
     """Time semula's hooks and their parts in this process (no network, no proxy, same requests).
 
     Runs after the proxy runs (it appends hit rows to the call log). Each figure is the best of
@@ -560,38 +593,72 @@ def hook_breakdown(data_dir: Path, flows_path: Path, bench_bodies: list[bytes], 
         for _ in range(reps):
             fl = make_flows()
             gc.collect()
-            t0 = time.perf_counter()
-            for f in fl:
-                fn(f)
-            times.append((time.perf_counter() - t0) * 1000 / len(fl))
+            gc.disable()  # the pure cost; GC is reported on its own
+            try:
+                t0 = time.perf_counter()
+                for f in fl:
+                    fn(f)
+                times.append((time.perf_counter() - t0) * 1000 / len(fl))
+            finally:
+                gc.enable()
         return min(times)
 
-    result: dict[str, Any] = {"reps": reps, "n": len(bench_bodies)}
+    result: dict[str, Any] = {"reps": reps, "n": len(bench_bodies), "entries": entries}
     devnull = open(os.devnull, "w")  # noqa: SIM115 - the proxy's per-call line goes to a file, not a terminal
     addon = SemulaAddon()
     with taddons.context(addon) as tctx, contextlib.redirect_stdout(devnull):
         tctx.configure(addon, semula_mode="replay", semula_data_dir=str(data_dir), semula_admin=False)
         loop = asyncio.new_event_loop()
         try:
+            def full_gc_ms() -> float:
+                gc.collect()
+                t0 = time.perf_counter()
+                gc.collect()
+                return (time.perf_counter() - t0) * 1000
+
+            result["gc_before"] = (len(gc.get_objects()), full_gc_ms())
+            threads = set(threading.enumerate())
             loop.run_until_complete(addon.running())
+            join_background_threads(threads)
             cache = addon.cache
             assert cache is not None, addon.store_problem
+            result["gc_after"] = (len(gc.get_objects()), full_gc_ms())
 
-            gc.collect()
-            result["gc_objects"] = len(gc.get_objects())
-            t0 = time.perf_counter()
-            gc.collect()
-            result["gc_full_ms"] = (time.perf_counter() - t0) * 1000
-
+            # One hit through the hooks, in mitmproxy's order; semula's own methods are wrapped on the
+            # instance so that the same pass says where the request hook's time goes.
+            spent: dict[str, float] = {}
             per_call: list[float] = []
+            originals = {name: getattr(addon, name) for name in ("_decide", "_serve", "_finish")}
+
+            def timed_async(name: str) -> Any:
+                async def wrapper(*a: Any, **k: Any) -> Any:
+                    t = time.perf_counter()
+                    try:
+                        return await originals[name](*a, **k)
+                    finally:
+                        spent[name] = spent.get(name, 0.0) + time.perf_counter() - t
+                return wrapper
+
+            def timed_finish(*a: Any, **k: Any) -> Any:
+                t = time.perf_counter()
+                try:
+                    return originals["_finish"](*a, **k)
+                finally:
+                    spent["_finish"] = spent.get("_finish", 0.0) + time.perf_counter() - t
 
             def hooks(f: http.HTTPFlow) -> None:
+                t0 = time.perf_counter()
                 addon.requestheaders(f)
-                t = time.perf_counter()
+                t1 = time.perf_counter()
                 loop.run_until_complete(addon.request(f))
-                per_call.append((time.perf_counter() - t) * 1000)
+                t2 = time.perf_counter()
                 addon.responseheaders(f)
                 loop.run_until_complete(addon.response(f))
+                t3 = time.perf_counter()
+                per_call.append((t2 - t1) * 1000)
+                spent["requestheaders"] = spent.get("requestheaders", 0.0) + t1 - t0
+                spent["request"] = spent.get("request", 0.0) + t2 - t1
+                spent["response"] = spent.get("response", 0.0) + t3 - t2
                 if f.response is None or f.response.headers.get("x-semula-decision") != "hit":
                     raise RuntimeError("in-process hook run: not a hit")
 
@@ -599,12 +666,33 @@ def hook_breakdown(data_dir: Path, flows_path: Path, bench_bodies: list[bytes], 
                 async def nothing() -> None:
                     return None
                 loop.run_until_complete(nothing())
-                loop.run_until_complete(nothing())
 
-            result["hooks_total"] = best(hooks) - best(run_loop_only)
-            result["request_p50"] = percentile(per_call[-len(bench_bodies):], 50)
-            result["request_p99"] = percentile(per_call[-len(bench_bodies):], 99)
-            result["requestheaders"] = best(addon.requestheaders)
+            one_loop_run = best(run_loop_only)  # what loop.run_until_complete itself costs, per call
+            addon._decide, addon._serve, addon._finish = timed_async("_decide"), timed_async("_serve"), timed_finish
+            passes = []
+            try:
+                for _ in range(reps):
+                    spent.clear()
+                    per_call.clear()
+                    fl = make_flows()
+                    gc.collect()
+                    gc.disable()  # the pure cost; GC is reported on its own
+                    try:
+                        for f in fl:
+                            hooks(f)
+                    finally:
+                        gc.enable()
+                    passes.append(({k: v * 1000 / len(fl) for k, v in spent.items()}, list(per_call)))
+            finally:
+                for name in originals:
+                    delattr(addon, name)
+            split, calls = min(passes, key=lambda p: p[0]["requestheaders"] + p[0]["request"] + p[0]["response"])
+            split["request"] -= one_loop_run
+            split["response"] -= one_loop_run
+            result["split"] = split
+            result["hooks_total"] = split["requestheaders"] + split["request"] + split["response"]
+            result["request_p50"] = percentile(calls, 50) - one_loop_run
+            result["request_p99"] = percentile(calls, 99) - one_loop_run
 
             adapter = adapter_for(HOST, PATH)
             settings = cache.settings_for(PROJECT)
@@ -612,9 +700,9 @@ def hook_breakdown(data_dir: Path, flows_path: Path, bench_bodies: list[bytes], 
             canon = {b: adapter.canonicalise(raws[b]) for b in bench_bodies}
             fps = {b: (request_fingerprint(canon[b]), normalised_fingerprint(canon[b], *settings.fingerprint_inputs))
                    for b in bench_bodies}
-            entries = {b: cache.cached_entry(cache.match(PROJECT, *fps[b]).entry_id) for b in bench_bodies}
+            entry_of = {b: cache.cached_entry(cache.match(PROJECT, *fps[b]).entry_id) for b in bench_bodies}
             def response_make(f: http.HTTPFlow) -> None:
-                entry = entries[f.request.content]
+                entry = entry_of[f.request.content]
                 http.Response.make(200, entry.body, http.Headers(
                     [(k.encode(), v.encode()) for k, v in entry.headers]
                     + [(b"x-semula-decision", b"hit"), (b"x-semula-tier", b"exact"),
@@ -630,6 +718,8 @@ def hook_breakdown(data_dir: Path, flows_path: Path, bench_bodies: list[bytes], 
                  "would join repeated names)",
                  best(lambda f: {k.decode("latin-1").lower(): v.decode("utf-8", "surrogateescape")
                                  for k, v in f.request.headers.fields}), False),
+                ("query + body", "`request.query.fields` + `request.get_content()` (the rest of `RawRequest`)",
+                 best(lambda f: (tuple(f.request.query.fields), f.request.get_content(strict=False))), True),
                 ("canonicalise", "`adapter.canonicalise` (JSON parse, redact_json, read messages)",
                  best(lambda f: adapter.canonicalise(raws[f.request.content])), True),
                 ("request_fingerprint", "`request_fingerprint` (canonical JSON + SHA-256)",
@@ -675,7 +765,16 @@ def machine() -> dict[str, str]:
         affinity = len(os.sched_getaffinity(0))
     except AttributeError:
         affinity = os.cpu_count() or 0
+    def git(*argv: str) -> str:
+        try:
+            return subprocess.run(["git", *argv], cwd=REPO, capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--", "addon")
     return {
+        "code": f"{commit}" + (" + uncommitted changes in addon/" if dirty else ""),
         "cpu": cpu, "cores": f"{os.cpu_count()} logical ({affinity} usable by this process)",
         "python": platform.python_version(), "mitmproxy": mitmproxy.version.VERSION,
         "httpx": httpx.__version__, "duckdb": duckdb.__version__,
@@ -722,6 +821,7 @@ def write_report(out: Path, args: argparse.Namespace, info: dict[str, str], resu
         f"| Python | {info['python']} |",
         f"| mitmproxy | {info['mitmproxy']} |",
         f"| httpx (client) / duckdb | {info['httpx']} / {info['duckdb']} |",
+        f"| semula code | {info['code']} |",
         f"| load average before / after | {info['loadavg']} / {load_after} |",
         "",
         "The machine is shared and small: the clients and the proxy compete for the same cores, so",
@@ -753,7 +853,9 @@ def write_report(out: Path, args: argparse.Namespace, info: dict[str, str], resu
         "(`server_replay_ignore_host/port=true`, because the flows name the fake provider's 127.0.0.1:port; "
         "`server_replay_extra=404`; other options default, e.g. `server_replay_refresh=true`).",
         "- **Same proxy settings**: `flow_detail=0`, `connection_strategy=lazy`, the same `allow_hosts` (semula's "
-        "provider hosts), one fresh proxy process per run, nothing goes upstream.",
+        "provider hosts), one fresh proxy process per run, nothing goes upstream. After its ready line, each proxy "
+        "is left to finish its start-up work (until it uses < 0.1 core for two 0.5 s windows; 'settle s' in the "
+        "run tables: semula builds its full-text index in the background) so that the runs measure serving.",
         f"- **Runs**: {args.runs} per variant, interleaved ({' '.join(VARIANTS * min(args.runs, 3))}{' …' if args.runs > 3 else ''}); "
         "the tables give the median of the runs. req/s = requests / wall time of the timed phase; latency = "
         "each request as the client sees it (send → whole body read), nearest-rank percentiles. "
@@ -772,11 +874,13 @@ def write_report(out: Path, args: argparse.Namespace, info: dict[str, str], resu
                      f"{m['client_cpu']:.2f} | {m['failures']} |")
     lines += ["", "### Each run", ""]
     for v in VARIANTS:
-        lines += [f"**{TITLES[v]}**", "", "| run | req/s | p50 ms | p99 ms | wall s | proxy CPU ms/req | failures |",
-                  "|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += [f"**{TITLES[v]}**", "",
+                  "| run | req/s | p50 ms | p99 ms | wall s | proxy CPU ms/req | settle s | failures |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in by[v]:
             lines.append(f"| {r.run} | {r.rps:.0f} | {r.p50:.1f} | {r.p99:.1f} | {r.wall_s:.2f} | "
-                         f"{r.proxy_cpu_s * 1000 / (r.requests + r.extra['warmup']):.2f} | {r.failures} |")
+                         f"{r.proxy_cpu_s * 1000 / (r.requests + r.extra['warmup']):.2f} | {r.extra['settle']:.1f} | "
+                         f"{r.failures} |")
         lines.append("")
         for r in by[v]:
             if r.failure_example:
@@ -813,6 +917,7 @@ def breakdown_section(b: dict[str, Any] | None) -> list[str]:
         return []
     if "error" in b:
         return ["## Where semula's time goes", "", f"The in-process breakdown failed: `{b['error']}`", ""]
+    sp, nan = b["split"], float("nan")
     lines = [
         "## Where semula's time goes (in-process, no network)",
         "",
@@ -823,17 +928,28 @@ def breakdown_section(b: dict[str, Any] | None) -> list[str]:
         "| | ms / request |",
         "|---|---:|",
         f"| semula: requestheaders + request + responseheaders + response hooks, one hit | **{b['hooks_total']:.3f}** |",
-        f"| &nbsp;&nbsp;of which `requestheaders` | {b['requestheaders']:.3f} |",
+        f"| &nbsp;&nbsp;`requestheaders` | {sp['requestheaders']:.3f} |",
+        f"| &nbsp;&nbsp;`request` | {sp['request']:.3f} |",
+        f"| &nbsp;&nbsp;&nbsp;&nbsp;of which `_decide` (raw request, canonicalise, both fingerprints, match) | "
+        f"{sp.get('_decide', nan):.3f} |",
+        f"| &nbsp;&nbsp;&nbsp;&nbsp;of which `_serve` (entry from memory, `Response.make`) | {sp.get('_serve', nan):.3f} |",
+        f"| &nbsp;&nbsp;&nbsp;&nbsp;of which `_finish` (call-log row + queue put, flow comment, console line) | "
+        f"{sp.get('_finish', nan):.3f} |",
+        f"| &nbsp;&nbsp;`responseheaders` + `response` | {sp['response']:.3f} |",
         f"| no-op addon: its `request` hook (dict lookup + `Response.make`) | **{b['noop_request']:.3f}** |",
     ]
+    lines.append("| *parts, timed alone:* | |")
     for _, label, value, _ in b["parts"]:
         lines.append(f"| {label} | {value:.3f} |")
     lines += [
         "",
-        f"`request` hook per call in-process: p50 {b['request_p50']:.3f} ms, p99 {b['request_p99']:.3f} ms "
-        "(the p99 here is the machine's noise and GC, the hook does not wait on anything on a hit). "
-        f"After the store is loaded the process tracks {b['gc_objects']:,} objects for the cyclic GC; "
-        f"a full collection takes {b['gc_full_ms']:.0f} ms, during which the proxy's event loop stands still.",
+        f"The cyclic GC was off during these passes (its cost is below). `request` hook per call in-process: "
+        f"p50 {b['request_p50']:.3f} ms, p99 {b['request_p99']:.3f} ms (the hook waits on nothing on a hit: this "
+        "p99 is the machine's noise). "
+        f"Opening the store (the index and the preloaded answers of all {b['entries']:,} entries) added "
+        f"{b['gc_after'][0] - b['gc_before'][0]:,} objects to the ones the cyclic GC tracks (this process: "
+        f"{b['gc_before'][0]:,} → {b['gc_after'][0]:,}); a full collection took {b['gc_before'][1]:.0f} ms before and "
+        f"{b['gc_after'][1]:.0f} ms after. Full collections are rare, but each stalls the proxy's event loop that long.",
         "",
     ]
     return lines
@@ -998,7 +1114,7 @@ def _main(args: argparse.Namespace, procs: Processes, work: Path, info: dict[str
     if not args.no_breakdown:
         with console.status("timing semula's hooks in-process"):
             try:
-                breakdown = hook_breakdown(data_dir, flows, bench_bodies, answers_pickle)
+                breakdown = hook_breakdown(data_dir, flows, bench_bodies, answers_pickle, args.entries)
             except Exception as e:  # the proxy numbers stand on their own
                 breakdown = {"error": f"{type(e).__name__}: {e}"}
         if "error" in breakdown:

@@ -17,6 +17,7 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,16 +27,17 @@ from mitmproxy import command, ctx, exceptions, http
 from mitmproxy.net.encoding import decode
 
 from semula.admin import AdminServer
-from semula.bypass import NO_CACHE_HEADER, no_cache_header
+from semula.bypass import NO_CACHE_HEADER, fuzzy_bypass, no_cache_header
 from semula.cache import Cache
 from semula.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
 from semula.decision import Bypass, Decision, decide
 from semula.explain import miss_message
-from semula.logschema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION
+from semula.logschema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
 from semula.modes import Mode
 from semula.normalise import scrub_volatile
 from semula.operations import run_operation
 from semula.parquetlog import ParquetLog
+from semula.review import NearSearch
 from semula.providers import DEFAULT_PROVIDER_HOSTS, adapter_for, host_matches
 from semula.providers.base import Adapter, AdapterError, RawRequest, Usage
 from semula.redact import clean_headers, redact_bytes, redact_text
@@ -75,6 +77,9 @@ class FlowState:
     error: str | None = None
     path: str = ""
     pending_key: tuple[str, str] | None = None
+    near: NearSearch | None = None
+    fuzzy_reason: str | None = None
+    started_at: Any = None
 
 
 def proxy_user(header_value: str | None) -> str | None:
@@ -108,6 +113,7 @@ class SemulaAddon:
         self.store_problem: str | None = "the store is not open yet"
         self._next_store_attempt = 0.0
         self.calls: ParquetLog | None = None
+        self.reviews: ParquetLog | None = None
         self.admin: AdminServer | None = None
         self.conn_projects: dict[str, str] = {}
         self.flows: dict[str, FlowState] = {}
@@ -157,8 +163,9 @@ class SemulaAddon:
 
     async def running(self) -> None:
         data_dir = Path(self.settings.data_dir)
-        await self._ensure_store(force=True)
         self.calls = ParquetLog(data_dir / "calls", CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION)
+        self.reviews = ParquetLog(data_dir / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION)
+        await self._ensure_store(force=True)
         listen = self._listen_address()
         if self.settings.admin:
             try:
@@ -191,9 +198,10 @@ class SemulaAddon:
         if self.admin:
             self.admin.close()
             self.admin = None
-        if self.calls:
-            self.calls.close()
-            self.calls = None
+        for log_writer in (self.calls, self.reviews):
+            if log_writer:
+                log_writer.close()
+        self.calls = self.reviews = None
         cache, self.cache = self.cache, None
         if cache:
             self.executor.submit(cache.store.close).result(timeout=30)
@@ -217,7 +225,11 @@ class SemulaAddon:
             self.store_problem = str(e)
 
     def _open_cache(self) -> Cache:
-        return Cache(Store.open(self.settings.data_dir))
+        return Cache(Store.open(self.settings.data_dir), review_log=self._log_review)
+
+    def _log_review(self, row: dict[str, Any]) -> None:
+        if self.reviews is not None:
+            self.reviews.append(row)
 
     def _store_failed(self, e: Exception) -> None:
         """A store call failed mid-flight: drop the handle so the next call reopens it."""
@@ -270,6 +282,7 @@ class SemulaAddon:
         if state is None or flow.response is not None:
             return
         started = time.perf_counter()
+        state.started_at = datetime.now(UTC).replace(tzinfo=None)
         try:
             decision = await self._decide(flow, state)
         except Exception as e:  # a bug of ours must not take the call down with it
@@ -333,7 +346,32 @@ class SemulaAddon:
                     except TimeoutError:
                         pass
                     match = cache.match(state.project, state.request_fp, state.normalised_fp)
+                if match is None and self.mode in (Mode.AUTO, Mode.REPLAY) and state.normalised_fp:
+                    match = await self._near(cache, state)
+                elif match is not None and state.normalised_fp and (state.project, state.normalised_fp) in cache.open_requests:
+                    self.executor.submit(self._quietly, cache.review.answered, state.project, state.normalised_fp)
         return decide(self.mode, match, bypass, None if cache is not None else self.store_problem)
+
+    async def _near(self, cache: Cache, state: FlowState):
+        """The near-match tiers (lexical), on the store thread; never served past a fuzzy bypass."""
+        assert state.canonical is not None and state.request_fp and state.normalised_fp
+        fuzzy = fuzzy_bypass(state.canonical, state.settings)
+        state.fuzzy_reason = fuzzy.reason if fuzzy else None
+        try:
+            state.near = await asyncio.get_running_loop().run_in_executor(
+                self.executor, cache.near, state.project, state.canonical, state.request_fp,
+                state.normalised_fp, state.settings, state.fuzzy_reason)
+        except Exception as e:
+            log.warning("semula: near-match search failed (%s); treating the call as a miss", e)
+            return None
+        return state.near.served
+
+    @staticmethod
+    def _quietly(fn, *args) -> None:
+        try:
+            fn(*args)
+        except Exception as e:
+            log.warning("semula: background store work failed: %s", e)
 
     @staticmethod
     def _pending_key(state: FlowState) -> tuple[str, str] | None:
@@ -391,7 +429,8 @@ class SemulaAddon:
                 log.warning("semula: could not rank the nearest recordings: %s", e)
             if state.request_fp:
                 others = sorted(cache.projects_with(state.request_fp) - {state.project})
-        message = redact_text(miss_message(state.project, self.mode.value, nearest, others, problem))
+        candidate = state.near.best if state.near and state.near.best else None
+        message = redact_text(miss_message(state.project, self.mode.value, nearest, others, problem, candidate))
         adapter = state.adapter or adapter_for(state.host, state.path)
         body = adapter.error_body(REPLAY_REFUSAL_STATUS, message)
         headers = {"content-type": "application/json", **self._semula_headers(decision)}
@@ -480,7 +519,7 @@ class SemulaAddon:
             completion_tokens=usage.completion_tokens, upstream_ms=upstream_ms,
         )
         try:
-            return await asyncio.get_running_loop().run_in_executor(self.executor, cache.record, new)
+            return await asyncio.get_running_loop().run_in_executor(self.executor, cache.record, new, state.started_at)
         except Exception as e:
             self._store_failed(e)
             state.error = f"not recorded: {e}"
@@ -521,6 +560,12 @@ class SemulaAddon:
             "completion_tokens": usage.completion_tokens if usage else None,
             "recorded": recorded, "error": state.error,
         }
+        if state.near is not None and state.near.best is not None:
+            best = state.near.best
+            row.update(candidate_tier=best.verdict.tier, candidate_score=best.verdict.score,
+                       candidate_entry_id=best.entry_id, guard_reason=best.verdict.guard_reason)
+        if not row["bypass_reason"]:
+            row["bypass_reason"] = state.fuzzy_reason
         if self.calls is not None:
             self.calls.append(row)
         flow.comment = self._comment(decision, entry, state)
@@ -553,6 +598,35 @@ class SemulaAddon:
         return " · ".join(parts)
 
     # --- commands (mitmweb / console) ------------------------------------------------------
+
+    def _command(self, method: str, params: dict[str, Any]) -> Any:
+        try:
+            return self._admin_dispatch(method, params)
+        except Exception as e:
+            raise exceptions.CommandError(f"semula: {e}") from None
+
+    @command.command("semula.review.list")
+    def review_list(self) -> str:
+        """Open review candidates: id, project, tier, score, guard reason, both texts."""
+        rows = self._command("review.list", {})
+        if not rows:
+            return "semula: no open review candidates"
+        return "\n".join(
+            f"#{r['id']} {r['project']} {r['tier']} {r['score']:.3f} entry #{r['entry_id']} "
+            f"guard: {r['guard_reason'] or 'pass'} | {r['request']} ⇄ {r['recorded']}" for r in rows
+        )
+
+    @command.command("semula.review.approve")
+    def review_approve(self, candidate_id: int) -> str:
+        """Approve a review candidate: its request is served the recorded answer (tier alias)."""
+        result = self._command("review.approve", {"id": candidate_id})
+        return f"semula: approved #{candidate_id}: alias to entry #{result['alias_to']}"
+
+    @command.command("semula.review.reject")
+    def review_reject(self, candidate_id: int) -> str:
+        """Reject a review candidate: that pairing is never queued or served again."""
+        self._command("review.reject", {"id": candidate_id})
+        return f"semula: rejected #{candidate_id}"
 
     @command.command("semula.status")
     def status(self) -> str:

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from semula.canonical import CanonicalRequest, normalised_fingerprint
 from semula.decision import Match
 from semula.explain import Nearest, nearest_recordings
+from semula.lexical import LexicalIndex
+from semula.review import NearSearch, ReviewQueue
 from semula.settings import (
     FINGERPRINT_KEYS,
     ProjectSettings,
@@ -32,8 +35,10 @@ PRELOAD_BYTES = 64 * 1024 * 1024  # answers loaded at start so that first hits s
 
 
 class Cache:
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, review_log: Callable[[dict[str, Any]], None] | None = None):
         self.store = store
+        self.lexical = LexicalIndex(store.con)
+        self.review = ReviewQueue(self, review_log)
         self._lock = threading.Lock()
         self._exact: dict[tuple[str, str], int] = {}
         self._normalised: dict[tuple[str, str], int] = {}
@@ -58,10 +63,12 @@ class Cache:
                 self._index(entry_id, project, request_fp, normalised_fp)
             self._aliases = {(p, fp): e for p, fp, e in aliases}
             self._settings = settings
+            self.open_requests = self.store.open_request_keys()
             self._entries.clear()
             self._entry_bytes = 0
         for entry in self.store.recent_entries(PRELOAD_BYTES):
             self._remember(entry)
+        self.lexical.maybe_rebuild()
 
     def _index(self, entry_id: int, project: str, request_fp: str, normalised_fp: str) -> None:
         self._exact[(project, request_fp)] = entry_id
@@ -123,8 +130,11 @@ class Cache:
 
     # --- writes --------------------------------------------------------------------------
 
-    def record(self, new: NewEntry) -> int:
+    def record(self, new: NewEntry, started: Any = None) -> int:
+        """Store an answer; close the review candidates of this request queued by earlier calls."""
         entry_id = self.store.upsert_entry(new)
+        self.lexical.written(entry_id, new.project, new.last_text)
+        self.review.answered(new.project, new.normalised_fp, created_before=started)
         with self._lock:
             self._index(entry_id, new.project, new.request_fp, new.normalised_fp)
         self._forget(entry_id)
@@ -135,6 +145,7 @@ class Cache:
     def delete_entry(self, entry_id: int) -> bool:
         found = self.store.delete_entry(entry_id)
         if found:
+            self.lexical.deleted(entry_id)
             self.reload()
         return found
 
@@ -187,13 +198,27 @@ class Cache:
             if fp != old_fps.get(entry_id):
                 updates.append((entry_id, fp))
         self.store.set_normalised_fps(updates)
-        # Aliases are keyed by a request's normalised fp; the requests themselves were not
-        # stored, so an alias follows its entry only when the entry's own fp moved with it.
-        moved = {old_fps[e]: fp for e, fp in updates}
-        aliases = [(moved.get(fp, fp), e) for p, fp, e in self.store.alias_rows() if p == project]
+        # An alias is keyed by its request's normalised fp: recompute it from the stored request.
+        aliases = [
+            (normalised_fingerprint(CanonicalRequest.from_json(request), *settings.fingerprint_inputs)
+             if request else fp, entry_id, request)
+            for fp, entry_id, request in self.store.alias_requests(project)
+        ]
         self.store.replace_aliases(project, aliases)
         self.reload()
         return len(updates)
+
+    def near(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
+             settings: ProjectSettings | None = None, fuzzy_bypass_reason: str | None = None) -> NearSearch:
+        """The near-match tiers after the certain ones missed: serve, queue for review, or neither."""
+        return self.review.search(project, request, request_fp, normalised_fp,
+                                  settings or self.settings_for(project), fuzzy_bypass_reason)
+
+    def put_alias(self, project: str, normalised_fp: str, entry_id: int, request: dict[str, Any]) -> None:
+        aliases = [(fp, e, r) for fp, e, r in self.store.alias_requests(project) if fp != normalised_fp]
+        self.store.replace_aliases(project, [*aliases, (normalised_fp, entry_id, request)])
+        with self._lock:
+            self._aliases[(project, normalised_fp)] = entry_id
 
     def nearest(self, project: str, request: CanonicalRequest, limit: int = 3) -> list[Nearest]:
         candidates = [

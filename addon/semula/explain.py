@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 from semula.canonical import CanonicalRequest, canonical_json
 from semula.normalise import normalise_text, words
@@ -107,7 +108,7 @@ def nearest_recordings(incoming: CanonicalRequest, candidates: list[tuple[int, C
 
 
 def miss_message(project: str, mode: str, nearest: list[Nearest], other_projects: list[str],
-                 problem: str | None = None) -> str:
+                 problem: str | None = None, candidate: Any = None) -> str:
     """The replay-miss error: enough to fix a failed CI run without opening anything else."""
     head = f"semula: no recording matches this request (project '{project}', mode {mode})."
     if problem:
@@ -119,6 +120,20 @@ def miss_message(project: str, mode: str, nearest: list[Nearest], other_projects
         parts.append(f"Nearest recording: #{best.entry_id} (similarity {best.similarity:.2f}); differs in: {what}.")
     elif not problem:
         parts.append(f"Project '{project}' has no recordings yet.")
+    if candidate is not None:
+        why = candidate.verdict.reason or "not served"
+        if candidate.candidate_id is not None:
+            parts.append(
+                f"A near-match is queued for review: candidate #{candidate.candidate_id} "
+                f"({candidate.verdict.tier}, score {candidate.verdict.score:.2f}, recording #{candidate.entry_id}; "
+                f"not served: {why}). If its answer is right for this request, run "
+                f"`semula review approve {candidate.candidate_id}` and replay again."
+            )
+        else:
+            parts.append(
+                f"Best near-match: recording #{candidate.entry_id} ({candidate.verdict.tier}, "
+                f"score {candidate.verdict.score:.2f}; not served: {why})."
+            )
     if other_projects:
         parts.append(
             "An identical request is recorded in project(s) " + ", ".join(f"'{p}'" for p in sorted(other_projects))

@@ -27,7 +27,8 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from difflib import SequenceMatcher
-from functools import lru_cache
+from functools import cached_property, lru_cache
+from typing import NamedTuple
 
 __all__ = [
     "GUARD_CHECKS",
@@ -52,16 +53,19 @@ __all__ = [
 MAX_CHANGED_TOKENS = 4000
 # Longer texts are cut to their differing middle plus context before
 # tokenising, so a 1 MB prompt with one changed word costs little.
-_TRIM_ABOVE_CHARS = 8000
-_TRIM_MARGIN_CHARS = 200
+# The margin must exceed the longest feature (a quote: 150 characters) so that
+# every feature touching a change lies wholly inside the window.
+_TRIM_MARGIN_CHARS = 160
+_TRIM_ABOVE_CHARS = 4 * _TRIM_MARGIN_CHARS
 
 # =================================================================== word lists
 
 
 def _table(spec: str) -> list[list[list[str]]]:
-    """"a|a2 / b ; c / d" -> groups of poles of spellings (newlines are ';')."""
+    """"a|a2 / b ; c / d" -> groups of poles of spellings (a newline ends a group
+    unless the line ends with '/')."""
     groups = []
-    for group in re.split(r"[;\n]", spec):
+    for group in re.split(r"[;\n]", re.sub(r"/\s*\n\s*", "/ ", spec)):
         if group.strip():
             groups.append([pole.split("|") for pole in (p.strip() for p in group.split("/"))])
     return groups
@@ -115,10 +119,12 @@ ANTONYM_LEXICON = _lexicon(
     heavy / light; dark / light; fast|quick|rapid / slow; hard|difficult / easy|simple; hard / soft
     rich|wealthy / poor; happy / sad; love|like / hate|dislike; agree / disagree; friend|ally / enemy
     win|won|winner|victory / lose|lost|loser|defeat; profit|gain / loss; income|revenue / expense|cost
-    asset / liability; credit / debit; deposit / withdraw|withdrawal; buy|bought|purchase|buyer / sell|sold|seller
+    asset / liability; credit / debit; deposit / withdraw|withdrawal
+    buy|bought|purchase|buyer / sell|sold|seller
     lend|lender / borrow|borrower; send|sent|sender / receive|recipient|receiver; incoming / outgoing
     inbound / outbound; input / output; upload / download; upstream / downstream; push / pull; push / pop
-    arrive|arrival / depart|departure; enter|entrance|entry / exit|leave; begin|start|beginning|starting / end|finish|stop
+    arrive|arrival / depart|departure; enter|entrance|entry / exit|leave
+    begin|start|beginning|starting / end|finish|stop
     above|over / below|under|beneath; upper|uppercase / lower|lowercase; top / bottom
     inside|internal|inner|interior / outside|external|outer|exterior; front / back|rear; forward / backward
     next / previous; more / less|fewer; most / least; many / few; true / false
@@ -159,8 +165,10 @@ ALTERNATIVE_LEXICON = _lexicon(
     sin|sine / cos|cosine / tan|tangent
     derivative / integral
     width / height / length / depth
-    english / german / french / spanish / italian / dutch / portuguese / chinese|mandarin / japanese / korean / russian / arabic / hindi / turkish / polish / swedish / greek / hebrew / latin
-    python / java / javascript / typescript / golang / rust / ruby / php / swift / kotlin / scala / perl / haskell / matlab / julia / lua / bash / powershell / sql / html / css
+    english / german / french / spanish / italian / dutch / portuguese / chinese|mandarin / japanese / korean /
+        russian / arabic / hindi / turkish / polish / swedish / greek / hebrew / latin
+    python / java / javascript / typescript / golang / rust / ruby / php / swift / kotlin / scala / perl /
+        haskell / matlab / julia / lua / bash / powershell / sql / html / css
     """
 )
 
@@ -178,7 +186,10 @@ NEGATORS = frozenset(
 )
 
 # --- numbers: word -> (value, role)
-_SMALL = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
+_SMALL = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen"
+).split()
 _TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
 _ORDINALS = (
     "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth fourteenth "
@@ -219,7 +230,10 @@ MONTHS["sept"] = 9
 # Written in lower case these are verbs; as names they need a day or a year.
 AMBIGUOUS_MONTHS = frozenset({"may", "march", "mar"})
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-YEAR_PREPOSITIONS = "in|since|from|until|till|by|before|after|during|of|year|between|and|to|around|circa|early|late|mid"
+# A bare four-digit number is a year after these ("in 1999", "since 2020").
+YEAR_WORDS = frozenset(
+    "in since from until till by before after during of year between and to around circa early late mid".split()
+)
 
 # --- units: canonical names. Exact spellings first (case matters: MB is not Mb).
 UNITS_EXACT: dict[str, str] = {
@@ -239,7 +253,7 @@ UNITS_AFTER_NUMBER: dict[str, str] = {
     "J": "joule", "kJ": "kJ", "Pa": "pascal", "kPa": "kPa", "ha": "hectare", "bar": "bar", "cal": "calorie",
     "nm": "nm", "W": "watt", "kW": "kW", "MW": "MW", "mW": "mW", "GW": "GW", "kWh": "kWh", "V": "volt",
     "mV": "mV", "A": "ampere", "mA": "mA", "mAh": "mAh", "Hz": "Hz", "kHz": "kHz", "MHz": "MHz", "GHz": "GHz",
-    "B": "byte", "bit": "bit", "bits": "bit", "K": "thousand", "k": "thousand", "M": "million", "bn": "billion",
+    "B": "byte", "bit": "bit", "bits": "bit",
 }  # fmt: skip
 _UNIT_WORDS = """
     km kms kilometre kilometer = km; mile = mile; metre meter = m; cm centimetre centimeter = cm
@@ -321,14 +335,16 @@ _PRE = str.maketrans(
 # Scripts written without spaces (and Thai): one token per character.
 _UNSPACED = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0e7f\U00020000-\U0002fa1f"
 _RAW_TOKEN = re.compile(rf"[{_UNSPACED}]|[^\s{_UNSPACED}]+")
+_UNSPACED_CHAR = re.compile(rf"[{_UNSPACED}]")
 _LEAD_STRIP = "\"'([{<`*~>"
-_TRAIL_STRIP = ".,;:!?)]}>\"'`*~…"
+_TRAIL_STRIP = ".,;:!?()]}>\"'`*~…؟،。、"
 # Tokens whose letter case can carry meaning: identifiers, paths, flags, file
 # names, camelCase, letter+digit mixes, printf codes and the bit/byte units.
 _CODE_LIKE = re.compile(
     r"[_/\\=<>{}\[\]@#|^&()`]|\$[A-Za-z_{]|^-{1,2}[^\W\d]|^\.[^\W\d]|[^\W\d_][.:]+\w|\w[.:]+[^\W\d_]"
     r"|[a-z][A-Z]|[A-Z]{2,}[a-z]|[^\W\d_]\d|%[A-Za-z]|^[kKMGTP]i?[bB](?:ps|/s)?$"
 )
+_BYTE_UNITS = frozenset(u for u in UNITS_EXACT if re.fullmatch(r"[kKMGTP]i?[bB]", u))
 _SENTENCE_END_CHARS = frozenset(".!?:;")
 _CLOSERS = "'\")]"
 _ALNUM = re.compile(r"[^\W_]")
@@ -337,9 +353,11 @@ _LETTERS = re.compile(r"[^\W\d_]+")
 _DIGIT_CHAR = re.compile(r"\d")
 
 
-@dataclass(frozen=True)
-class Feature:
-    """A value found in a text: where (token indexes), what, and as written."""
+class Feature(NamedTuple):
+    """A value found in a text: where (token indexes), what, and as written.
+
+    A named tuple rather than a frozen dataclass: texts hold dozens, made on
+    every call, and the guard has a budget of a fraction of a millisecond."""
 
     start: int
     end: int
@@ -367,23 +385,44 @@ def _prepare(text: str) -> str:
     return text
 
 
+def _code_like(core: str) -> bool:
+    if core.isalpha():  # the common case, without a regex: only mixed case can be code
+        if core.islower() or (core.istitle() and core not in _BYTE_UNITS):
+            return False
+        if core.isupper():
+            return core in _BYTE_UNITS
+    return bool(_CODE_LIKE.search(core))
+
+
+def _raw_tokens(text: str) -> Iterable[tuple[int, str]]:
+    """(offset, token) for whitespace-separated tokens; CJK and Thai characters one each."""
+    if not text.isascii() and _UNSPACED_CHAR.search(text):
+        for m in _RAW_TOKEN.finditer(text):
+            yield m.start(), m.group()
+        return
+    pos = 0
+    for raw in text.split():
+        pos = text.find(raw, pos)
+        yield pos, raw
+        pos += len(raw)
+
+
 def _tokenise(text: str) -> tuple[list[str], list[int], list[bool]]:
     cores: list[str] = []
     starts: list[int] = []
     initial: list[bool] = []
     prev_end, sentence_ended = 0, True
-    for m in _RAW_TOKEN.finditer(text):
-        raw = m.group()
+    for start, raw in _raw_tokens(text):
         led = raw.lstrip(_LEAD_STRIP)
         core = led.rstrip(_TRAIL_STRIP)
         if core[:1] == "-" and not (len(core) > 1 and (core[1].isalnum() or core[1] == "-")):
             core = core.lstrip("-")
         if not core or not (core.isalnum() or _ALNUM.search(core) or core in SYMBOL_TOKENS):
             continue
-        initial.append(sentence_ended or raw[0] in _OPENERS or text.find("\n", prev_end, m.start()) >= 0)
+        initial.append(sentence_ended or raw[0] in _OPENERS or text.find("\n", prev_end, start) >= 0)
         cores.append(core)
-        starts.append(m.start() + len(raw) - len(led))
-        prev_end = m.end()
+        starts.append(start + len(raw) - len(led))
+        prev_end = start + len(raw)
         sentence_ended = raw.rstrip(_CLOSERS)[-1:] in _SENTENCE_END_CHARS
     return cores, starts, initial
 
@@ -392,7 +431,7 @@ def _tokenise(text: str) -> tuple[list[str], list[int], list[bool]]:
 def analyse(text: str) -> Analysis:
     """Tokens and features of an already prepared text (cached: stored texts repeat)."""
     cores, starts, initial = _tokenise(text)
-    code = [bool(_CODE_LIKE.search(c)) for c in cores]
+    code = [_code_like(c) for c in cores]
     keys = [c if is_code else c.casefold() for c, is_code in zip(cores, code)]
     digit_tokens = frozenset(_token_span(starts, m.start(), m.start() + 1)[0] for m in _DIGIT_CHAR.finditer(text))
     a = Analysis(text, tuple(cores), tuple(keys), tuple(code), tuple(initial), tuple(starts), digit_tokens)
@@ -437,16 +476,37 @@ _DATE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "named",
         re.compile(
-            rf"(?:(?<!\w)({_DAY})\s+(?:of\s+)?)?(?<!\w)({_month_alternation()})\.?(?!\w)"
+            rf"(?:(?<!\w)({_DAY})\s+(?:of\s+)?)?(?<!\w)(?=[JFMASONDjfmasond])({_month_alternation()})\.?(?!\w)"
             rf"(?:\s+({_DAY})(?![\w:]))?(?:,?\s+(\d{{4}})(?!\d))?"
         ),
     ),
     ("time", re.compile(r"(?<![\w:.])(\d{1,2})(?::(\d{2}))?(?::\d{2})?\s*([ap])\.?m\b\.?", re.I)),
     ("time24", re.compile(r"(?<![\w:.])([01]?\d|2[0-3]):([0-5]\d)(?::[0-5]\d)?(?![\d:])")),
-    ("year", re.compile(rf"(?<!\w)(?:{YEAR_PREPOSITIONS})\s+(1\d{{3}}|2[01]\d\d)(?![\d,.]\d)", re.I)),
-    ("weekday", re.compile(rf"(?<!\w)({'|'.join(WEEKDAYS)})s?(?!\w)", re.I)),
-    ("named_time", re.compile(r"(?<!\w)(noon|midday|midnight)(?!\w)", re.I)),
+    ("year", re.compile(r"(?<![\w.,])(1\d{3}|2[01]\d\d)(?![\w]|[,.]\d)")),
+    ("weekday", re.compile(rf"(?<!\w)(?=[MTWFSmtwfs])({'|'.join(WEEKDAYS)})s?(?!\w)", re.I)),
+    ("named_time", re.compile(r"(?<!\w)(?=[nmNM])(noon|midday|midnight)(?!\w)", re.I)),
 )
+
+
+# Cheap tests that must pass before a date pattern is worth running.
+_DATE_PROBES: dict[str, Callable[[Analysis, str], bool]] = {
+    "iso": lambda a, low: bool(a.digit_tokens) and "-" in low,
+    "slash": lambda a, low: bool(a.digit_tokens) and ("/" in low or "." in low),
+    "named": lambda a, low: any(m[:3] in low for m in MONTHS),
+    "time": lambda a, low: bool(a.digit_tokens) and ("m" in low),
+    "time24": lambda a, low: bool(a.digit_tokens) and ":" in low,
+    "year": lambda a, low: bool(a.digit_tokens),
+    "weekday": lambda a, low: "day" in low,
+    "named_time": lambda a, low: "noon" in low or "midday" in low or "midnight" in low,
+}
+
+
+_WORD_BEFORE = re.compile(r"([A-Za-z]+)\s+$")
+
+
+def _after_year_word(text: str, start: int) -> bool:
+    m = _WORD_BEFORE.search(text, max(start - 12, 0), start)
+    return m is not None and m.group(1).lower() in YEAR_WORDS
 
 
 def _int(s: str | None) -> int | None:
@@ -478,9 +538,14 @@ def _date_value(kind: str, m: re.Match[str]) -> Hashable | None:
 def _dates(a: Analysis) -> list[Feature]:
     found: list[tuple[int, Feature]] = []
     taken: list[tuple[int, int]] = []
+    lower = a.text.lower()
     for kind, rx in _DATE_PATTERNS:
+        if not _DATE_PROBES[kind](a, lower):
+            continue
         for m in rx.finditer(a.text):
-            start, end = (m.start(1), m.end()) if kind == "year" else (m.start(), m.end())
+            if kind == "year" and not _after_year_word(a.text, m.start()):
+                continue
+            start, end = m.start(), m.end()
             if any(s < end and start < e for s, e in taken):
                 continue
             value = _date_value(kind, m)
@@ -501,6 +566,9 @@ _DIGITS = re.compile(
 )
 
 
+_NUMBER_SUFFIXES = {"k": 10**3, "K": 10**3, "M": 10**6, "bn": 10**9}
+
+
 def _scaled(value: str, scale: int) -> str:
     try:
         d = Decimal(value) * scale
@@ -519,8 +587,10 @@ def _digit_value(core: str, m: re.Match[str]) -> str:
     value = f"{sign}{whole}{m.group(2) or ''}"
     if m.group(3):
         value += "th"
-    elif core[m.end() : m.end() + 1] in ("k", "K") and m.end() + 1 == len(core):
-        value = _scaled(value, 1000)  # 10k
+    else:
+        suffix = core[m.end() :]
+        if suffix in _NUMBER_SUFFIXES:  # 10k, 5M, 2bn
+            value = _scaled(value, _NUMBER_SUFFIXES[suffix])
     return value
 
 
@@ -549,7 +619,8 @@ def _spelled(a: Analysis, skip: set[int]) -> list[Feature]:
     n = 0
     while n < len(words):
         word = words[n][1]
-        if word == "one" and (n and words[n - 1][1] in ONE_AS_PRONOUN_AFTER or n + 1 < len(words) and words[n + 1][1] in ("another", "'s")):
+        i = words[n][0]
+        if word == "one" and (i and a.keys[i - 1] in ONE_AS_PRONOUN_AFTER or a.keys[i + 1 : i + 2] == ("another",)):
             n += 1
             continue
         article = word in ("a", "an") and n + 1 < len(words) and words[n + 1][1] in NUMBER_SCALES
@@ -560,10 +631,11 @@ def _spelled(a: Analysis, skip: set[int]) -> list[Feature]:
         vague: str | None = None
         m = n + 1 if article else n
         while m < len(words):
-            if words[m][0] > words[m - 1][0] + 1:
+            if m > n and words[m][0] > words[m - 1][0] + 1:
                 break  # not adjacent: the run ended at a skipped token
             word = words[m][1]
-            if word == "and" and prev in ("hundred", "scale") and m + 1 < len(words) and words[m + 1][1] in NUMBER_WORDS:
+            following = words[m + 1][1] if m + 1 < len(words) else ""
+            if word == "and" and prev in ("hundred", "scale") and following in NUMBER_WORDS:
                 m += 1
                 continue
             entry = NUMBER_WORDS.get(word)
@@ -599,18 +671,20 @@ def _spelled(a: Analysis, skip: set[int]) -> list[Feature]:
 
 
 def _numbers(a: Analysis) -> list[Feature]:
-    in_dates = _covered(a, ("date",))
+    skip = _covered(a, ("date",))
     out: list[Feature] = []
-    for i in sorted(a.digit_tokens - in_dates):
+    for i in sorted(a.digit_tokens - skip):
         core = a.cores[i]
         for m in _DIGITS.finditer(core):
-            value = _digit_value(core, m)
+            value, end = _digit_value(core, m), i + 1
+            text = "-" + m.group() if value.startswith("-") else m.group()
             if m.end() == len(core) and i + 1 < len(a.cores) and m.group(5) is None:
-                scale = NUMBER_SCALES.get(a.cores[i + 1].casefold(), 0)
+                scale = NUMBER_SCALES.get(a.keys[i + 1], 0)
                 if scale > 12:  # "2 million" = "two million"
-                    value = _scaled(value, scale)
-            out.append(Feature(i, i + 1, value, m.group()))
-    out.extend(_spelled(a, in_dates))
+                    value, end, text = _scaled(value, scale), i + 2, f"{text} {a.cores[i + 1]}"
+                    skip.add(i + 1)
+            out.append(Feature(i, end, value, text))
+    out.extend(_spelled(a, skip))
     out.sort(key=lambda f: f.start)
     return out
 
@@ -732,7 +806,7 @@ def _identifiers(a: Analysis) -> list[Feature]:
     ]
 
 
-_QUOTED = re.compile(r"\"([^\"\n]{1,300})\"|(?<!\w)'([^'\n]{1,300})'(?!\w)|`([^`\n]{1,300})`")
+_QUOTED = re.compile(r"\"([^\"\n]{1,150})\"|(?<!\w)'([^'\n]{1,150})'(?!\w)|`([^`\n]{1,150})`")
 
 
 def _quotes(a: Analysis) -> list[Feature]:
@@ -769,7 +843,6 @@ class TextDiff:
     incoming: Analysis
     stored_changed: frozenset[int]
     incoming_changed: frozenset[int]
-    too_large: bool = False
 
     def changed(self, kind: str) -> tuple[list[Feature], list[Feature]]:
         """Features of ``kind`` that touch a changed token, on each side."""
@@ -778,16 +851,17 @@ class TextDiff:
             [f for f in self.incoming.features[kind] if _touches(f, self.incoming_changed)],
         )
 
-    def changed_words(self) -> tuple[set[str], set[str]]:
+    @cached_property
+    def changed_words(self) -> tuple[frozenset[str], frozenset[str]]:
         """Lower-cased words of the changed tokens, on each side."""
         return (
-            {w for i in self.stored_changed for w in _words(self.stored.cores[i])},
-            {w for i in self.incoming_changed for w in _words(self.incoming.cores[i])},
+            frozenset(w for i in self.stored_changed for w in _words(self.stored.keys[i])),
+            frozenset(w for i in self.incoming_changed for w in _words(self.incoming.keys[i])),
         )
 
 
 def _touches(f: Feature, changed: frozenset[int]) -> bool:
-    return any(i in changed for i in range(f.start, f.end))
+    return f.start in changed if f.end == f.start + 1 else not changed.isdisjoint(range(f.start, f.end))
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -825,9 +899,16 @@ def _windows(a: str, b: str) -> tuple[str, str]:
     return a[head : len(a) - tail], b[head : len(b) - tail]
 
 
-def text_diff(stored_text: str, incoming_text: str) -> TextDiff:
-    """Analyse both texts and find the changed tokens (difflib over the diff keys)."""
+def text_diff(stored_text: str, incoming_text: str) -> TextDiff | None:
+    """Analyse both texts and find the changed tokens (difflib over the diff keys).
+
+    None when the texts differ over more than MAX_CHANGED_TOKENS words: that
+    is counted before any analysis, so two unrelated 1 MB prompts cost little."""
     a_text, b_text = _windows(stored_text, incoming_text)
+    limit = MAX_CHANGED_TOKENS + 2 * _TRIM_MARGIN_CHARS
+    for text in (a_text, b_text):
+        if len(text) > 2 * limit and len(text.split()) > limit:
+            return None
     a, b = analyse(_prepare(a_text)), analyse(_prepare(b_text))
     ak, bk = a.keys, b.keys
     lo, a_hi, b_hi = 0, len(ak), len(bk)
@@ -836,7 +917,7 @@ def text_diff(stored_text: str, incoming_text: str) -> TextDiff:
     while a_hi > lo and b_hi > lo and ak[a_hi - 1] == bk[b_hi - 1]:
         a_hi, b_hi = a_hi - 1, b_hi - 1
     if a_hi - lo > MAX_CHANGED_TOKENS or b_hi - lo > MAX_CHANGED_TOKENS:
-        return TextDiff(a, b, frozenset(range(lo, a_hi)), frozenset(range(lo, b_hi)), too_large=True)
+        return None
     a_changed: set[int] = set()
     b_changed: set[int] = set()
     if lo < a_hi or lo < b_hi:
@@ -896,22 +977,38 @@ def negation_differs(d: TextDiff) -> str | None:
     if len(stored) != len(incoming):
         more, side = (stored, "stored") if len(stored) > len(incoming) else (incoming, "incoming")
         return f"negation: '{more[0].text}' only in {side}"
-    a_words, b_words = d.changed_words()
-    for x, y in _prefixed_pairs(a_words, b_words, [("", p) for p in NEGATING_PREFIXES]):
+    for x, y in _prefixed_pairs(*d.changed_words, _NEGATION_PARTNERS):
         return f"negation: {x}→{y}"
     return None
 
 
-def _prefixed_pairs(
-    a_words: set[str], b_words: set[str], swaps: Iterable[tuple[str, str]]
-) -> Iterable[tuple[str, str]]:
-    """(x, y) with x = p + stem on one side and y = q + stem on the other, (p, q) a swap."""
+def _partners(swaps: Iterable[tuple[str, str]]) -> dict[str, tuple[str, ...]]:
+    """prefix -> the prefixes that oppose it; the empty prefix is never looked up."""
+    out: dict[str, list[str]] = {}
     for p, q in swaps:
-        for first, second, flip in ((a_words, b_words, False), (b_words, a_words, True)):
-            for word in first:
-                if not word.startswith(p) or len(word) - len(p) < 3:
+        out.setdefault(p, []).append(q)
+        out.setdefault(q, []).append(p)
+    out.pop("", None)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+_NEGATION_PARTNERS = _partners(("", p) for p in NEGATING_PREFIXES)
+_SWAP_PARTNERS = _partners(PREFIX_SWAPS)
+
+
+def _prefixed_pairs(
+    a_words: frozenset[str], b_words: frozenset[str], partners: dict[str, tuple[str, ...]]
+) -> Iterable[tuple[str, str]]:
+    """(x, y) with x = p + stem on one side and y = q + stem on the other, p and q partners.
+    Each pair is found from whichever side carries a (non-empty) prefix."""
+    lengths = sorted({len(p) for p in partners})
+    for first, second, flip in ((a_words, b_words, False), (b_words, a_words, True)):
+        for word in first:
+            for n in lengths:
+                if len(word) - n < 3 or word[:n] not in partners:
                     continue
-                for other in (q + word[len(p) :], q + "-" + word[len(p) :]):
+                for q in partners[word[:n]]:
+                    other = q + word[n:]
                     if other in second:
                         yield (other, word) if flip else (word, other)
 
@@ -922,8 +1019,7 @@ def antonyms_differ(d: TextDiff) -> str | None:
     reason = _by_group("antonym", *d.changed("antonym"))
     if reason is not None:
         return reason
-    a_words, b_words = d.changed_words()
-    for x, y in _prefixed_pairs(a_words, b_words, PREFIX_SWAPS):
+    for x, y in _prefixed_pairs(*d.changed_words, _SWAP_PARTNERS):
         return f"antonym: {x}→{y}"
     return None
 
@@ -982,8 +1078,8 @@ def guard(stored_text: str, incoming_text: str) -> str | None:
     if stored_text == incoming_text:
         return None
     diff = text_diff(stored_text, incoming_text)
-    if diff.too_large:
-        return f"too many changed words to check (more than {MAX_CHANGED_TOKENS})"
+    if diff is None:
+        return f"texts differ too widely to check (more than {MAX_CHANGED_TOKENS} changed words)"
     if not diff.stored_changed and not diff.incoming_changed:
         return None
     for check in GUARD_CHECKS:

@@ -21,9 +21,11 @@ score 1.0). Pure: plain values in, a :class:`Verdict` with its reasons out.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 from semula.bypass import fuzzy_bypass
@@ -43,6 +45,7 @@ __all__ = [
     "SweepRow",
     "Verdict",
     "dice",
+    "lexical_score",
     "lexical_words",
     "near_match",
     "pipeline_outcome",
@@ -56,6 +59,9 @@ __all__ = [
 # ("file" and "files" ask for different things) and stemming bought no recall.
 STEM = False
 SPELL_NUMBERS = True
+
+_WORD = re.compile(r"\w+")
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
 
 _DIGIT_WORDS: dict[str, str] = {
     w: str(v) for w, (v, role) in NUMBER_WORDS.items() if role in ("unit", "tens") and isinstance(v, int)
@@ -72,6 +78,15 @@ def _plural_stem(word: str) -> str:
     return word
 
 
+def _words(text: str, scrub_patterns: Sequence[str]) -> list[str]:
+    """:func:`semula.normalise.words`, without its per-word CJK test when the
+    text holds no CJK at all (that test dominates on a 1 MB prompt)."""
+    prepared = normalise_text(scrub_volatile(text, scrub_patterns)).lower()
+    if _CJK_CHAR.search(prepared) is None:
+        return _WORD.findall(prepared)
+    return words(text, scrub_patterns)
+
+
 def lexical_words(
     text: str, scrub_patterns: Sequence[str] = (), *, stem: bool = STEM, spell_numbers: bool = SPELL_NUMBERS
 ) -> list[str]:
@@ -80,7 +95,7 @@ def lexical_words(
     CJK characters count one word each (so a Chinese prompt is never empty);
     a text of punctuation or symbols only has no words and scores 0.
     """
-    out = words(text, scrub_patterns)
+    out = _words(text, scrub_patterns)
     if spell_numbers:
         out = [_DIGIT_WORDS.get(w, w) for w in out]
     if stem:
@@ -94,6 +109,113 @@ def dice(a: Sequence[str], b: Sequence[str]) -> float:
         return 0.0
     common = sum((Counter(a) & Counter(b)).values())
     return 2.0 * common / (len(a) + len(b))
+
+
+# Above this many characters per text the score is computed on the part where
+# the texts differ (see _long_score); below it, on all the words.
+LONG_TEXT_CHARS = 32_768
+
+
+def lexical_score(a_text: str, b_text: str, scrub_patterns: Sequence[str] = ()) -> tuple[float, bool]:
+    """(Dice score of the two texts' lexical words, whether both have any words)."""
+    if max(len(a_text), len(b_text)) > LONG_TEXT_CHARS and not scrub_patterns:
+        return _long_score(a_text, b_text)
+    a, b = _word_counts(a_text, tuple(scrub_patterns)), _word_counts(b_text, tuple(scrub_patterns))
+    if not a[1] or not b[1]:
+        return 0.0, False
+    return 2.0 * sum((a[0] & b[0]).values()) / (a[1] + b[1]), True
+
+
+def _word_counts(text: str, scrub_patterns: tuple[str, ...]) -> tuple[Counter[str], int]:
+    """(word multiset, word count). Cached up to LONG_TEXT_CHARS, because a
+    request meets several candidates and a stored entry meets many requests."""
+    if len(text) <= LONG_TEXT_CHARS:
+        return _cached_word_counts(text, scrub_patterns)
+    found = lexical_words(text, scrub_patterns)
+    return Counter(found), len(found)
+
+
+@lru_cache(maxsize=4096)
+def _cached_word_counts(text: str, scrub_patterns: tuple[str, ...]) -> tuple[Counter[str], int]:
+    found = lexical_words(text, scrub_patterns)  # callers never mutate the Counter
+    return Counter(found), len(found)
+
+
+def _balanced(text: str, end: int) -> bool:
+    """Whether text[:end] closes every inline code span, code fence, JSON object
+    and array it opens, so that normalising it alone gives the same words."""
+    return (
+        text.count("`", 0, end) % 2 == 0
+        and text.count("{", 0, end) == text.count("}", 0, end)
+        and text.count("[", 0, end) == text.count("]", 0, end)
+    )
+
+
+def _common_prefix(a: str, b: str) -> int:
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:  # slice comparison runs at memcmp speed
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _space_before(text: str, pos: int) -> int:
+    """Start of the word at or after the last whitespace before ``pos`` (0 if none)."""
+    return max(text.rfind(" ", 0, pos), text.rfind("\n", 0, pos)) + 1
+
+
+def _safe_cuts(a: str, b: str) -> tuple[int, int] | None:
+    """(head, tail): a[:head] == b[:head] and the last ``tail`` characters agree,
+    both cut at whitespace with every code span, JSON object and array closed."""
+    shared_head = _common_prefix(a, b)
+    shared_tail = _common_prefix(a[::-1], b[::-1])
+    shared_tail = min(shared_tail, len(a) - shared_head, len(b) - shared_head)
+    head = _space_before(a, max(shared_head - 256, 0))
+    for _ in range(16):
+        if head == 0 or _balanced(a, head):
+            break
+        head = _space_before(a, head - 1)
+    else:
+        head = 0
+    tail_start = len(a) - max(shared_tail - 256, 0)
+    for _ in range(16):
+        tail_start = _space_before(a, tail_start)
+        if tail_start <= head or _balanced(a, tail_start):
+            break
+        tail_start -= 1
+    else:
+        tail_start = len(a)
+    tail = len(a) - max(tail_start, head)
+    # Worth it only when most of the text is shared (the usual near-match).
+    return (head, tail) if 2 * (head + tail) > max(len(a), len(b)) else None
+
+
+def _long_score(a: str, b: str) -> tuple[float, bool]:
+    """The score of two long texts (normalising 1 MB twice is over budget).
+
+    When they share most of their text, only the differing middles are
+    normalised and compared; the shared part counts the same on both sides,
+    its size estimated from whitespace-separated tokens (this moves a score
+    below 1 by a negligible amount and can never make it 1). Otherwise the
+    score is estimated from lower-cased whitespace tokens and kept below 1:
+    texts that share so little differ too widely for the guard to pass them.
+    """
+    cuts = _safe_cuts(a, b)
+    if cuts is None:
+        words_a, words_b = a.lower().split(), b.lower().split()
+        score = dice(words_a, words_b)
+        return (score if a == b else min(score, 0.999)), bool(words_a) and bool(words_b)
+    head, tail = cuts
+    middle_a = lexical_words(a[head : len(a) - tail])
+    middle_b = lexical_words(b[head : len(b) - tail])
+    shared = len(a[:head].split()) + len(a[len(a) - tail :].split())
+    common = sum((Counter(middle_a) & Counter(middle_b)).values())
+    total = 2 * shared + len(middle_a) + len(middle_b)
+    score = 2.0 * (shared + common) / total if total else 0.0
+    return score, shared > 0 or (bool(middle_a) and bool(middle_b))
 
 
 @dataclass(frozen=True)
@@ -136,14 +258,15 @@ def _tool_names(tools: Iterable[Any]) -> dict[str, str]:
         if isinstance(tool, Mapping) and isinstance(tool.get("functionDeclarations"), list):
             out.update(_tool_names(tool["functionDeclarations"]))
             continue
-        inner = tool.get("function") if isinstance(tool, Mapping) and isinstance(tool.get("function"), Mapping) else tool
+        inner = tool.get("function") if isinstance(tool, Mapping) else None
+        inner = inner if isinstance(inner, Mapping) else tool
         name = inner.get("name") if isinstance(inner, Mapping) else None
         out[name if isinstance(name, str) else f"#{n}"] = canonical_json(tool)
     return out
 
 
 def tools_differ(incoming: CanonicalRequest, stored: CanonicalRequest, settings: ProjectSettings) -> str | None:
-    if canonical_json(list(stored.tools)) == canonical_json(list(incoming.tools)):
+    if stored.tools == incoming.tools or canonical_json(list(stored.tools)) == canonical_json(list(incoming.tools)):
         return None
     a, b = _tool_names(stored.tools), _tool_names(incoming.tools)
     changes = [f"+{n}" for n in b if n not in a] + [f"-{n}" for n in a if n not in b]
@@ -157,6 +280,8 @@ def _kept_params(c: CanonicalRequest, ignore: Sequence[str]) -> dict[str, Any]:
 
 def params_differ(incoming: CanonicalRequest, stored: CanonicalRequest, settings: ProjectSettings) -> str | None:
     a, b = _kept_params(stored, settings.ignore_params), _kept_params(incoming, settings.ignore_params)
+    if a == b and canonical_json(a) == canonical_json(b):  # == alone says 1 == 1.0 == True
+        return None
     keys = sorted(k for k in a.keys() | b.keys() if canonical_json(a.get(k)) != canonical_json(b.get(k)))
     return "parameters differ: " + ", ".join(keys) if keys else None
 
@@ -196,9 +321,8 @@ def _thresholds(tier: str, settings: ProjectSettings) -> tuple[float | None, flo
 def _below(score: float, threshold: float) -> str:
     """'0.83 < 1.00', with enough digits that the two never print equal."""
     for digits in (2, 3, 4, 6):
-        shown = math.floor(score * 10**digits) / 10**digits
-        if shown < round(threshold, digits):
-            return f"{shown:.{digits}f} < serve threshold {threshold:.{digits}f}"
+        if round(score, digits) < round(threshold, digits):
+            return f"{score:.{digits}f} < serve threshold {threshold:.{digits}f}"
     return f"{score!r} < serve threshold {threshold!r}"
 
 
@@ -219,12 +343,9 @@ def near_match(
     """
     serve_threshold, review_threshold = _thresholds(tier, settings)
     incoming_text, stored_text = incoming.last_user_text(), stored.last_user_text()
-    incoming_words = lexical_words(incoming_text, settings.scrub_patterns)
-    stored_words = lexical_words(stored_text, settings.scrub_patterns)
-    if score is None:
-        score = dice(incoming_words, stored_words)
+    lexical, has_words = lexical_score(incoming_text, stored_text, settings.scrub_patterns)
+    score = lexical if score is None else score
     score = min(max(float(score), 0.0), 1.0) if math.isfinite(score) else 0.0
-    has_words = bool(incoming_words) and bool(stored_words)
 
     floor = min(t for t in (serve_threshold, review_threshold) if t is not None) if has_words else None
     guard_reason = None

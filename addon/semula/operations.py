@@ -52,3 +52,28 @@ def run_operation(cache: Cache, method: str, params: dict[str, Any]) -> Any:
     if operation is None:
         raise ValueError(f"unknown operation {method!r}; valid: {', '.join(sorted(OPERATIONS))}")
     return operation(cache, params)
+
+
+def _review_list(cache: Cache, p: dict[str, Any]) -> Any:
+    status = p.get("status", "open")
+    return cache.review.list(p.get("project"), None if status == "all" else status)
+
+
+def _review_show(cache: Cache, p: dict[str, Any]) -> Any:
+    return cache.review.show(int(p["id"]))
+
+
+def _review_approve(cache: Cache, p: dict[str, Any]) -> Any:
+    return cache.review.approve(int(p["id"]))
+
+
+def _review_reject(cache: Cache, p: dict[str, Any]) -> Any:
+    return cache.review.reject(int(p["id"]))
+
+
+OPERATIONS.update({
+    "review.list": _review_list,
+    "review.show": _review_show,
+    "review.approve": _review_approve,
+    "review.reject": _review_reject,
+})

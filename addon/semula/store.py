@@ -84,6 +84,13 @@ def _entry(row: tuple) -> Entry:
     return Entry(*values)
 
 
+def _candidate(row: tuple) -> dict[str, Any]:
+    names = [n.strip() for n in CANDIDATE_COLUMNS.split(",")]
+    out = dict(zip(names, row))
+    out["request_canonical"] = json.loads(out["request_canonical"])
+    return out
+
+
 def _m001_core(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("CREATE SEQUENCE entry_id_seq START 1")
     con.execute(
@@ -135,8 +142,40 @@ def _m001_core(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+def _m002_review(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("CREATE SEQUENCE candidate_id_seq START 1")
+    con.execute(
+        """
+        CREATE TABLE review_candidates (
+            id BIGINT PRIMARY KEY DEFAULT nextval('candidate_id_seq'),
+            project VARCHAR NOT NULL,
+            tier VARCHAR NOT NULL,
+            score DOUBLE NOT NULL,
+            guard_reason VARCHAR,
+            reason VARCHAR,
+            request_fp VARCHAR NOT NULL,
+            request_normalised_fp VARCHAR NOT NULL,
+            request_canonical VARCHAR NOT NULL,
+            request_text VARCHAR NOT NULL,
+            entry_id BIGINT NOT NULL,
+            status VARCHAR NOT NULL,          -- open | approved | rejected | closed
+            created_at TIMESTAMP NOT NULL,
+            decided_at TIMESTAMP
+        )
+        """
+    )
+    # An alias keeps the request it was approved for, so a settings change can re-fingerprint it.
+    con.execute("ALTER TABLE aliases ADD COLUMN request_canonical VARCHAR")
+
+
 MIGRATIONS: tuple[tuple[str, Callable[[duckdb.DuckDBPyConnection], None]], ...] = (
     ("001_core", _m001_core),
+    ("002_review", _m002_review),
+)
+
+CANDIDATE_COLUMNS = (
+    "id, project, tier, score, guard_reason, reason, request_fp, request_normalised_fp, request_canonical, "
+    "request_text, entry_id, status, created_at, decided_at"
 )
 
 
@@ -315,6 +354,10 @@ class Store:
         with self.transaction() as con:
             found = con.execute("SELECT count(*) FROM entries WHERE id = ?", [entry_id]).fetchone()[0]
             con.execute("DELETE FROM aliases WHERE entry_id = ?", [entry_id])
+            con.execute(
+                "UPDATE review_candidates SET status = 'closed', decided_at = ? WHERE entry_id = ? AND status = 'open'",
+                [_now(), entry_id],
+            )
             con.execute("DELETE FROM entries WHERE id = ?", [entry_id])
         return bool(found)
 
@@ -338,6 +381,9 @@ class Store:
         """(id, project, request_fp, normalised_fp) of every entry: the in-memory index's source."""
         with self._errors():
             return self.con.execute("SELECT id, project, request_fp, normalised_fp FROM entries").fetchall()
+
+    def now(self) -> datetime:
+        return _now()
 
     def alias_rows(self) -> list[tuple[str, str, int]]:
         with self._errors():
@@ -368,16 +414,110 @@ class Store:
 
     # --- aliases -------------------------------------------------------------------------
 
-    def put_alias(self, project: str, normalised_fp: str, entry_id: int) -> None:
-        with self.transaction() as con:
-            con.execute("DELETE FROM aliases WHERE project = ? AND normalised_fp = ?", [project, normalised_fp])
-            con.execute("INSERT INTO aliases VALUES (?, ?, ?, ?)", [project, normalised_fp, entry_id, _now()])
+    def alias_requests(self, project: str) -> list[tuple[str, int, dict[str, Any] | None]]:
+        with self._errors():
+            rows = self.con.execute(
+                "SELECT normalised_fp, entry_id, request_canonical FROM aliases WHERE project = ?", [project]
+            ).fetchall()
+        return [(fp, int(e), json.loads(c) if c else None) for fp, e, c in rows]
 
-    def replace_aliases(self, project: str, aliases: list[tuple[str, int]]) -> None:
+    def replace_aliases(self, project: str, aliases: list[tuple[str, int, dict[str, Any] | None]]) -> None:
         with self.transaction() as con:
             con.execute("DELETE FROM aliases WHERE project = ?", [project])
-            for fp, entry_id in aliases:
-                con.execute("INSERT INTO aliases VALUES (?, ?, ?, ?)", [project, fp, entry_id, _now()])
+            for fp, entry_id, request in aliases:
+                con.execute(
+                    "INSERT OR REPLACE INTO aliases (project, normalised_fp, entry_id, created_at, request_canonical) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    [project, fp, entry_id, _now(), json.dumps(request) if request is not None else None],
+                )
+
+    # --- review queue --------------------------------------------------------------------
+
+    def paired_entries(self, project: str, request_normalised_fp: str) -> dict[int, str]:
+        """entry id -> status of every candidate ever made for this request (never pair twice)."""
+        with self._errors():
+            rows = self.con.execute(
+                "SELECT entry_id, status FROM review_candidates WHERE project = ? AND request_normalised_fp = ?",
+                [project, request_normalised_fp],
+            ).fetchall()
+        return {int(e): s for e, s in rows}
+
+    def add_candidate(self, project: str, tier: str, score: float, guard_reason: str | None, reason: str | None,
+                      request_fp: str, request_normalised_fp: str, request_canonical: dict[str, Any],
+                      request_text: str, entry_id: int) -> dict[str, Any]:
+        with self.transaction() as con:
+            row = con.execute(
+                f"""INSERT INTO review_candidates (project, tier, score, guard_reason, reason, request_fp,
+                    request_normalised_fp, request_canonical, request_text, entry_id, status, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?) RETURNING {CANDIDATE_COLUMNS}""",
+                [project, tier, score, guard_reason, reason, request_fp, request_normalised_fp,
+                 json.dumps(request_canonical, ensure_ascii=False), request_text, entry_id, _now()],
+            ).fetchone()
+        return _candidate(row)
+
+    def candidates(self, project: str | None = None, status: str | None = "open", limit: int = 200) -> list[dict[str, Any]]:
+        sql = f"SELECT {CANDIDATE_COLUMNS} FROM review_candidates WHERE 1=1"
+        params: list[Any] = []
+        if project:
+            sql += " AND project = ?"
+            params.append(project)
+        if status:
+            sql += " AND status = ?"
+            params.append(status)
+        sql += " ORDER BY id LIMIT ?"
+        params.append(limit)
+        with self._errors():
+            return [_candidate(r) for r in self.con.execute(sql, params).fetchall()]
+
+    def candidate(self, candidate_id: int) -> dict[str, Any] | None:
+        with self._errors():
+            row = self.con.execute(
+                f"SELECT {CANDIDATE_COLUMNS} FROM review_candidates WHERE id = ?", [candidate_id]
+            ).fetchone()
+        return _candidate(row) if row else None
+
+    def set_candidate_status(self, candidate_ids: list[int], status: str) -> None:
+        if not candidate_ids:
+            return
+        with self.transaction() as con:
+            for candidate_id in candidate_ids:
+                con.execute(
+                    "UPDATE review_candidates SET status = ?, decided_at = ? WHERE id = ?", [status, _now(), candidate_id]
+                )
+
+    def open_candidates_for(self, project: str, request_normalised_fp: str,
+                            created_before: datetime | None = None) -> list[dict[str, Any]]:
+        sql = (f"SELECT {CANDIDATE_COLUMNS} FROM review_candidates WHERE project = ? AND request_normalised_fp = ? "
+               "AND status = 'open'")
+        params: list[Any] = [project, request_normalised_fp]
+        if created_before is not None:
+            sql += " AND created_at < ?"
+            params.append(created_before)
+        with self._errors():
+            return [_candidate(r) for r in self.con.execute(sql, params).fetchall()]
+
+    def open_request_keys(self) -> set[tuple[str, str]]:
+        with self._errors():
+            rows = self.con.execute(
+                "SELECT DISTINCT project, request_normalised_fp FROM review_candidates WHERE status = 'open'"
+            ).fetchall()
+        return {(p, fp) for p, fp in rows}
+
+    def canonicals_by_ids(self, ids: list[int]) -> dict[int, dict[str, Any]]:
+        if not ids:
+            return {}
+        with self._errors():
+            rows = self.con.execute(
+                "SELECT id, canonical FROM entries WHERE id IN (SELECT unnest(?::BIGINT[]))", [ids]
+            ).fetchall()
+        return {int(i): json.loads(c) for i, c in rows}
+
+    def entries_with_normalised_fp(self, project: str, normalised_fp: str) -> list[int]:
+        with self._errors():
+            rows = self.con.execute(
+                "SELECT id FROM entries WHERE project = ? AND normalised_fp = ?", [project, normalised_fp]
+            ).fetchall()
+        return [int(r[0]) for r in rows]
 
     # --- settings ------------------------------------------------------------------------
 

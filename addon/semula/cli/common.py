@@ -38,18 +38,22 @@ def run_store_operation(data_dir: Path, method: str, params: dict[str, Any]) -> 
     except AdminError as e:
         raise click.ClickException(str(e)) from None
     from semula.cache import Cache
+    from semula.logschema import REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
     from semula.operations import run_operation
+    from semula.parquetlog import ParquetLog
     from semula.store import Store
 
     try:
         store = Store.open(data_dir)
     except StoreError as e:
         raise click.ClickException(str(e)) from None
+    reviews = ParquetLog(data_dir / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION)
     try:
-        return json.loads(dumps(run_operation(Cache(store), method, params)))
+        return json.loads(dumps(run_operation(Cache(store, review_log=reviews.append), method, params)))
     except (StoreError, ValueError, KeyError) as e:
         raise click.ClickException(str(e)) from None
     finally:
+        reviews.close()
         store.close()
 
 

@@ -1,0 +1,128 @@
+"""`semula eval`: the real matching pipeline over a corpus of labelled request pairs.
+
+For each pair, in a fresh project of a temporary store, `stored` is recorded with a
+synthetic answer, then the pipeline decides on `incoming` exactly as the proxy would
+(exact, normalised, alias, lexical; review queueing included). Works while a proxy runs:
+the temporary store is its own DuckDB file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from semula.bypass import fuzzy_bypass
+from semula.cache import Cache
+from semula.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
+from semula.providers import adapter_for
+from semula.providers.base import RawRequest
+from semula.settings import ProjectSettings, settings_from_mapping
+from semula.store import NewEntry, Store
+
+HOSTS = {"openai": "api.openai.com", "anthropic": "api.anthropic.com", "gemini": "generativelanguage.googleapis.com"}
+
+
+def load_pairs(path: Path) -> list[dict[str, Any]]:
+    pairs = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            if line.strip():
+                try:
+                    pairs.append(json.loads(line))
+                except ValueError as e:
+                    raise ValueError(f"{path}:{number}: not a JSON line ({e})") from None
+    return pairs
+
+
+def canonical_of(side: dict[str, Any]) -> CanonicalRequest:
+    host = HOSTS.get(side.get("provider", "openai"), "api.openai.com")
+    raw = RawRequest("POST", host, side["path"], (), {}, json.dumps(side["body"]).encode())
+    return adapter_for(host, side["path"]).canonicalise(raw)
+
+
+def decide_pair(cache: Cache, project: str, stored: CanonicalRequest, incoming: CanonicalRequest,
+                settings: ProjectSettings) -> tuple[str, str]:
+    """Record `stored`, then decide on `incoming`: (outcome served|review|miss, tier)."""
+    fps = settings.fingerprint_inputs
+    cache.record(NewEntry(
+        project, stored.provider, "eval", stored.method, stored.endpoint, stored.model,
+        request_fingerprint(stored), normalised_fingerprint(stored, *fps) if stored.parsed else request_fingerprint(stored),
+        stored.to_json(), stored.last_text(), 200, [("content-type", "application/json")],
+        b'{"synthetic": true}', False, None, None, None,
+    ))
+    request_fp = request_fingerprint(incoming)
+    normalised_fp = normalised_fingerprint(incoming, *fps) if incoming.parsed else None
+    match = cache.match(project, request_fp, normalised_fp)
+    if match is not None:
+        return "served", match.tier
+    if normalised_fp is None:
+        return "miss", "none"
+    bypass = fuzzy_bypass(incoming, settings)
+    near = cache.near(project, incoming, request_fp, normalised_fp, settings, bypass.reason if bypass else None)
+    if near.served is not None:
+        return "served", near.served.tier
+    return ("review", near.queued[0].verdict.tier) if near.queued else ("miss", "none")
+
+
+def _pair_number(pair_id: str) -> int | None:
+    found = re.search(r"(\d+)$", pair_id or "")
+    return int(found.group(1)) if found else None
+
+
+def summarise(results: Iterable[tuple[dict[str, Any], str, str]]) -> dict[str, Any]:
+    by_category: dict[str, dict[str, Any]] = defaultdict(lambda: {"n": 0, "served": 0, "review": 0, "miss": 0,
+                                                                   "served_by_tier": Counter()})
+    totals: dict[str, Counter] = defaultdict(Counter)
+    for pair, outcome, tier in results:
+        group = by_category[pair["category"]]
+        group["n"] += 1
+        group[outcome] += 1
+        if outcome == "served":
+            group["served_by_tier"][tier] += 1
+        number = _pair_number(pair.get("id", ""))
+        for scope in ("all", *(() if number is None else ("odd_ids" if number % 2 else "even_ids",))):
+            totals[scope][(pair["expect"], outcome)] += 1
+    def rates(c: Counter) -> dict[str, Any]:
+        same = sum(v for (e, _), v in c.items() if e == "same")
+        different = sum(v for (e, _), v in c.items() if e == "different")
+        return {
+            "pairs": same + different,
+            "hit_rate": c[("same", "served")] / same if same else None,
+            "false_hit_rate": c[("different", "served")] / different if different else None,
+            "review_recall": (c[("same", "served")] + c[("same", "review")]) / same if same else None,
+            "different_queued": c[("different", "review")],
+        }
+    overall = rates(totals["all"])
+    return {
+        **overall,
+        "by_category": {k: {**v, "served_by_tier": dict(v["served_by_tier"])} for k, v in sorted(by_category.items())},
+        "by_id_parity": {scope: rates(totals[scope]) for scope in ("odd_ids", "even_ids") if totals[scope]},
+    }
+
+
+def evaluate(path: Path, overrides: dict[str, Any] | None = None,
+             progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    pairs = load_pairs(path)
+    settings = settings_from_mapping(overrides or {})
+    results = []
+    with tempfile.TemporaryDirectory(prefix="semula-eval-") as tmp:
+        store = Store.open(tmp)
+        try:
+            cache = Cache(store)
+            for index, pair in enumerate(pairs):
+                try:
+                    stored, incoming = canonical_of(pair["stored"]), canonical_of(pair["incoming"])
+                    outcome, tier = decide_pair(cache, f"eval-{index}", stored, incoming, settings)
+                except (KeyError, ValueError) as e:
+                    raise ValueError(f"pair {pair.get('id', index)}: {e}") from None
+                results.append((pair, outcome, tier))
+                if progress:
+                    progress(index + 1, len(pairs))
+        finally:
+            store.close()
+    return {**summarise(results), "settings": overrides or {}}

@@ -1,0 +1,200 @@
+"""The hard guard: tables of (stored, incoming) texts and the reason each must give.
+
+A reason of None means the guard lets the pair through (the score decides);
+otherwise the test checks the reason's start, so the wording stays readable
+in the review queue without pinning every character.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from semula.guard import (
+    GUARD_CHECKS,
+    alternatives_differ,
+    antonyms_differ,
+    dates_differ,
+    entities_differ,
+    guard,
+    identifiers_differ,
+    negation_differs,
+    numbers_differ,
+    quoted_differ,
+    text_diff,
+    units_differ,
+)
+
+HOTEL = "The hotel has {} rooms. How many guests can it host if each room sleeps two?"
+
+
+def _case(stored: str, incoming: str, expected: str | None, id: str):  # noqa: A002
+    return pytest.param(stored, incoming, expected, id=id)
+
+
+REFUSED = [
+    # numbers: digits, decimals, percentages, ordinals, spelled and mixed forms
+    _case(HOTEL.format(120), HOTEL.format(220), "number 120≠220", "digits"),
+    _case("What is 2+2?", "What is 2+3?", "number 2≠3", "arithmetic"),
+    _case("Interest is 3.1% a year", "Interest is 3.2% a year", "number 3.1≠3.2", "decimal percentage"),
+    _case("Python 3.10 or later", "Python 3.1 or later", "number 3.10≠3.1", "version is not a decimal"),
+    _case("The vaccine requires two doses.", "The vaccine requires three doses.", "number two≠three", "spelled"),
+    _case("Bake a dozen cookies", "Bake two dozen cookies", "number a dozen≠two dozen", "dozen"),
+    _case("Who came first?", "Who came second?", "number first≠second", "ordinal"),
+    _case("on the 5th floor", "on the 15th floor", "number 5th≠15th", "digit ordinal"),
+    _case("Write a three-line poem", "Write a five-line poem", "number three≠five", "hyphenated"),
+    _case("twenty-five apples", "twenty-six apples", "number twenty five≠twenty six", "compound spelled"),
+    _case("Give me ideas", "Give me five ideas", "number: 'five' only in incoming", "number added"),
+    _case("2 million rows", "2 billion rows", "number 2 million≠2 billion", "scale words"),
+    _case("Is the temperature -5 today?", "Is the temperature 5 today?", "number -5≠5", "negative"),
+    # dates and times
+    _case("What happened on 2024-01-01?", "What happened on 2025-01-01?", "date 2024-01-01≠2025-01-01", "iso"),
+    _case("Due January 5, 2024", "Due January 6, 2024", "date January 5, 2024≠January 6, 2024", "named month"),
+    _case("Due March 15", "Due February 15", "date March 15≠February 15", "month swap"),
+    _case("Due 10 April", "Due 17 April", "date 10 April≠17 April", "day before month"),
+    _case("Was it released in 1999?", "Was it released in 2009?", "date 1999≠2009", "year"),
+    _case("Due 1/5/2024", "Due 1/6/2024", "date 1/5/2024≠1/6/2024", "slash"),
+    _case("Meet at 9 am", "Meet at 9 pm", "date 9 am≠9 pm", "time of day"),
+    _case("Open on Monday?", "Open on Tuesday?", "date Monday≠Tuesday", "weekday"),
+    # units and currencies
+    _case("How far is 10 km?", "How far is 10 miles?", "unit: km→miles", "distance"),
+    _case("Is 30 °C hot?", "Is 30 °F hot?", "unit: °C→°F", "temperature symbol"),
+    _case("Convert 30 degrees Celsius", "Convert 30 degrees Fahrenheit", "unit: Celsius→Fahrenheit", "temperature"),
+    _case("Price: 100 USD", "Price: 100 EUR", "unit: USD→EUR", "currency code"),
+    _case("It costs $5", "It costs 5 euros", "unit: $→euros", "currency symbol"),
+    _case("A 10 MB file", "A 10 GB file", "unit: MB→GB", "bytes"),
+    _case("A 10 MB link", "A 10 Mb link", "unit: MB→Mb", "byte is not bit"),
+    _case("Speed is 100 Mbps.", "Speed is 100 MB/s.", "unit: Mbps→MB/s", "rates"),
+    _case("Billed per month.", "Billed per week.", "unit: month→week", "period"),
+    _case("Ready in 10 days", "Ready in 10 weeks", "unit: days→weeks", "time span"),
+    # negation and polarity
+    _case("The result was expected.", "The result was not expected.", "negation: 'not' only in incoming", "not"),
+    _case("He is here", "He isn't here", "negation: 'isn't' only in incoming", "contraction"),
+    _case("I can swim", "I cannot swim", "negation: 'cannot' only in incoming", "cannot"),
+    _case("Tea with sugar", "Tea without sugar", "negation: 'without' only in incoming", "without"),
+    _case("All fruit except apples", "All fruit including apples", "negation: 'except' only in stored", "except"),
+    _case("Is the customer happy?", "Is the customer unhappy?", "negation: happy→unhappy", "un- prefix"),
+    _case("List breaking changes", "List non-breaking changes", "negation: 'non-breaking'", "non- prefix"),
+    # opposing words and prefixes
+    _case("Open on weekdays?", "Open on weekends?", "antonym: weekdays→weekends", "weekday/weekend"),
+    _case("Sort in ascending order", "Sort in descending order", "antonym: ascending→descending", "order"),
+    _case("What was the minimum?", "What was the maximum?", "antonym: minimum→maximum", "extremes"),
+    _case("Wash before cooking", "Wash after cooking", "antonym: before→after", "time order"),
+    _case("Find the cheapest flight", "Find the most expensive flight", "antonym: cheapest→expensive", "inflected"),
+    _case("Which is the largest?", "Which is the smallest?", "antonym: largest→smallest", "superlative"),
+    _case("Turn left here?", "Turn right here?", "antonym: left→right", "directions"),
+    _case("Is the door open?", "Is the door closed?", "antonym: open→closed", "open/closed"),
+    _case("How do I encrypt it?", "How do I decrypt it?", "antonym: encrypt→decrypt", "listed prefix pair"),
+    _case("Describe the hypoglycemia case", "Describe the hyperglycemia case", "antonym: hypoglycemia→", "prefixes"),
+    _case("Upload the file", "Download the file", "antonym: upload→download", "up/down"),
+    # mutually exclusive alternatives
+    _case("What is the mean?", "What is the median?", "alternative: mean→median", "statistics"),
+    _case("Set the margin to 4px", "Set the padding to 4px", "alternative: margin→padding", "css"),
+    _case("Explain git fetch", "Explain git pull", "alternative: fetch→pull", "git"),
+    _case("Answer in python", "Answer in java", "alternative: python→java", "lowercase language"),
+    # names, identifiers, quotes
+    _case("What is the capital of France?", "What is the capital of Germany?", "entity: France→Germany", "country"),
+    _case("Who was Marie Curie?", "Who was Rosalind Franklin?", "entity: Marie Curie→Rosalind Franklin", "run"),
+    _case("Compare React and Angular", "Compare Vue and Angular", "entity: React→Vue", "framework"),
+    _case("Paris is lovely. Why?", "Berlin is lovely. Why?", "entity: Paris→Berlin", "sentence-initial name"),
+    _case("Load data.csv", "Load data.tsv", "identifier: data.csv→data.tsv", "file name"),
+    _case("Call get_user", "Call get_users", "identifier: get_user→get_users", "snake_case"),
+    _case("What does `ls -s` do?", "What does `ls -S` do?", "identifier: -s→-S", "flag case"),
+    _case("Rename getUser", "Rename GetUser", "identifier: getUser→GetUser", "camelCase case"),
+    _case("Say 'good night' in Italian", "Say 'good evening' in Italian", "alternative: night→evening", "quote"),
+    _case('Translate "a b c"', 'Translate "a b d"', "quoted: a b c→a b d", "quoted catch-all"),
+    # scripts without capitals: any changed word may be a name
+    _case("法国的首都是哪里？", "德国的首都是哪里？", "entity: 法→德", "chinese"),
+    _case("ما هي عاصمة فرنسا؟", "ما هي عاصمة ألمانيا؟", "entity: فرنسا→ألمانيا", "arabic"),
+]
+
+PASSED = [
+    _case("Same text.", "Same text.", None, "identical"),
+    _case("What is the capital of France?", "what is the capital of france", None, "case and punctuation"),
+    _case("Is 1,000 enough?", "Is 1000 enough?", None, "thousands separator"),
+    _case("Give me five ideas", "Give me 5 ideas", None, "spelled = digits"),
+    _case("twenty-five apples", "25 apples", None, "compound = digits"),
+    _case("a hundred people", "one hundred people", None, "a hundred"),
+    _case("the twenty-first century", "the 21st century", None, "ordinal forms"),
+    _case("Show 2 million rows", "Show two million rows", None, "scaled digits"),
+    _case("Is it 10k?", "Is it 10,000?", None, "k suffix"),
+    _case("Is 5% enough", "Is 5 percent enough", None, "percent sign"),
+    _case("It costs $5", "It costs 5 dollars", None, "dollar sign"),
+    _case("Due 2024-01-05", "Due January 5, 2024", None, "date formats agree"),
+    _case("He isn't here", "He is not here", None, "contraction = not"),
+    _case("Explain recursion", "Describe recursion", None, "sentence starters are not names"),
+    _case("What's Australia's capital city?", "Which city serves as Australia's capital?", None, "paraphrase"),
+    _case("How can one learn Go?", "How do I learn Go?", None, "one as a pronoun"),
+    _case("Why do people believe this in this day and age?", "Why do people believe this?", None, "weak unit"),
+    _case("What is the best way to learn?", "How should I learn?", None, "one-sided opposite word"),
+    _case("", "", None, "empty"),
+    _case("?!...", "!!!", None, "punctuation only"),
+    _case("the of and", "a an the", None, "stopwords only"),
+]
+
+
+@pytest.mark.parametrize("stored, incoming, expected", REFUSED + PASSED)
+def test_guard_reasons(stored: str, incoming: str, expected: str | None) -> None:
+    reason = guard(stored, incoming)
+    if expected is None:
+        assert reason is None
+    else:
+        assert reason is not None and reason.startswith(expected), reason
+
+
+@pytest.mark.parametrize("stored, incoming, expected", REFUSED)
+def test_guard_is_symmetric_in_refusing(stored: str, incoming: str, expected: str) -> None:
+    assert guard(incoming, stored) is not None
+
+
+@pytest.mark.parametrize(
+    "check, stored, incoming",
+    [
+        (dates_differ, "on 2024-01-01", "on 2024-01-02"),
+        (numbers_differ, "buy 3 eggs", "buy 4 eggs"),
+        (units_differ, "10 km", "10 miles"),
+        (negation_differs, "it works", "it never works"),
+        (antonyms_differ, "increase it", "decrease it"),
+        (alternatives_differ, "the mode", "the median"),
+        (entities_differ, "visit Kyoto now", "visit Osaka now"),
+        (identifiers_differ, "run main.py", "run main.rs"),
+        (quoted_differ, 'say "hi there"', 'say "hi where"'),
+    ],
+)
+def test_each_check_alone(check, stored: str, incoming: str) -> None:
+    diff = text_diff(stored, incoming)
+    assert diff is not None
+    assert check(diff) is not None
+    assert check(text_diff(stored, stored)) is None  # type: ignore[arg-type]
+
+
+def test_checks_are_named_functions_in_order() -> None:
+    names = [c.__name__ for c in GUARD_CHECKS]
+    assert names[:3] == ["dates_differ", "numbers_differ", "units_differ"]
+    assert all(name.endswith(("_differ", "_differs")) for name in names)
+
+
+def test_a_huge_prompt_with_one_change_is_fast_and_caught() -> None:
+    rng = random.Random(7)
+    vocabulary = "the quick brown fox jumps over a lazy dog near Paris on weekdays".split()
+    text = " ".join(rng.choice(vocabulary) for _ in range(180_000))
+    changed = text[:500_000] + " 121 " + text[500_000:]
+    original = text[:500_000] + " 120 " + text[500_000:]
+    start = time.perf_counter()
+    assert guard(original, changed) == "number 120≠121"
+    # Budget 200 ms on a developer machine; the bound is loose for slow CI runners.
+    assert time.perf_counter() - start < 2.0
+
+
+def test_huge_unrelated_prompts_are_refused_quickly() -> None:
+    rng = random.Random(8)
+    vocabulary = "alpha beta gamma delta epsilon zeta eta theta".split()
+    a = " ".join(rng.choice(vocabulary) for _ in range(150_000))
+    b = " ".join(rng.choice(vocabulary) for _ in range(150_000))
+    start = time.perf_counter()
+    reason = guard(a, b)
+    assert reason is not None and reason.startswith("texts differ too widely")
+    assert guard(a, "hello") is not None
+    assert time.perf_counter() - start < 2.0

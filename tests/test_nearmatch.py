@@ -1,0 +1,263 @@
+"""The near-match verdict: word lists, Dice, and near_match over tables of request pairs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import time
+from typing import Any
+
+import pytest
+
+from semula.canonical import CanonicalRequest
+from semula.nearmatch import Verdict, dice, lexical_score, lexical_words, near_match, pipeline_outcome
+from semula.normalise import words
+from semula.providers import RawRequest, adapter_for
+from semula.settings import ProjectSettings
+
+DEFAULTS = ProjectSettings()
+LOOSE = ProjectSettings(lexical_serve_threshold=0.8)
+SERVE_ALL = ProjectSettings(lexical_serve_threshold=0.0, lexical_review_threshold=0.0)
+TOOL = {"type": "function", "function": {"name": "search", "parameters": {"type": "object", "properties": {}}}}
+OTHER_TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}}}
+
+
+def _openai(messages: list[dict[str, Any]], **body: Any) -> CanonicalRequest:
+    raw = json.dumps({"model": body.pop("model", "gpt-4o"), "messages": messages, **body}).encode()
+    path = "/v1/chat/completions"
+    return adapter_for("api.openai.com", path).canonicalise(
+        RawRequest("POST", "api.openai.com", path, (), {"content-type": "application/json"}, raw)
+    )
+
+
+def _user(text: str, *, system: str | None = None, history: tuple[str, ...] = (), **body: Any) -> CanonicalRequest:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for n, turn in enumerate(history):
+        messages.append({"role": "user" if n % 2 == 0 else "assistant", "content": turn})
+    messages.append({"role": "user", "content": text})
+    return _openai(messages, **body)
+
+
+LONG = (
+    "Summarise the meeting notes below for the team newsletter in three bullet points. The notes cover "
+    "the migration of the billing service to the new cluster, the on-call rotation and the hiring plan"
+)
+
+# ---------------------------------------------------------------- words and Dice
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("What is the Capital of France?", ["what", "is", "the", "capital", "of", "france"]),
+        ("Give me three ideas", ["give", "me", "3", "ideas"]),
+        ("Request req_8f3a9c21 failed", ["request", "id", "failed"]),
+        ("法国的首都", ["法", "国", "的", "首", "都"]),
+        ("ما هي عاصمة فرنسا؟", ["ما", "هي", "عاصمة", "فرنسا"]),
+        ("?!... --- ***", []),
+        ("😀😀", []),
+        ("", []),
+    ],
+)
+def test_lexical_words(text: str, expected: list[str]) -> None:
+    assert lexical_words(text) == expected
+
+
+@pytest.mark.parametrize("text", ["plain English prose", "Code `getUser()` and {\"b\": 1, \"a\": 2}", "日本語 and 中文"])
+def test_lexical_words_match_the_normalise_module_without_number_mapping(text: str) -> None:
+    assert lexical_words(text, spell_numbers=False) == words(text)
+
+
+@pytest.mark.parametrize(
+    "a, b, expected",
+    [
+        (["a", "b"], ["a", "b"], 1.0),
+        (["a", "b"], ["b", "a"], 1.0),
+        (["a", "b"], ["c", "d"], 0.0),
+        (["a", "b", "c", "d"], ["a", "b", "c", "e"], 0.75),
+        # multisets: the swap of weekday and weekend hours keeps the set, not the counts
+        (["open", "open", "closed"], ["open", "closed", "closed"], 2 * 2 / 6),
+        ([], [], 0.0),
+        (["a"], [], 0.0),
+    ],
+)
+def test_dice(a: list[str], b: list[str], expected: float) -> None:
+    assert dice(a, b) == pytest.approx(expected)
+
+
+def test_long_texts_score_like_short_ones() -> None:
+    rng = random.Random(3)
+    vocabulary = "the billing service moved to a new cluster on weekdays and the team reviewed it".split()
+    lines = [" ".join(rng.choice(vocabulary) for _ in range(12)) for _ in range(4000)]
+    a = "\n".join(lines)
+    b = "\n".join(lines[:2000] + ["an extra line about the migration plan"] + lines[2000:])
+    exact = dice(lexical_words(a), lexical_words(b))
+    score, has_words = lexical_score(a, b)
+    assert has_words and len(a) > 32_768
+    assert score == pytest.approx(exact, abs=1e-4) and score < 1.0
+    assert lexical_score(a, a) == (1.0, True)
+
+
+# ---------------------------------------------------------------- the verdict
+
+STORED = _user(LONG + ".")
+
+
+@pytest.mark.parametrize(
+    "incoming, stored, settings, serve, review, reason",
+    [
+        (_user(LONG), STORED, DEFAULTS, True, False, None),
+        (_user(LONG + " and the budget."), STORED, DEFAULTS, False, True, "score 0.96 < serve threshold 1.00"),
+        (_user(LONG + " and the budget."), STORED, LOOSE, True, False, None),
+        (_user(LONG.replace("three", "four")), STORED, LOOSE, False, True, "guard: number three≠four"),
+        (_user(LONG, system="Answer in French."), STORED, LOOSE, False, True, "context differs (system prompt)"),
+        (
+            _user(LONG, history=("hi", "hello")),
+            _user(LONG, history=("hey", "hello")),
+            LOOSE,
+            False,
+            True,
+            "context differs (earlier turns",
+        ),
+        (_user(LONG, history=("hi", "hello")), STORED, LOOSE, False, False, "shape differs: roles user → user,assistant,user"),
+        (_user(LONG, tools=[TOOL]), STORED, LOOSE, False, True, "tools differ: +search"),
+        (_user(LONG, tools=[TOOL]), _user(LONG, tools=[OTHER_TOOL]), LOOSE, False, True, "tools differ: +search, -lookup"),
+        (_user(LONG, temperature=0.2), _user(LONG, temperature=0), LOOSE, False, True, "parameters differ: temperature"),
+        (_user(LONG, model="gpt-4o-mini"), STORED, LOOSE, False, True, "model differs: gpt-4o → gpt-4o-mini"),
+        (_user("Completely unrelated question about tea"), STORED, DEFAULTS, False, False, "score 0.0"),
+    ],
+    ids=[
+        "same words",
+        "one extra word",
+        "one extra word, lower threshold",
+        "guard",
+        "system prompt",
+        "earlier turns",
+        "roles",
+        "tool added",
+        "tool renamed",
+        "parameter",
+        "model",
+        "unrelated",
+    ],
+)
+def test_near_match(incoming, stored, settings, serve: bool, review: bool, reason: str | None) -> None:
+    verdict = near_match(incoming, stored, settings)
+    assert (verdict.serve, verdict.review) == (serve, review), verdict
+    if reason is None:
+        assert verdict.reason is None
+    else:
+        assert verdict.reason is not None and verdict.reason.startswith(reason), verdict.reason
+
+
+def test_guard_reason_travels_even_when_the_score_decides() -> None:
+    verdict = near_match(_user(LONG.replace("three", "four")), STORED, DEFAULTS)
+    assert verdict.reason is not None and verdict.reason.startswith("score")
+    assert verdict.guard_reason == "number three≠four"
+    assert verdict.review
+
+
+def test_fuzzy_bypass_never_serves() -> None:
+    verdict = near_match(_user(LONG), STORED, DEFAULTS, fuzzy_bypass_reason="temperature 0.9 > 0.3")
+    assert not verdict.serve and verdict.reason == "bypass: temperature 0.9 > 0.3"
+
+
+def test_ignored_params_and_tail_n_apply_as_in_the_normalised_fingerprint() -> None:
+    a = _user(LONG, history=("hi", "hello"), user="u1", max_tokens=10)
+    b = _user(LONG, history=("hey", "hello"), max_tokens=20)
+    assert near_match(a, b, LOOSE).reason.startswith("parameters differ: max_tokens")
+    tolerant = dataclasses.replace(LOOSE, ignore_params=("max_tokens",), tail_n=1)
+    assert near_match(a, b, tolerant).serve
+
+
+@pytest.mark.parametrize(
+    "tier, settings, score, serve, review",
+    [
+        ("embedding", DEFAULTS, 0.99, False, True),
+        ("embedding", DEFAULTS, 0.5, False, False),
+        ("embedding", dataclasses.replace(DEFAULTS, embedding_serve_threshold=0.95), 0.99, True, False),
+    ],
+)
+def test_embedding_tier_uses_its_thresholds(tier: str, settings, score: float, serve: bool, review: bool) -> None:
+    verdict = near_match(_user(LONG + " please"), STORED, settings, tier=tier, score=score)
+    assert (verdict.tier, verdict.serve, verdict.review, verdict.score) == (tier, serve, review, score)
+
+
+def test_unknown_tier_lists_the_valid_ones() -> None:
+    with pytest.raises(ValueError, match="lexical, embedding"):
+        near_match(STORED, STORED, DEFAULTS, tier="bm25")
+
+
+def test_verdict_is_frozen() -> None:
+    verdict = near_match(STORED, STORED, DEFAULTS)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        verdict.serve = False  # type: ignore[misc]
+    assert isinstance(verdict, Verdict)
+
+
+# ---------------------------------------------------------------- bad input
+
+IMAGE = [{"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]
+OTHER_IMAGE = [{"type": "image_url", "image_url": {"url": "https://example.com/b.png"}}]
+
+
+@pytest.mark.parametrize(
+    "incoming, stored",
+    [
+        (_openai([]), _openai([])),
+        (_user(""), _user("")),
+        (_openai([{"role": "user", "content": IMAGE}]), _openai([{"role": "user", "content": OTHER_IMAGE}])),
+        (
+            _openai([{"role": "user", "content": "Describe it"}, {"role": "user", "content": IMAGE}]),
+            _openai([{"role": "user", "content": "Describe it"}, {"role": "user", "content": OTHER_IMAGE}]),
+        ),
+        (_user("?!... ---"), _user("!!!")),
+        (_user("the of and a"), _user("a an the of")),
+        (_user("法国的首都是哪里？"), _user("德国的首都是哪里？")),
+        (_user("ما هي عاصمة فرنسا؟"), _user("ما هي عاصمة ألمانيا؟")),
+        (_user("😀"), _user("😡")),
+    ],
+    ids=["no messages", "empty text", "images only", "text then other image", "punctuation", "stopwords", "cjk", "arabic", "emoji"],
+)
+def test_bad_input_is_never_served_by_default(incoming, stored) -> None:
+    for settings in (DEFAULTS, LOOSE):
+        verdict = near_match(incoming, stored, settings)
+        assert not verdict.serve, verdict
+        assert 0.0 <= verdict.score <= 1.0
+
+
+@pytest.mark.parametrize(
+    "incoming, stored",
+    [
+        (_user(""), _user("")),
+        (_openai([{"role": "user", "content": IMAGE}]), _openai([{"role": "user", "content": OTHER_IMAGE}])),
+        (_user("?!..."), _user("!!!")),
+        (_user("法国的首都是哪里？"), _user("德国的首都是哪里？")),
+        (_user("ما هي عاصمة فرنسا؟"), _user("ما هي عاصمة ألمانيا؟")),
+    ],
+    ids=["empty text", "images only", "punctuation", "cjk", "arabic"],
+)
+def test_no_words_or_uncased_names_never_serve_even_at_threshold_zero(incoming, stored) -> None:
+    assert not near_match(incoming, stored, SERVE_ALL).serve
+
+
+def test_a_1mb_prompt_stays_fast() -> None:
+    rng = random.Random(11)
+    vocabulary = "the report covers revenue in France and Germany for 2024 with 120 stores open on weekdays".split()
+    text = " ".join(rng.choice(vocabulary) for _ in range(180_000))[:1_000_000]
+    stored, incoming = _user(text), _user(text[:600_000] + " 121 " + text[600_005:])
+    unrelated = _user(" ".join(rng.choice(vocabulary) for _ in range(180_000))[:1_000_000])
+    for a, b in ((incoming, stored), (unrelated, stored), (_user("short"), stored)):
+        start = time.perf_counter()
+        verdict = near_match(a, b, SERVE_ALL)
+        # Budget 200 ms on a developer machine; the bound is loose for slow CI runners.
+        assert time.perf_counter() - start < 2.0
+        assert not verdict.serve
+
+
+def test_pipeline_outcome_tiers() -> None:
+    assert pipeline_outcome(STORED, STORED, DEFAULTS).tier == "exact"
+    assert pipeline_outcome(STORED, _user(LONG.upper() + " "), DEFAULTS).tier == "normalised"
+    outcome = pipeline_outcome(STORED, _user(LONG + " and the budget."), DEFAULTS)
+    assert (outcome.action, outcome.tier) == ("review", "none")
