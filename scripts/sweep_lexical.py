@@ -38,6 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "addon"))
 
 from semula import guard as guard_module  # noqa: E402
+from semula import nearmatch as nearmatch_module  # noqa: E402
+from semula import normalise as normalise_module  # noqa: E402
 from semula.canonical import CanonicalRequest, normalised_fingerprint  # noqa: E402
 from semula.guard import guard  # noqa: E402
 from semula.nearmatch import (  # noqa: E402
@@ -190,6 +192,15 @@ def section_guard_alone(dev: list[Pair]) -> str:
     return "\n".join(lines) or "None: every `different` pair is refused by the guard, the context or the shape check."
 
 
+def _clear_caches() -> None:
+    """Cold means no cached analysis, word list or normalised text for the pair."""
+    guard_module.analyse.cache_clear()
+    nearmatch_module._cached_word_counts.cache_clear()
+    normalised = getattr(normalise_module, "_normalise_cached", None)  # the normalise module's own cache
+    if normalised is not None:
+        normalised.cache_clear()
+
+
 def _timings(pairs: list[Pair]) -> list[list[Any]]:
     settings = ProjectSettings()
     functions = {
@@ -201,7 +212,7 @@ def _timings(pairs: list[Pair]) -> list[list[Any]]:
         cold, warm = [], []
         for p in pairs:
             for _ in range(3):
-                guard_module.analyse.cache_clear()
+                _clear_caches()
                 start = time.perf_counter()
                 fn(p)
                 cold.append(time.perf_counter() - start)

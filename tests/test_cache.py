@@ -38,9 +38,9 @@ def lookup(cache: Cache, text: str, project: str = "p", **params):
 
 @pytest.fixture
 def cache(tmp_path):
-    store = Store.open(tmp_path)
-    yield Cache(store)
-    store.close()
+    cache = Cache(Store.open(tmp_path))
+    yield cache
+    cache.close()
 
 
 def test_tiers_and_projects(cache):

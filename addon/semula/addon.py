@@ -204,7 +204,7 @@ class SemulaAddon:
         self.calls = self.reviews = None
         cache, self.cache = self.cache, None
         if cache:
-            self.executor.submit(cache.store.close).result(timeout=30)
+            self.executor.submit(cache.close).result(timeout=60)
         self.executor.shutdown(wait=True)
 
     async def _ensure_store(self, force: bool = False) -> None:
@@ -237,7 +237,7 @@ class SemulaAddon:
         log.warning("semula: store error: %s (failing open)", e)
         cache, self.cache = self.cache, None
         if cache:
-            self.executor.submit(cache.store.close)
+            self.executor.submit(cache.close)
 
     def _admin_dispatch(self, method: str, params: dict[str, Any]) -> Any:
         def run() -> Any:

@@ -49,6 +49,10 @@ class Cache:
         self._entry_bytes = 0
         self.reload()
 
+    def close(self) -> None:
+        self.lexical.close()
+        self.store.close()
+
     # --- index ---------------------------------------------------------------------------
 
     def reload(self) -> None:

@@ -111,9 +111,8 @@ def evaluate(path: Path, overrides: dict[str, Any] | None = None,
     settings = settings_from_mapping(overrides or {})
     results = []
     with tempfile.TemporaryDirectory(prefix="semula-eval-") as tmp:
-        store = Store.open(tmp)
+        cache = Cache(Store.open(tmp))
         try:
-            cache = Cache(store)
             for index, pair in enumerate(pairs):
                 try:
                     stored, incoming = canonical_of(pair["stored"]), canonical_of(pair["incoming"])
@@ -124,5 +123,5 @@ def evaluate(path: Path, overrides: dict[str, Any] | None = None,
                 if progress:
                     progress(index + 1, len(pairs))
         finally:
-            store.close()
+            cache.close()
     return {**summarise(results), "settings": overrides or {}}

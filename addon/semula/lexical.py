@@ -67,6 +67,18 @@ class LexicalIndex:
         self._last_build = 0.0
         self.last_build_seconds: float | None = None
         self.on_error = on_error
+        self._closed = False
+
+    def close(self) -> None:
+        """Stop rebuilding (the store is about to close); waits for a rebuild in progress."""
+        with self._lock:
+            self._closed = True
+            building = self._building
+        deadline = time.monotonic() + 30
+        while building and time.monotonic() < deadline:
+            time.sleep(0.02)
+            with self._lock:
+                building = self._building
 
     def written(self, entry_id: int, project: str, text: str) -> None:
         """A recording was (re)written: findable at once by scan, by the index after a rebuild."""
@@ -82,6 +94,8 @@ class LexicalIndex:
 
     def maybe_rebuild(self, wait: bool = False) -> None:
         with self._lock:
+            if self._closed:
+                return
             due = self._stale and not self._building and time.monotonic() - self._last_build >= REBUILD_MIN_SECONDS
             if not due and not (wait and self._stale and not self._building):
                 return
@@ -121,7 +135,7 @@ class LexicalIndex:
                 self._building = False
                 self._last_build = time.monotonic()
                 again = self._stale
-        if again:
+        if again and not self._closed:
             threading.Timer(REBUILD_MIN_SECONDS, self.maybe_rebuild).start()
 
     def propose(self, project: str, text: str, limit: int = PROPOSALS) -> list[int]:

@@ -48,13 +48,18 @@ def run_store_operation(data_dir: Path, method: str, params: dict[str, Any]) -> 
     except StoreError as e:
         raise click.ClickException(str(e)) from None
     reviews = ParquetLog(data_dir / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION)
+    cache = None
     try:
-        return json.loads(dumps(run_operation(Cache(store, review_log=reviews.append), method, params)))
+        cache = Cache(store, review_log=reviews.append)
+        return json.loads(dumps(run_operation(cache, method, params)))
     except (StoreError, ValueError, KeyError) as e:
         raise click.ClickException(str(e)) from None
     finally:
         reviews.close()
-        store.close()
+        if cache is not None:
+            cache.close()
+        else:
+            store.close()
 
 
 def print_json(value: Any) -> None:

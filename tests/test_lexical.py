@@ -1,0 +1,107 @@
+"""The lexical tier over a real store: freshness, bad input, review-queue rules."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from semula.cache import Cache
+from semula.canonical import normalised_fingerprint, request_fingerprint
+from semula.providers import adapter_for
+from semula.providers.base import RawRequest
+from semula.settings import ProjectSettings
+from semula.store import NewEntry, Store
+
+
+def canonical(content, **extra):
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": content}], **extra}
+    raw = RawRequest("POST", "api.openai.com", "/v1/chat/completions", (), {}, json.dumps(body).encode())
+    return adapter_for(raw.host, raw.path).canonicalise(raw)
+
+
+def record(cache: Cache, content, project="p") -> int:
+    c = canonical(content)
+    return cache.record(NewEntry(project, c.provider, "api.openai.com", c.method, c.endpoint, c.model,
+                                 request_fingerprint(c), normalised_fingerprint(c), c.to_json(), c.last_text(),
+                                 200, [], b"{}", False, None, None, None))
+
+
+def near(cache: Cache, content, project="p", settings=None):
+    c = canonical(content)
+    return cache.near(project, c, request_fingerprint(c), normalised_fingerprint(c), settings or ProjectSettings())
+
+
+@pytest.fixture
+def cache(tmp_path):
+    cache = Cache(Store.open(tmp_path))
+    yield cache
+    cache.close()
+
+
+def test_a_new_recording_is_findable_at_once_and_after_the_rebuild(cache):
+    entry = record(cache, "Which trains leave Lyon for Paris before noon on Saturday")
+    result = near(cache, "Which trains leave Lyon for Paris before midday on Saturday")
+    assert result.best.entry_id == entry and result.served is None and result.queued
+    cache.lexical.maybe_rebuild(wait=True)
+    deadline = time.monotonic() + 10
+    while cache.lexical._fresh and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not cache.lexical._fresh, "the rebuild folds fresh entries into the index"
+    other = near(cache, "Which trains leave Lyon for Paris before lunch on Saturday")
+    assert other.best.entry_id == entry
+
+
+def test_never_the_same_pairing_twice_and_at_most_three(cache):
+    for i in range(5):
+        record(cache, f"Describe the red bicycle parked near the station entrance number {i}")
+    first = near(cache, "Describe the blue bicycle parked near the station entrance number 1")
+    again = near(cache, "Describe the blue bicycle parked near the station entrance number 1")
+    assert 1 <= len(first.queued) <= 3 and again.queued == ()
+
+
+def test_serving_needs_the_same_context(cache):
+    settings = ProjectSettings(lexical_serve_threshold=0.8)
+    record(cache, "Summarise the quarterly report for the board in five bullet points")
+    assert near(cache, "Summarise the quarterly report for the board in five short bullet points",
+                settings=settings).served is not None
+    c = canonical("Summarise the quarterly report for the board in five short bullet points")
+    other_system = canonical([{"type": "text", "text": "Summarise the quarterly report for the board in five short bullet points"}])
+    assert other_system.last_user_text() == c.last_user_text()
+
+
+@pytest.mark.parametrize(
+    "stored, incoming",
+    [
+        ("東京の天気はどうですか", "大阪の天気はどうですか"),
+        ("ما هو الطقس في القاهرة اليوم", "ما هو الطقس في الرياض اليوم"),
+        ("the and of to a", "not the and of to a"),
+        ("?!... ,,, ;;;", "?!... ,,, ;;;;"),
+        ("", ""),
+    ],
+)
+def test_bad_input_never_serves_and_never_crashes(cache, stored, incoming):
+    record(cache, stored)
+    result = near(cache, incoming, settings=ProjectSettings(lexical_serve_threshold=0.0))
+    assert result.served is None
+
+
+def test_images_only_message(cache):
+    image = [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]
+    record(cache, image)
+    assert near(cache, image).served is None
+
+
+def test_a_1mb_prompt_is_fast_enough(cache):
+    big = "lorem ipsum dolor sit amet " * 40_000
+    record(cache, big + " first")
+    started = time.perf_counter()
+    result = near(cache, big + " second")
+    assert time.perf_counter() - started < 5
+    assert result.served is None
+
+
+def test_project_names_are_bound_parameters(cache):
+    record(cache, "hello world from quotes", project="p")
+    assert near(cache, "hello world from quotes!", project="p' OR '1'='1").best is None
