@@ -163,32 +163,45 @@ def _common_prefix(a: str, b: str) -> int:
 
 
 def _space_before(text: str, pos: int) -> int:
-    """Start of the word at or after the last whitespace before ``pos`` (0 if none)."""
+    """Start of the word after the last whitespace before ``pos`` (0 if none)."""
     return max(text.rfind(" ", 0, pos), text.rfind("\n", 0, pos)) + 1
 
 
+def _space_after(text: str, pos: int) -> int:
+    """Start of the word after the first whitespace at or after ``pos`` (len(text) if none)."""
+    found = [i for i in (text.find(" ", pos), text.find("\n", pos)) if i >= 0]
+    return min(found) + 1 if found else len(text)
+
+
+# How far from the first and last difference the long-text cuts stay.
+_CUT_MARGIN = 256
+
+
 def _safe_cuts(a: str, b: str) -> tuple[int, int] | None:
-    """(head, tail): a[:head] == b[:head] and the last ``tail`` characters agree,
-    both cut at whitespace with every code span, JSON object and array closed."""
+    """(head, tail): both texts share their first ``head`` and last ``tail``
+    characters, each cut sits right after whitespace, and every code span,
+    JSON object and array opened before a cut closes before it."""
     shared_head = _common_prefix(a, b)
-    shared_tail = _common_prefix(a[::-1], b[::-1])
-    shared_tail = min(shared_tail, len(a) - shared_head, len(b) - shared_head)
-    head = _space_before(a, max(shared_head - 256, 0))
-    for _ in range(16):
-        if head == 0 or _balanced(a, head):
-            break
-        head = _space_before(a, head - 1)
-    else:
-        head = 0
-    tail_start = len(a) - max(shared_tail - 256, 0)
-    for _ in range(16):
-        tail_start = _space_before(a, tail_start)
-        if tail_start <= head or _balanced(a, tail_start):
-            break
-        tail_start -= 1
-    else:
-        tail_start = len(a)
-    tail = len(a) - max(tail_start, head)
+    shared_tail = min(_common_prefix(a[::-1], b[::-1]), len(a) - shared_head, len(b) - shared_head)
+    head = 0
+    if shared_head > _CUT_MARGIN:
+        head = _space_before(a, shared_head - _CUT_MARGIN)
+        for _ in range(16):
+            if head == 0 or _balanced(a, head):
+                break
+            head = _space_before(a, head - 1)
+        else:
+            head = 0
+    tail = 0
+    if shared_tail > _CUT_MARGIN:
+        cut = _space_after(a, len(a) - shared_tail + _CUT_MARGIN)
+        for _ in range(16):
+            if cut >= len(a):
+                break
+            if _balanced(a, cut) and _balanced(b, len(b) - (len(a) - cut)):
+                tail = len(a) - cut
+                break
+            cut = _space_after(a, cut)
     # Worth it only when most of the text is shared (the usual near-match).
     return (head, tail) if 2 * (head + tail) > max(len(a), len(b)) else None
 
@@ -200,8 +213,8 @@ def _long_score(a: str, b: str) -> tuple[float, bool]:
     normalised and compared; the shared part counts the same on both sides,
     its size estimated from whitespace-separated tokens (this moves a score
     below 1 by a negligible amount and can never make it 1). Otherwise the
-    score is estimated from lower-cased whitespace tokens and kept below 1:
-    texts that share so little differ too widely for the guard to pass them.
+    score is estimated from lower-cased whitespace tokens (punctuation stays
+    attached, which only lowers it) and kept below 1 unless the texts are equal.
     """
     cuts = _safe_cuts(a, b)
     if cuts is None:
@@ -339,7 +352,8 @@ def near_match(
     ``score`` defaults to the lexical Dice score of the last user texts; the
     embedding tier passes its cosine. The first failing rule is the reason:
     bypass, unparsed body, no words, shape (roles, tools, parameters, model),
-    context, score, guard.
+    context, score, guard. The guard runs whenever the score reaches the lower
+    threshold, and its verdict is kept in ``guard_reason`` for the review queue.
     """
     serve_threshold, review_threshold = _thresholds(tier, settings)
     incoming_text, stored_text = incoming.last_user_text(), stored.last_user_text()
@@ -419,36 +433,47 @@ class SweepRow:
     public_hit_rate: float | None
 
 
-Pair = tuple[str, CanonicalRequest, CanonicalRequest]  # (expect, stored, incoming)
+LabelledPair = tuple[str, CanonicalRequest, CanonicalRequest]  # (expect, stored, incoming)
+
+
+def _served(pairs: Sequence[LabelledPair], settings: ProjectSettings) -> dict[tuple[str, bool], int]:
+    """Served pairs per (expect, guard on)."""
+    served: Counter[tuple[str, bool]] = Counter()
+    for expect, stored, incoming in pairs:
+        outcome = pipeline_outcome(stored, incoming, settings)
+        served[(expect, True)] += outcome.action == "served"
+        served[(expect, False)] += outcome.served_without_guard
+    return served
 
 
 def sweep(
-    dev_pairs: Sequence[Pair],
-    public_pairs: Sequence[Pair] = (),
+    dev_pairs: Sequence[LabelledPair],
+    public_pairs: Sequence[LabelledPair] = (),
     thresholds: Iterable[float] = tuple(round(0.8 + 0.02 * i, 2) for i in range(11)),
     settings: ProjectSettings | None = None,
 ) -> list[SweepRow]:
     """Hit and false-hit rates per serve threshold, with the guard on and off."""
     base = settings or ProjectSettings()
-
-    def rates(pairs: Sequence[Pair], threshold: float, use_guard: bool) -> tuple[float, float, int]:
-        chosen = replace(base, lexical_serve_threshold=threshold)
-        hits = {"same": 0, "different": 0}
-        totals = Counter(expect for expect, _, _ in pairs)
-        for expect, stored, incoming in pairs:
-            outcome = pipeline_outcome(stored, incoming, chosen)
-            served = outcome.action == "served" if use_guard else outcome.served_without_guard
-            hits[expect] += served
-        same = hits["same"] / totals["same"] if totals["same"] else 0.0
-        different = hits["different"] / totals["different"] if totals["different"] else 0.0
-        return same, different, hits["different"]
-
+    dev_totals = Counter(expect for expect, _, _ in dev_pairs)
+    public_same = sum(expect == "same" for expect, _, _ in public_pairs)
+    rate = lambda n, total: n / total if total else 0.0  # noqa: E731
     rows = []
     for threshold in thresholds:
+        chosen = replace(base, lexical_serve_threshold=threshold)
+        dev = _served(dev_pairs, chosen)
+        public = _served(public_pairs, chosen) if public_pairs else None
         for use_guard in (True, False):
-            dev_hit, dev_false, dev_false_n = rates(dev_pairs, threshold, use_guard)
-            public = rates(public_pairs, threshold, use_guard)[0] if public_pairs else None
-            rows.append(SweepRow(threshold, use_guard, dev_hit, dev_false, dev_false_n, public))
+            false_hits = dev[("different", use_guard)]
+            rows.append(
+                SweepRow(
+                    serve_threshold=threshold,
+                    guard=use_guard,
+                    dev_hit_rate=rate(dev[("same", use_guard)], dev_totals["same"]),
+                    dev_false_hit_rate=rate(false_hits, dev_totals["different"]),
+                    dev_false_hits=false_hits,
+                    public_hit_rate=rate(public[("same", use_guard)], public_same) if public is not None else None,
+                )
+            )
     return rows
 
 
