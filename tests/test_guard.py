@@ -198,3 +198,12 @@ def test_huge_unrelated_prompts_are_refused_quickly() -> None:
     assert reason is not None and reason.startswith("texts differ too widely")
     assert guard(a, "hello") is not None
     assert time.perf_counter() - start < 2.0
+
+
+@pytest.mark.parametrize(
+    "stored, incoming",
+    [("dog bites man", "man bites dog"), ("Convert 5 USD to EUR", "Convert 5 EUR to USD"),
+     ("sort the list then filter the rows", "filter the list then sort the rows")],
+)
+def test_pure_reorders_are_refused(stored, incoming):
+    assert guard(stored, incoming).startswith("word order")

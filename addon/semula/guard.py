@@ -220,13 +220,12 @@ ONE_AS_PRONOUN_AFTER = frozenset(
 _NUMBERISH = frozenset(NUMBER_WORDS) | {"a", "an", "and"}
 
 # --- dates
-MONTHS: dict[str, int] = {}
-for _n, _name in enumerate(
-    "january february march april may june july august september october november december".split(), 1
-):
-    MONTHS[_name] = _n
-    MONTHS[_name[:3]] = _n
-MONTHS["sept"] = 9
+_MONTH_NAMES = "january february march april may june july august september october november december".split()
+MONTHS: dict[str, int] = {
+    **{name: n for n, name in enumerate(_MONTH_NAMES, 1)},
+    **{name[:3]: n for n, name in enumerate(_MONTH_NAMES, 1)},
+    "sept": 9,
+}
 # Written in lower case these are verbs; as names they need a day or a year.
 AMBIGUOUS_MONTHS = frozenset({"may", "march", "mar"})
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -276,14 +275,21 @@ _UNIT_WORDS = """
     acre = acre; hectare = hectare; calorie = calorie; kcal kilocalorie = kcal; joule = joule; psi = psi
     pascal = pascal; atm = atm; px pixel = px; dpi = dpi; fps = fps; rpm = rpm
 """
-UNITS: dict[str, str] = {}
-for _group in re.split(r"[;\n]", _UNIT_WORDS):
-    if "=" in _group:
-        _spellings, _canonical = _group.split("=")
-        for _spelling in _spellings.split():
-            for _form in {_spelling, _spelling + "s", _spelling + "es"} if len(_spelling) >= 3 else {_spelling}:
-                UNITS.setdefault(_form, _canonical.strip())
-UNITS["inches"] = "inch"
+
+
+def _unit_table(spec: str) -> dict[str, str]:
+    """"km kilometre = km; ..." -> spelling (and its plural) -> canonical unit."""
+    out: dict[str, str] = {}
+    for group in re.split(r"[;\n]", spec):
+        if "=" in group:
+            spellings, canonical = group.split("=")
+            for spelling in spellings.split():
+                for form in (spelling, spelling + "s", spelling + "es") if len(spelling) >= 3 else (spelling,):
+                    out.setdefault(form, canonical.strip())
+    return out
+
+
+UNITS = _unit_table(_UNIT_WORDS)
 # Everyday words that are units only sometimes: alone, they need the other
 # side to change a unit too (a number before them makes them units proper).
 WEAK_UNIT_WORDS = frozenset(
@@ -318,7 +324,7 @@ SENTENCE_STARTERS = frozenset(
     try take set run open close call send buy pay tell ask choose pick select insert update come
     question answer context summary note input output task instructions instruction example examples
     text passage review data document article email message story poem code query request response
-    step steps first second third next last finally lastly overall in-short bonus tip warning important
+    step steps first second third next last finally lastly overall bonus tip warning important
     """.split()
 )
 
@@ -1060,6 +1066,21 @@ def quoted_differ(d: TextDiff) -> str | None:
     return _compare("quoted", *d.changed("quote"), sep="→")
 
 
+# Words too common to carry who-did-what-to-whom when they move.
+FUNCTION_WORDS = frozenset(
+    "a an the of to in on at for by with from and or but is are was were be been it this that these those "
+    "i you we they he she me my your our their its do does did can could would should will please".split()
+)
+
+
+def word_order_differs(d: TextDiff) -> str | None:
+    """The changed words are the same words, moved: "dog bites man" vs "man bites dog" (or
+    "USD to EUR" vs "EUR to USD") score 1.0 as multisets, yet ask different things."""
+    stored, incoming = d.changed_words
+    moved = sorted(stored - FUNCTION_WORDS)
+    return f"word order: '{moved[0]}' moved" if moved and stored == incoming else None
+
+
 GUARD_CHECKS: tuple[Callable[[TextDiff], str | None], ...] = (
     dates_differ,
     numbers_differ,
@@ -1070,6 +1091,7 @@ GUARD_CHECKS: tuple[Callable[[TextDiff], str | None], ...] = (
     entities_differ,
     identifiers_differ,
     quoted_differ,
+    word_order_differs,
 )
 
 

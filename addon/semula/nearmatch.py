@@ -118,8 +118,8 @@ LONG_TEXT_CHARS = 32_768
 
 def lexical_score(a_text: str, b_text: str, scrub_patterns: Sequence[str] = ()) -> tuple[float, bool]:
     """(Dice score of the two texts' lexical words, whether both have any words)."""
-    if max(len(a_text), len(b_text)) > LONG_TEXT_CHARS and not scrub_patterns:
-        return _long_score(a_text, b_text)
+    if max(len(a_text), len(b_text)) > LONG_TEXT_CHARS:
+        return _long_score(a_text, b_text, scrub_patterns)
     a, b = _word_counts(a_text, tuple(scrub_patterns)), _word_counts(b_text, tuple(scrub_patterns))
     if not a[1] or not b[1]:
         return 0.0, False
@@ -173,7 +173,8 @@ def _space_after(text: str, pos: int) -> int:
     return min(found) + 1 if found else len(text)
 
 
-# How far from the first and last difference the long-text cuts stay.
+# How far from the first and last difference the long-text cuts stay: further
+# than any date, name, placeholder or scrub-pattern match is long.
 _CUT_MARGIN = 256
 
 
@@ -206,7 +207,7 @@ def _safe_cuts(a: str, b: str) -> tuple[int, int] | None:
     return (head, tail) if 2 * (head + tail) > max(len(a), len(b)) else None
 
 
-def _long_score(a: str, b: str) -> tuple[float, bool]:
+def _long_score(a: str, b: str, scrub_patterns: Sequence[str]) -> tuple[float, bool]:
     """The score of two long texts (normalising 1 MB twice is over budget).
 
     When they share most of their text, only the differing middles are
@@ -215,6 +216,8 @@ def _long_score(a: str, b: str) -> tuple[float, bool]:
     below 1 by a negligible amount and can never make it 1). Otherwise the
     score is estimated from lower-cased whitespace tokens (punctuation stays
     attached, which only lowers it) and kept below 1 unless the texts are equal.
+    A project scrub pattern still applies inside the middles; only a match
+    longer than the cut margin could straddle a cut.
     """
     cuts = _safe_cuts(a, b)
     if cuts is None:
@@ -222,8 +225,8 @@ def _long_score(a: str, b: str) -> tuple[float, bool]:
         score = dice(words_a, words_b)
         return (score if a == b else min(score, 0.999)), bool(words_a) and bool(words_b)
     head, tail = cuts
-    middle_a = lexical_words(a[head : len(a) - tail])
-    middle_b = lexical_words(b[head : len(b) - tail])
+    middle_a = lexical_words(a[head : len(a) - tail], scrub_patterns)
+    middle_b = lexical_words(b[head : len(b) - tail], scrub_patterns)
     shared = len(a[:head].split()) + len(a[len(a) - tail :].split())
     common = sum((Counter(middle_a) & Counter(middle_b)).values())
     total = 2 * shared + len(middle_a) + len(middle_b)
@@ -364,7 +367,9 @@ def near_match(
     floor = min(t for t in (serve_threshold, review_threshold) if t is not None) if has_words else None
     guard_reason = None
     if floor is not None and score >= floor:
-        guard_reason = guard(stored_text, incoming_text)
+        # Values the normalised fingerprint scrubs (ids, timestamps, project patterns) are not differences.
+        patterns = settings.scrub_patterns
+        guard_reason = guard(scrub_volatile(stored_text, patterns), scrub_volatile(incoming_text, patterns))
 
     reason: str | None = None
     if fuzzy_bypass_reason:

@@ -1,0 +1,930 @@
+#!/usr/bin/env python3
+"""Benchmark the lexical near-match tier: miss-path cost, FTS rebuild, write-to-findable delay,
+exact-hit cost, and the serve-threshold sweep on the request-pair corpora.
+
+    .venv/bin/python scripts/bench_lexical.py [--sizes 1000,10000,100000] [--queries 300]
+                                               [--out benchmark/results/lexical.md] [--quick]
+
+1. Per store size (one project, synthetic but varied chat requests), the miss path:
+   `cache.near` for paraphrase-like queries (a stored prompt with 1-3 words changed) and
+   unrelated prompts, and the whole miss decision (`cache.match` + fuzzy bypass + `cache.near`),
+   with a breakdown of where the time goes.
+2. The FTS rebuild time per size.
+3. Write -> findable: `cache.record(new)` then at once `cache.near(paraphrase of it)`, and again
+   after the background rebuild has finished (then the index, not the fresh scan, must find it).
+4. The exact-hit path (`cache.match`), idle and while a background rebuild runs.
+5. `nearmatch.sweep` (serve thresholds 0.80-1.00, guard on/off) and `semula eval` summaries.
+
+A script, not a test: it never asserts targets. `--quick` = sizes 1k,10k, fewer queries,
+no public corpus (a smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import itertools
+import json
+import os
+import platform
+import pstats
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "addon"))
+
+import duckdb  # noqa: E402
+
+import semula.review as review_module  # noqa: E402
+from semula.bypass import fuzzy_bypass  # noqa: E402
+from semula.cache import Cache  # noqa: E402
+from semula.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint  # noqa: E402
+from semula.evaluate import canonical_of, evaluate, load_pairs  # noqa: E402
+from semula.nearmatch import sweep, sweep_markdown  # noqa: E402
+from semula.normalise import scrub_volatile  # noqa: E402
+from semula.redact import clean_headers, redact_bytes, redact_text  # noqa: E402
+from semula.settings import ProjectSettings  # noqa: E402
+from semula.store import NewEntry, Store  # noqa: E402
+
+PROJECT = "bench"
+CORPUS = Path("/work/shared/corpus")
+if not CORPUS.is_dir():
+    CORPUS = ROOT.parent / "shared" / "corpus"
+SETTINGS = ProjectSettings()
+
+# --- a synthetic, varied workload ---------------------------------------------------------------
+
+NOUNS = """
+account address agent algorithm analysis answer apartment application approach area argument article
+assistant audience author backup balance bank battery benefit bill book border branch budget bug
+building business cable calendar campaign candidate capacity car card career case category cause
+century chapter character chart check child choice city claim class client climate clinic cluster
+code colleague column comment committee community company comparison component computer concept
+condition conference connection contract control cost council country course court customer
+dashboard data database date deadline decision delivery department deployment description design
+detail developer device diagram diet difference dinner director discount disease document domain
+draft driver economy editor education effect election email employee energy engine engineer error
+estimate event evidence example exercise experience experiment factor family feature feedback field
+figure file film finance flight folder food forecast format framework friend function fund game
+garden goal government grade graph group growth guide habit hardware health history holiday hospital
+hotel house idea image impact incident income index industry input insurance interface interview
+invoice issue item job journey key kitchen knowledge label language laptop law layer leader lesson
+letter level library license limit link list loan location lunch machine manager map market meeting
+member memory menu message method metric model module month mortgage movie museum network newsletter
+node note number object office option order organization outcome output owner package page paper
+parent partner password patient payment performance period permission person phone photo plan
+platform player policy portfolio position post price priority problem process product profile
+program project proposal protocol provider purchase quality query question queue quote rate recipe
+record region release report request research resource response restaurant result review risk role
+route rule salary sample schedule school score screen script season section security sensor server
+service session setting share shipment signal skill software solution source speech sprint staff
+stage standard statement station status step stock storage store story strategy stream student
+study subject subscription summary supplier support survey system table target task team teacher
+template tenant test theme thread ticket timeline title tool topic town traffic training transaction
+trip update upgrade user value vendor version video village visitor volume warehouse weather website
+week window worker workflow workshop year
+""".split()
+
+VERBS = """
+accept add adjust allow analyse approve arrange assess assign avoid build calculate cancel change
+check choose clean collect compare compile complete configure confirm connect contain convert copy
+create debug decide define delete deliver deploy describe design detect develop discuss display
+download draft edit enable estimate evaluate explain export extract filter find fix follow forecast
+format generate handle highlight identify ignore implement import improve include increase install
+investigate join keep launch list load maintain manage measure merge migrate monitor move negotiate
+notify open optimise organise outline parse plan prepare present prevent print prioritise process
+protect publish rank read receive recommend reduce refactor register reject release remove rename
+repair replace report request reschedule resolve restore review rewrite run save scan schedule select
+send share simplify sort split start store submit suggest summarise support test track train
+transfer translate update upgrade upload validate verify visit write
+""".split()
+
+ADJECTIVES = """
+accurate active annual anonymous automatic available average basic brief broken busy careful cheap
+clean clear cold common complete complex concise confidential consistent critical current daily
+dark default detailed different difficult digital direct due early easy efficient empty encrypted
+entire essential exact existing expensive external fair familiar fast final financial flexible
+formal free fresh friendly full general global good great green healthy heavy helpful hidden high
+historical important internal large late legal light likely local long low main major manual
+medical minor missing mobile modern monthly narrow natural necessary negative new normal obvious
+official old online open optional original overdue personal physical polite popular positive
+possible practical precise previous primary private professional public quick quiet rare raw ready
+real recent regional regular relevant remote reliable safe secure senior separate serious shared
+short simple single slow small smart social special stable standard strict strong successful
+suitable technical temporary tight typical unique unusual urgent useful valid visual warm weekly
+whole wide wrong yearly young
+""".split()
+
+ADVERBS = """
+quickly carefully clearly briefly usually often rarely always never already recently currently
+properly exactly slightly mostly fully partly simply directly manually automatically regularly
+""".split()
+
+FUNCTION_WORDS = """
+the the the a a an of of to to in in and and for for on with by from at as that this these those
+is are was be it its their our your my we you they i can could should would will may not or but
+""".split()
+
+SYLLABLES_A = "bar cor dal fen gri hol ket lum mor nav pel quin ros sal tor vel wyn zor bel cas dor".split()
+SYLLABLES_B = "a e i o u ia io ea".split()
+SYLLABLES_C = "ton ville ford mark berg dale sen ria nix tek via lo ra mont son ley well".split()
+
+CITIES = "Berlin Lisbon Hyderabad Toronto Nairobi Osaka Lima Oslo Austin Krakow Seoul Dublin".split()
+LANGUAGES = "French German Spanish Italian Portuguese Japanese Dutch Polish Korean Hindi".split()
+
+
+def inflect(rng: random.Random, word: str, kind: str) -> str:
+    if kind == "noun" and rng.random() < 0.3:
+        return word + ("es" if word.endswith(("s", "x", "ch", "sh")) else "s")
+    if kind == "verb":
+        r = rng.random()
+        if r < 0.2:
+            return word + ("d" if word.endswith("e") else "ed")
+        if r < 0.35:
+            return (word[:-1] if word.endswith("e") else word) + "ing"
+        if r < 0.5:
+            return word + ("es" if word.endswith(("s", "x", "ch", "sh")) else "s")
+    return word
+
+
+class Vocabulary:
+    """~3k words: real nouns/verbs/adjectives with their inflections plus made-up names."""
+
+    def __init__(self, seed: int = 7):
+        rng = random.Random(seed)
+        names = {a + b + c for a in SYLLABLES_A for b in SYLLABLES_B for c in SYLLABLES_C}
+        self.names = sorted(names)
+        rng.shuffle(self.names)
+        self.names = self.names[:1500]
+        # Zipf-like weights: a few words are common in every prompt, most are rare.
+        self.lists = {}
+        for kind, words in (("noun", NOUNS), ("verb", VERBS), ("adj", ADJECTIVES), ("name", self.names)):
+            shuffled = list(words)
+            rng.shuffle(shuffled)
+            weights = [1.0 / (rank + 1) ** 1.0 for rank in range(len(shuffled))]
+            self.lists[kind] = (shuffled, list(itertools.accumulate(weights)))
+        self.size = len(
+            {*NOUNS, *(n + "s" for n in NOUNS), *VERBS, *(v + "ed" for v in VERBS), *(v + "ing" for v in VERBS),
+             *ADJECTIVES, *ADVERBS, *self.names}
+        )
+
+    def pick(self, rng: random.Random, kind: str) -> str:
+        words, cum_weights = self.lists[kind]
+        word = rng.choices(words, cum_weights=cum_weights)[0]
+        return inflect(rng, word, kind)
+
+    def any_word(self, rng: random.Random) -> str:
+        kind = rng.choice(("noun", "noun", "verb", "adj", "name"))
+        return self.pick(rng, kind)
+
+
+SENTENCES = (
+    "The {adj} {noun} {verb} the {noun} of the {name} {noun}.",
+    "Our {noun} {verb} {adv} when the {noun} is {adj}.",
+    "We {verb} {num} {noun}s for the {adj} {noun} in {city}.",
+    "{name} said the {noun} was {adj} and the {noun} {verb} too late.",
+    "Please keep the {noun} {adj}, because the {name} {noun} {verb} it every {noun}.",
+    "The {noun} from {name} {verb} {num} {adj} {noun}s last {noun}.",
+    "It should not {verb} the {adj} {noun} or the {noun}.",
+    "I think the {noun} {verb} the {adj} {noun} better than the {noun} does.",
+)
+
+TEMPLATES = (
+    "Summarize the following notes about the {noun} {noun} for a {adj} {noun} in {num} sentences. {filler}",
+    "Write a {adj} email to the {name} team explaining why the {noun} {verb} the {noun}. {filler}",
+    "Can you explain how a {noun} {verb} the {noun} when the {noun} is {adj}? {filler}",
+    "Translate this paragraph into {lang}: {filler}",
+    "Give me {num} ideas for a {adj} {noun} that {verb} our {noun}. Context: {filler}",
+    "Review this {noun} and suggest how to {verb} the {adj} {noun}. {filler}",
+    "What is the difference between a {noun} and a {adj} {noun} in {name}? {filler}",
+    "Rewrite the text below so that it sounds more {adj}. {filler}",
+    "I am planning a trip to {city} with my {noun}. {filler} What should we {verb} first?",
+    "Classify this customer message as positive, negative or neutral. {filler}",
+    "Extract every {noun}, {noun} and date from this text. {filler}",
+    "Draft a {adj} {noun} for the {name} {noun} meeting on {city} {noun}. {filler}",
+    "Help me {verb} the {noun} in our {name} {noun}; {filler}",
+    "List the risks of the {adj} {noun} and how to {verb} them. {filler}",
+)
+
+
+def fill(template: str, vocab: Vocabulary, rng: random.Random) -> str:
+    out = []
+    for part in template.split("{"):
+        if "}" not in part:
+            out.append(part)
+            continue
+        slot, rest = part.split("}", 1)
+        value = {
+            "noun": lambda: vocab.pick(rng, "noun"), "verb": lambda: vocab.pick(rng, "verb"),
+            "adj": lambda: vocab.pick(rng, "adj"), "name": lambda: vocab.pick(rng, "name").capitalize(),
+            "adv": lambda: rng.choice(ADVERBS), "num": lambda: str(rng.choice((2, 3, 4, 5, 10, 12, 25))),
+            "city": lambda: rng.choice(CITIES), "lang": lambda: rng.choice(LANGUAGES),
+            "filler": lambda: "",
+        }[slot]()
+        out.append(value + rest)
+    return "".join(out)
+
+
+def make_prompt(vocab: Vocabulary, rng: random.Random) -> str:
+    """A chat prompt of ~20-60 words: an instruction template plus 1-5 filler sentences."""
+    target = rng.randint(20, 60)
+    template = rng.choice(TEMPLATES)
+    head = fill(template.replace(" {filler}", "").replace("{filler}", ""), vocab, rng)
+    sentences: list[str] = []
+    count = len(head.split())
+    while count < target:
+        sentence = fill(rng.choice(SENTENCES), vocab, rng)
+        sentences.append(sentence)
+        count += len(sentence.split())
+    filler = " ".join(sentences)
+    if "{filler}" in template:
+        prefix, suffix = template.split("{filler}", 1)
+        return (fill(prefix, vocab, rng) + filler + fill(suffix, vocab, rng)).strip()
+    return (head + " " + filler).strip()
+
+
+def paraphrase(prompt: str, vocab: Vocabulary, rng: random.Random) -> tuple[str, int]:
+    """The prompt with 1-3 words replaced, dropped or inserted."""
+    words = prompt.split()
+    changes = rng.randint(1, 3)
+    for _ in range(changes):
+        i = rng.randrange(len(words))
+        op = rng.random()
+        if op < 0.6:
+            words[i] = vocab.any_word(rng)
+        elif op < 0.8 and len(words) > 5:
+            del words[i]
+        else:
+            words.insert(i, rng.choice(("really", "please", "also", "just", vocab.any_word(rng))))
+    return " ".join(words), changes
+
+
+SYSTEM_PROMPTS = (
+    "You are a helpful assistant.",
+    "You are a concise assistant for an operations team. Answer in plain text.",
+)
+
+
+def request_body(prompt: str, variant: int) -> dict[str, Any]:
+    return {
+        "model": ("gpt-4o-mini", "gpt-4o")[variant % 2],
+        "messages": [{"role": "system", "content": SYSTEM_PROMPTS[variant % 2]}, {"role": "user", "content": prompt}],
+        "temperature": 0,
+    }
+
+
+def canonical_for(prompt: str, variant: int) -> CanonicalRequest:
+    return canonical_of({"provider": "openai", "path": "/v1/chat/completions", "body": request_body(prompt, variant)})
+
+
+def answer_body(i: int) -> bytes:
+    return json.dumps({
+        "id": f"chatcmpl-bench{i:07d}", "object": "chat.completion", "created": 1_700_000_000 + i,
+        "model": "gpt-4o-mini", "choices": [{"index": 0, "finish_reason": "stop",
+                                              "message": {"role": "assistant", "content": f"synthetic answer #{i}"}}],
+        "usage": {"prompt_tokens": 60, "completion_tokens": 5, "total_tokens": 65},
+    }).encode()
+
+
+HEADERS = [("content-type", "application/json")]
+
+
+def new_entry(canonical: CanonicalRequest, i: int) -> NewEntry:
+    """What the addon records for this request (addon.py builds NewEntry the same way)."""
+    fps = SETTINGS.fingerprint_inputs
+    return NewEntry(
+        PROJECT, canonical.provider, "api.openai.com", canonical.method, canonical.endpoint, canonical.model,
+        request_fingerprint(canonical), normalised_fingerprint(canonical, *fps), canonical.to_json(),
+        redact_text(scrub_volatile(canonical.last_text(), SETTINGS.scrub_patterns)), 200, clean_headers(HEADERS),
+        redact_bytes(answer_body(i)), False, 60, 5, 250.0 + i % 100,
+    )
+
+
+# --- seeding --------------------------------------------------------------------------------------
+
+COLUMNS = ("project", "request_fp", "provider", "host", "method", "endpoint", "model", "normalised_fp", "canonical",
+           "last_text", "status", "headers", "body", "streamed", "prompt_tokens", "completion_tokens",
+           "upstream_ms", "created_at", "updated_at")
+
+
+def row_of(new: NewEntry, now: datetime) -> tuple:
+    """Exactly the values Store.upsert_entry writes for a new entry."""
+    return (new.project, new.request_fp, new.provider, new.host, new.method, new.endpoint, new.model,
+            new.normalised_fp, json.dumps(new.canonical, ensure_ascii=False), new.last_text, new.status,
+            json.dumps(new.headers, ensure_ascii=False), new.body, new.streamed, new.prompt_tokens,
+            new.completion_tokens, new.upstream_ms, now, now)
+
+
+def bulk_insert(store: Store, entries: list[NewEntry]) -> None:
+    import pyarrow as pa
+
+    now = datetime.now(UTC).replace(tzinfo=None)
+    cols = list(zip(*(row_of(e, now) for e in entries)))
+    types = {"status": pa.int32(), "body": pa.binary(), "streamed": pa.bool_(), "prompt_tokens": pa.int64(),
+             "completion_tokens": pa.int64(), "upstream_ms": pa.float64(), "created_at": pa.timestamp("us"),
+             "updated_at": pa.timestamp("us")}
+    table = pa.table({name: pa.array(list(values), types.get(name, pa.string())) for name, values in zip(COLUMNS, cols)})
+    store.con.register("bench_seed", table)
+    with store.transaction() as con:
+        con.execute(f"INSERT INTO entries ({', '.join(COLUMNS)}) SELECT {', '.join(COLUMNS)} FROM bench_seed")
+    store.con.unregister("bench_seed")
+
+
+def check_bulk_equals_record(entries: list[NewEntry]) -> str:
+    """The bulk rows must equal what cache.record writes (all columns but id and timestamps)."""
+    cols = ", ".join(c for c in COLUMNS if c not in ("created_at", "updated_at"))
+    out = []
+    for how in ("record", "bulk"):
+        with tempfile.TemporaryDirectory(prefix="semula-bench-check-") as tmp:
+            store = Store.open(tmp)
+            try:
+                if how == "record":
+                    cache = Cache(store)
+                    for e in entries:
+                        cache.record(e)
+                    wait_for_index(cache)
+                else:
+                    bulk_insert(store, entries)
+                out.append(store.con.execute(f"SELECT {cols} FROM entries ORDER BY id").fetchall())
+            finally:
+                store.close()
+    if out[0] != out[1]:
+        raise RuntimeError("bulk-inserted rows differ from the rows cache.record writes")
+    return f"checked: {len(entries)} bulk rows equal the rows `cache.record` writes (all columns but timestamps)"
+
+
+def wait_for_index(cache: Cache, timeout: float = 600.0) -> float:
+    """Wait until no rebuild runs and the index is current; returns the seconds waited."""
+    started = time.perf_counter()
+    lexical = cache.lexical
+    while time.perf_counter() - started < timeout:
+        with lexical._lock:
+            idle = lexical._built and not lexical._building and not lexical._stale
+        if idle:
+            return time.perf_counter() - started
+        time.sleep(0.005)
+    raise RuntimeError("the FTS index did not become current")
+
+
+def rebuilding(cache: Cache) -> bool:
+    with cache.lexical._lock:
+        return cache.lexical._building
+
+
+# --- measuring ------------------------------------------------------------------------------------
+
+
+def pct(values: list[float], p: float) -> float:
+    """Nearest-rank percentile."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    k = max(0, min(len(ordered) - 1, int(round(p / 100 * len(ordered) + 0.5)) - 1))
+    return ordered[k]
+
+
+class Breakdown:
+    """Wraps the miss path's steps with timers (the overhead is ~1 µs a call)."""
+
+    STEPS = ("propose", "canonicals_by_ids", "paired_entries", "near_match", "add_candidate")
+
+    def __init__(self, cache: Cache):
+        self.cache = cache
+        self.times: dict[str, float] = Counter()
+        self.calls: dict[str, int] = Counter()
+        self.last_proposed: list[int] = []
+        self._originals: list[tuple[Any, str, Any]] = []
+
+    def _wrap(self, owner: Any, attr: str, name: str, keep: Callable[[Any], None] | None = None) -> None:
+        original = getattr(owner, attr)
+
+        def timed(*a: Any, **k: Any) -> Any:
+            started = time.perf_counter()
+            result = original(*a, **k)
+            self.times[name] += time.perf_counter() - started
+            self.calls[name] += 1
+            if keep:
+                keep(result)
+            return result
+
+        self._originals.append((owner, attr, original))
+        setattr(owner, attr, timed)
+
+    def install(self) -> Breakdown:
+        self._wrap(self.cache.lexical, "propose", "propose", lambda r: setattr(self, "last_proposed", list(r)))
+        self._wrap(self.cache.store, "canonicals_by_ids", "canonicals_by_ids")
+        self._wrap(self.cache.store, "paired_entries", "paired_entries")
+        self._wrap(self.cache.store, "add_candidate", "add_candidate")
+        self._wrap(review_module, "near_match", "near_match")
+        return self
+
+    def uninstall(self) -> None:
+        for owner, attr, original in reversed(self._originals):
+            if owner is review_module:
+                setattr(owner, attr, original)
+            else:
+                delattr(owner, attr)  # instance attribute shadowing the method
+        self._originals.clear()
+
+    def reset(self) -> None:
+        self.times.clear()
+        self.calls.clear()
+
+
+def bm25_only_ms(cache: Cache, texts: list[str]) -> list[float]:
+    """The FTS query alone (LexicalIndex's SQL), per text."""
+    from semula.lexical import BM25_SQL, MAX_QUERY_CHARS, PROPOSALS
+
+    out = []
+    for text in texts:
+        started = time.perf_counter()
+        cache.store.con.execute(BM25_SQL, [text[:MAX_QUERY_CHARS], PROJECT, PROPOSALS]).fetchall()
+        out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def miss_decision(cache: Cache, canonical: CanonicalRequest) -> tuple[float, float, float, str]:
+    """(match ms, near ms, whole miss decision ms, outcome) as the addon decides a miss."""
+    fps = SETTINGS.fingerprint_inputs
+    request_fp = request_fingerprint(canonical)
+    normalised_fp = normalised_fingerprint(canonical, *fps)
+    t0 = time.perf_counter()
+    match = cache.match(PROJECT, request_fp, normalised_fp)
+    t1 = time.perf_counter()
+    if match is not None:
+        return (t1 - t0) * 1000, 0.0, (t1 - t0) * 1000, f"served ({match.tier})"
+    bypass = fuzzy_bypass(canonical, SETTINGS)
+    t2 = time.perf_counter()
+    near = cache.near(PROJECT, canonical, request_fp, normalised_fp, SETTINGS, bypass.reason if bypass else None)
+    t3 = time.perf_counter()
+    outcome = "served (lexical)" if near.served else "review" if near.queued else "miss"
+    return (t1 - t0) * 1000, (t3 - t2) * 1000, (t3 - t0) * 1000, outcome
+
+
+def fmt(x: float, digits: int = 2) -> str:
+    return f"{x:.{digits}f}"
+
+
+def table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def profile_near(cache: Cache, queries: list[CanonicalRequest], limit: int = 18) -> str:
+    fps = SETTINGS.fingerprint_inputs
+    prepared = [(q, request_fingerprint(q), normalised_fingerprint(q, *fps)) for q in queries]
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for q, rfp, nfp in prepared:
+        cache.near(PROJECT, q, rfp, nfp, SETTINGS)
+    profiler.disable()
+    buf = io.StringIO()
+    pstats.Stats(profiler, stream=buf).sort_stats("cumulative").print_stats(limit)
+    lines = [ln for ln in buf.getvalue().splitlines() if ln.strip()]
+    start = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("ncalls")), 0)
+    return "\n".join(lines[start - 1 if start else 0:])
+
+
+# --- per size -------------------------------------------------------------------------------------
+
+
+def run_size(size: int, prompts: list[str], entries: list[NewEntry], vocab: Vocabulary, n_queries: int,
+             fresh_trials: int, log: Callable[[str], None], do_profile: bool) -> dict[str, Any]:
+    result: dict[str, Any] = {"size": size}
+    rng = random.Random(1000 + size)
+    with tempfile.TemporaryDirectory(prefix=f"semula-bench-lex-{size}-") as tmp:
+        store = Store.open(tmp)
+        try:
+            t = time.perf_counter()
+            bulk_insert(store, entries[:size])
+            result["seed_s"] = time.perf_counter() - t
+            id_of = dict(store.con.execute("SELECT request_fp, id FROM entries").fetchall())
+            t = time.perf_counter()
+            cache = Cache(store)  # reload() starts the first FTS build on a background thread
+            result["cache_open_s"] = time.perf_counter() - t
+            waited = wait_for_index(cache)
+            result["first_build_s"] = cache.lexical.last_build_seconds
+            result["first_build_waited_s"] = waited
+            # A second, synchronous rebuild (the steady-state cost of every rebuild).
+            with cache.lexical._lock:
+                cache.lexical._stale = True
+            t = time.perf_counter()
+            cache.lexical.maybe_rebuild(wait=True)
+            result["rebuild_s"] = time.perf_counter() - t
+            result["rebuild_reported_s"] = cache.lexical.last_build_seconds
+            result["fts_terms"] = store.con.execute("SELECT count(*) FROM fts_main_entries.terms").fetchone()[0]
+            result["fts_dict"] = store.con.execute("SELECT count(*) FROM fts_main_entries.dict").fetchone()[0]
+            log(f"  {size}: seeded {result['seed_s']:.1f}s, Cache() {result['cache_open_s']:.1f}s, "
+                f"build {result['first_build_s']:.2f}s, rebuild {result['rebuild_s']:.2f}s")
+
+            # Queries: paraphrases of stored prompts, and unrelated prompts.
+            n_para = round(n_queries * 2 / 3)
+            n_unrel = n_queries - n_para
+            sources = rng.sample(range(size), n_para + 10)
+            para = []
+            for i in sources:
+                text, changes = paraphrase(prompts[i], vocab, rng)
+                para.append((i, canonical_for(text, i), changes))
+            unrelated = [canonical_for(make_prompt(vocab, random.Random(10_000_000 + size * 1000 + k)), k)
+                         for k in range(n_unrel + 5)]
+            warm = [q for _, q, _ in para[:10]] + unrelated[:5]
+            para, unrelated = para[10:], unrelated[5:]
+            for q in warm:
+                miss_decision(cache, q)
+
+            breakdown = Breakdown(cache).install()
+            timings: dict[str, dict[str, list[float]]] = {k: {"match": [], "near": [], "miss": []}
+                                                           for k in ("paraphrase", "unrelated")}
+            outcomes: dict[str, Counter] = {"paraphrase": Counter(), "unrelated": Counter()}
+            proposed_source = 0
+            step_per_kind: dict[str, dict[str, float]] = {}
+            order = [("paraphrase", x) for x in para] + [("unrelated", (None, q, 0)) for q in unrelated]
+            random.Random(size).shuffle(order)
+            steps: dict[str, Counter] = {"paraphrase": Counter(), "unrelated": Counter()}
+            for kind, (source, q, _) in order:
+                before = dict(breakdown.times)
+                m, n, whole, outcome = miss_decision(cache, q)
+                for step, v in breakdown.times.items():
+                    steps[kind][step] += v - before.get(step, 0.0)
+                timings[kind]["match"].append(m)
+                timings[kind]["near"].append(n)
+                timings[kind]["miss"].append(whole)
+                outcomes[kind][outcome] += 1
+                if source is not None and id_of[entries[source].request_fp] in breakdown.last_proposed:
+                    proposed_source += 1
+            breakdown.uninstall()
+            for kind in steps:
+                count = len(timings[kind]["near"])
+                step_per_kind[kind] = {s: steps[kind][s] * 1000 / count for s in Breakdown.STEPS if s in steps[kind]}
+            result["timings"] = timings
+            result["outcomes"] = outcomes
+            result["steps"] = step_per_kind
+            result["source_recall"] = proposed_source / len(para)
+            result["n_para"], result["n_unrel"] = len(para), len(unrelated)
+            texts = [q.last_user_text() for _, q, _ in para[:100]] + [q.last_user_text() for q in unrelated[:50]]
+            result["bm25_ms"] = bm25_only_ms(cache, texts)
+            log(f"  {size}: near p50 paraphrase {pct(timings['paraphrase']['near'], 50):.2f} ms, "
+                f"unrelated {pct(timings['unrelated']['near'], 50):.2f} ms; source proposed {result['source_recall']:.3f}")
+            if do_profile:
+                result["profile"] = profile_near(cache, [q for _, q, _ in para[:60]] + unrelated[:30])
+
+            # Exact hits (idle index).
+            ids = rng.sample(range(size), min(size, 5000))
+            fps = [(entries[i].request_fp, entries[i].normalised_fp) for i in ids]
+            exact = []
+            for rfp, nfp in fps:
+                t = time.perf_counter_ns()
+                hit = cache.match(PROJECT, rfp, nfp)
+                exact.append((time.perf_counter_ns() - t) / 1e6)
+                assert hit is not None and hit.tier == "exact"
+            result["exact_ms"] = exact
+
+            # Write -> findable.
+            if fresh_trials:
+                result["fresh"] = fresh_findable(cache, vocab, rng, size, fresh_trials, fps, log)
+        finally:
+            store.close()
+    return result
+
+
+def fresh_findable(cache: Cache, vocab: Vocabulary, rng: random.Random, size: int, trials: int,
+                   fps: list[tuple[str, str]], log: Callable[[str], None]) -> dict[str, Any]:
+    out: dict[str, Any] = {"trials": []}
+    breakdown = Breakdown(cache).install()
+    busy_near: list[float] = []
+    busy_exact: list[float] = []
+    try:
+        for trial in range(trials):
+            wait_for_index(cache)
+            time.sleep(1.1)  # past REBUILD_MIN_SECONDS, so the write starts a background rebuild
+            k = 50_000_000 + size + trial
+            prompt = make_prompt(vocab, random.Random(k))
+            canonical = canonical_for(prompt, k)
+            t = time.perf_counter()
+            entry_id = cache.record(new_entry(canonical, k))
+            written = time.perf_counter()
+            record_ms = (written - t) * 1000
+            # Immediately: a paraphrase of it (a new request each poll).
+            polls, found_ms, served = 0, None, None
+            while polls < 200:
+                text, _ = paraphrase(prompt, vocab, rng)
+                _, near_ms, _, outcome = miss_decision(cache, canonical_for(text, k))
+                polls += 1
+                if entry_id in breakdown.last_proposed:
+                    found_ms = (time.perf_counter() - written) * 1000
+                    served = outcome
+                    break
+            rebuild_running = rebuilding(cache)
+            # While the background rebuild runs: unrelated misses and exact hits.
+            while rebuilding(cache):
+                q = canonical_for(make_prompt(vocab, rng), rng.randrange(10**9))
+                busy_near.append(miss_decision(cache, q)[1])
+                for rfp, nfp in rng.sample(fps, 20):
+                    t = time.perf_counter_ns()
+                    cache.match(PROJECT, rfp, nfp)
+                    busy_exact.append((time.perf_counter_ns() - t) / 1e6)
+            wait_for_index(cache)
+            indexed_after_s = time.perf_counter() - written
+            with cache.lexical._lock:
+                still_fresh = entry_id in cache.lexical._fresh
+            text, _ = paraphrase(prompt, vocab, rng)
+            miss_decision(cache, canonical_for(text, k))
+            found_by_index = entry_id in breakdown.last_proposed and not still_fresh
+            out["trials"].append({
+                "record_ms": record_ms, "polls": polls, "found_ms": found_ms, "first_outcome": served,
+                "near_ms_first": near_ms, "rebuild_running_at_first_query": rebuild_running,
+                "indexed_after_s": indexed_after_s, "found_after_rebuild": found_by_index,
+            })
+            log(f"  {size}: fresh trial {trial + 1}: record {record_ms:.1f} ms, found after {polls} poll(s) "
+                f"({found_ms:.1f} ms), index current after {indexed_after_s:.2f} s, found by index: {found_by_index}")
+        # A write within REBUILD_MIN_SECONDS of the last build: is a rebuild still scheduled?
+        wait_for_index(cache)
+        k = 60_000_000 + size
+        prompt = make_prompt(vocab, random.Random(k))
+        entry_id = cache.record(new_entry(canonical_for(prompt, k), k))
+        t = time.perf_counter()
+        time.sleep(3.0 + (cache.lexical.last_build_seconds or 0) * 2)
+        with cache.lexical._lock:
+            out["quick_write"] = {
+                "stale": cache.lexical._stale, "building": cache.lexical._building,
+                "in_fresh": entry_id in cache.lexical._fresh, "waited_s": time.perf_counter() - t,
+            }
+        text, _ = paraphrase(prompt, vocab, rng)
+        miss_decision(cache, canonical_for(text, k))
+        out["quick_write"]["found"] = entry_id in breakdown.last_proposed
+    finally:
+        breakdown.uninstall()
+    out["busy_near_ms"] = busy_near
+    out["busy_exact_ms"] = busy_exact
+    return out
+
+
+# --- corpora --------------------------------------------------------------------------------------
+
+
+def corpus_pairs(path: Path) -> list[tuple[str, CanonicalRequest, CanonicalRequest]]:
+    return [(p["expect"], canonical_of(p["stored"]), canonical_of(p["incoming"])) for p in load_pairs(path)]
+
+
+def eval_row(name: str, label: str, summary: dict[str, Any]) -> list[Any]:
+    def r(x: Any) -> str:
+        return "-" if x is None else f"{x:.3f}"
+    parity = summary.get("by_id_parity", {})
+    odd, even = parity.get("odd_ids", {}), parity.get("even_ids", {})
+    return [name, label, summary["pairs"], r(summary["hit_rate"]), r(summary["false_hit_rate"]),
+            r(summary["review_recall"]), summary["different_queued"],
+            f"{r(odd.get('hit_rate'))} / {r(even.get('hit_rate'))}",
+            f"{r(odd.get('false_hit_rate'))} / {r(even.get('false_hit_rate'))}"]
+
+
+def category_table(summary: dict[str, Any]) -> str:
+    rows = []
+    for cat, g in summary["by_category"].items():
+        tiers = ", ".join(f"{k} {v}" for k, v in sorted(g["served_by_tier"].items())) or "-"
+        rows.append([cat, g["n"], g["served"], tiers, g["review"], g["miss"]])
+    return table(["category", "n", "served", "served by tier", "review", "miss"], rows)
+
+
+# --- report ---------------------------------------------------------------------------------------
+
+
+def machine() -> list[list[str]]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return [
+        ["CPU", cpu], ["cores", f"{os.cpu_count()} logical ({usable} usable by this process)"],
+        ["OS", f"{platform.system()} {platform.release()}"], ["Python", platform.python_version()],
+        ["duckdb", duckdb.__version__], ["date", datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")],
+        ["load average at start", " ".join(f"{x:.2f}" for x in os.getloadavg())],
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--fresh-trials", type=int, default=4)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmark" / "results" / "lexical.md")
+    parser.add_argument("--quick", action="store_true", help="1k,10k only, fewer queries, no public corpus")
+    parser.add_argument("--no-corpus", action="store_true", help="skip the sweep and the eval summaries")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    queries, fresh_trials = args.queries, args.fresh_trials
+    if args.quick:
+        sizes = [s for s in sizes if s <= 10_000] or [1000, 10_000]
+        queries, fresh_trials = min(queries, 90), min(fresh_trials, 2)
+    machine_rows = machine()
+    started_all = time.perf_counter()
+
+    def log(msg: str) -> None:
+        print(f"[{time.perf_counter() - started_all:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+    vocab = Vocabulary()
+    gen_started = time.perf_counter()
+    n = max(sizes)
+    prompts = [make_prompt(vocab, random.Random(i)) for i in range(n)]
+    entries = [new_entry(canonical_for(p, i), i) for i, p in enumerate(prompts)]
+    lengths = [len(p.split()) for p in prompts]
+    distinct = len({w.lower().strip(".,;:?!") for p in prompts[:20000] for w in p.split()})
+    dup = n - len({e.request_fp for e in entries})
+    gen_s = time.perf_counter() - gen_started
+    log(f"generated {n} requests in {gen_s:.1f}s (words/prompt median {statistics.median(lengths)}, {distinct} distinct words)")
+    check = check_bulk_equals_record(entries[:3])
+    log(check)
+
+    results = []
+    for size in sizes:
+        results.append(run_size(size, prompts, entries, vocab, queries, fresh_trials if size >= 10_000 else 0, log,
+                                do_profile=size == max(sizes)))
+
+    sweep_md = eval_md = eval_categories = None
+    corpus_s = 0.0
+    if not args.no_corpus:
+        t = time.perf_counter()
+        dev_path = CORPUS / "dev-pairs.jsonl"
+        public_path = CORPUS / "public-paraphrase-pairs.jsonl"
+        dev = corpus_pairs(dev_path)
+        public = [] if args.quick else corpus_pairs(public_path)
+        sweep_md = sweep_markdown(sweep(dev, public))
+        log("sweep done")
+        rows = []
+        eval_categories = {}
+        for path in ([dev_path] if args.quick else [dev_path, public_path]):
+            for label, overrides in (("defaults (serve 1.0)", None), ("lexical_serve_threshold=0.9", {"lexical_serve_threshold": 0.9})):
+                summary = evaluate(path, overrides)
+                rows.append(eval_row(path.name, label, summary))
+                if path == dev_path:
+                    eval_categories[label] = category_table(summary)
+                log(f"eval {path.name} {label}: hit {summary['hit_rate']}, false hit {summary['false_hit_rate']}")
+        eval_md = table(["corpus", "settings", "pairs", "hit rate", "false-hit rate", "review recall",
+                         "different queued", "hit rate odd / even ids", "false-hit odd / even ids"], rows)
+        corpus_s = time.perf_counter() - t
+
+    total_s = time.perf_counter() - started_all
+    text = render(args, sizes, queries, machine_rows, results, check, gen_s, lengths, distinct, dup, vocab,
+                  sweep_md, eval_md, eval_categories, corpus_s, total_s)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text, encoding="utf-8")
+    log(f"wrote {args.out} (total {total_s:.0f}s)")
+
+
+def render(args: argparse.Namespace, sizes: list[int], queries: int, machine_rows: list[list[str]],
+           results: list[dict[str, Any]], check: str, gen_s: float, lengths: list[int], distinct: int, dup: int,
+           vocab: Vocabulary, sweep_md: str | None, eval_md: str | None, eval_categories: dict[str, str] | None,
+           corpus_s: float, total_s: float) -> str:
+    cmd = "scripts/bench_lexical.py " + " ".join(a for a in sys.argv[1:])
+    out = [
+        "# Lexical tier benchmark: miss-path cost, FTS rebuild, write-to-findable, sweep",
+        "",
+        f"Generated by `{cmd.strip()}` in {total_s:.0f} s. A script, not a test: nothing here is asserted.",
+        "",
+        "## Machine",
+        "",
+        table(["", ""], machine_rows).replace("|---|---:|", "|---|---|"),
+        "",
+        "The machine is shared (other sessions run builds and tests on the same 2 cores), so tails are noisy.",
+        "",
+        "## Method",
+        "",
+        f"- **Store**: one project (`{PROJECT}`) in a fresh temporary store per size ({', '.join(f'{s:,}' for s in sizes)} "
+        f"entries). Requests are OpenAI chat completions (system prompt + one user message, `temperature: 0`), "
+        f"canonicalised with semula's own adapter (`evaluate.canonical_of`). User prompts are generated: 14 "
+        f"instruction templates plus 1-5 filler sentences from 8 sentence patterns, words drawn Zipf-like from "
+        f"~{vocab.size:,} word forms (real nouns/verbs/adjectives with inflections, made-up names); "
+        f"{min(lengths)}-{max(lengths)} words, median {statistics.median(lengths):.0f}; {distinct:,} distinct "
+        f"words in the first 20k prompts; {dup} duplicate requests. Generation took {gen_s:.1f} s.",
+        f"- **Seeding**: rows are bulk-inserted into `entries` with exactly the values `Store.upsert_entry` writes "
+        f"for the `NewEntry` the addon builds ({check}); then a fresh `Cache(store)` loads the index and starts the FTS "
+        "build on its background thread; timing starts when the index is current.",
+        f"- **Queries** ({queries} per size, shuffled, after 15 warm-up queries): 2/3 paraphrase-like (a stored "
+        "prompt with 1-3 words replaced, dropped or inserted: a new request, so the certain tiers miss), 1/3 "
+        "unrelated new prompts from the same generator. Each is decided as the addon decides a miss: "
+        "`cache.match` → `fuzzy_bypass` → `cache.near(...)` at default settings (serve threshold 1.0, review "
+        "0.6), so near-misses get queued for review (a DuckDB write) as in production. "
+        "`near_ms` = `cache.near`; `miss_ms` = match + bypass + near (fingerprints computed before, not timed). "
+        "Percentiles are nearest-rank.",
+        "- **Breakdown**: the steps of `ReviewQueue.search` are wrapped with timers (`lexical.propose`, "
+        "`store.canonicals_by_ids`, `store.paired_entries`, `nearmatch.near_match`, `store.add_candidate`); "
+        "`BM25 SQL` is `lexical.BM25_SQL` run alone on 150 of the query texts.",
+        "- **Rebuild**: the first build (background, at `Cache()`), then a forced synchronous "
+        "`maybe_rebuild(wait=True)`.",
+        "- **Write → findable** (≥10k): sleep past `REBUILD_MIN_SECONDS`, `cache.record(new entry)`, then "
+        "immediately `cache.near` on paraphrases of it until `propose` returns its id; meanwhile the write "
+        "started a background rebuild, during which unrelated misses and exact hits are timed; after the "
+        "rebuild, a new paraphrase must be found by the index (the entry has left the fresh list).",
+        "- **Exact hits**: `cache.match` on 5,000 stored (request_fp, normalised_fp) pairs, per call.",
+        "",
+        "## 1. Miss path: `cache.near` and the whole miss decision",
+        "",
+    ]
+    rows = []
+    for r in results:
+        for kind in ("paraphrase", "unrelated"):
+            t = r["timings"][kind]
+            rows.append([f"{r['size']:,}", kind, len(t["near"]), fmt(pct(t["near"], 50)), fmt(pct(t["near"], 99)),
+                         fmt(pct(t["miss"], 50)), fmt(pct(t["miss"], 99)), fmt(max(t["miss"]))])
+        both_near = r["timings"]["paraphrase"]["near"] + r["timings"]["unrelated"]["near"]
+        both_miss = r["timings"]["paraphrase"]["miss"] + r["timings"]["unrelated"]["miss"]
+        rows.append([f"**{r['size']:,}**", "**all**", len(both_near), f"**{fmt(pct(both_near, 50))}**",
+                     f"**{fmt(pct(both_near, 99))}**", f"**{fmt(pct(both_miss, 50))}**", f"**{fmt(pct(both_miss, 99))}**",
+                     fmt(max(both_miss))])
+    out.append(table(["entries", "queries", "n", "near p50 ms", "near p99 ms", "miss decision p50 ms",
+                      "miss decision p99 ms", "max ms"], rows))
+    out += ["", "Where the time goes (mean ms per query; `propose` includes the BM25 SQL and the fresh scan):", ""]
+    rows = []
+    for r in results:
+        bm = r["bm25_ms"]
+        for kind in ("paraphrase", "unrelated"):
+            s = r["steps"][kind]
+            mean_near = statistics.fmean(r["timings"][kind]["near"])
+            rows.append([f"{r['size']:,}", kind, fmt(mean_near), fmt(s.get("propose", 0)), fmt(s.get("canonicals_by_ids", 0)),
+                         fmt(s.get("paired_entries", 0)), fmt(s.get("near_match", 0)), fmt(s.get("add_candidate", 0))])
+        rows.append([f"{r['size']:,}", "BM25 SQL alone (p50 / p99)", "", f"{fmt(pct(bm, 50))} / {fmt(pct(bm, 99))}", "", "", "", ""])
+    out.append(table(["entries", "queries", "near mean", "propose", "canonicals_by_ids", "paired_entries",
+                      "near_match ×≤20", "add_candidate"], rows))
+    out += ["", "Outcomes and retrieval quality:", ""]
+    rows = []
+    for r in results:
+        rows.append([f"{r['size']:,}",
+                     ", ".join(f"{k} {v}" for k, v in sorted(r["outcomes"]["paraphrase"].items())),
+                     ", ".join(f"{k} {v}" for k, v in sorted(r["outcomes"]["unrelated"].items())),
+                     f"{r['source_recall']:.3f}", f"{r['fts_dict']:,} / {r['fts_terms']:,}"])
+    out.append(table(["entries", "paraphrase outcomes", "unrelated outcomes", "source entry proposed (paraphrases)",
+                      "FTS dict terms / term rows"], rows))
+    out += ["", "## 2. FTS rebuild time", ""]
+    rows = [[f"{r['size']:,}", fmt(r["seed_s"], 1), fmt(r["cache_open_s"], 2), fmt(r["first_build_s"], 2),
+             fmt(r["rebuild_s"], 2)] for r in results]
+    out.append(table(["entries", "bulk seed s", "`Cache()` s", "first build s (background)", "rebuild s (sync)"], rows))
+    out += ["", "## 3. Write → findable by the lexical tier", ""]
+    rows = []
+    quick_rows = []
+    busy_rows = []
+    for r in results:
+        fresh = r.get("fresh")
+        if not fresh:
+            continue
+        for i, t in enumerate(fresh["trials"], 1):
+            rows.append([f"{r['size']:,}", i, fmt(t["record_ms"], 1), t["polls"],
+                         fmt(t["found_ms"], 1) if t["found_ms"] is not None else "not found",
+                         t["first_outcome"] or "-", "yes" if t["rebuild_running_at_first_query"] else "no",
+                         fmt(t["indexed_after_s"], 2), "yes" if t["found_after_rebuild"] else "**no**"])
+        q = fresh["quick_write"]
+        quick_rows.append([f"{r['size']:,}", fmt(q["waited_s"], 1), q["stale"], q["building"], q["in_fresh"], q["found"]])
+        bn, be = fresh["busy_near_ms"], fresh["busy_exact_ms"]
+        if bn:
+            busy_rows.append([f"{r['size']:,}", len(bn), fmt(pct(bn, 50)), fmt(pct(bn, 99)),
+                              len(be), fmt(pct(be, 50) * 1000, 1), fmt(pct(be, 99) * 1000, 1)])
+    out.append(table(["entries", "trial", "record ms", "queries until proposed", "write → proposed ms",
+                      "first query's outcome", "rebuild running then", "write → index current s",
+                      "found by the index after rebuild"], rows))
+    out += ["", "`near` and exact hits while the background rebuild (started by the write) runs:", ""]
+    out.append(table(["entries", "misses", "near p50 ms", "near p99 ms", "exact lookups", "exact p50 µs",
+                      "exact p99 µs"], busy_rows))
+    out += ["", "A write less than `REBUILD_MIN_SECONDS` after the previous build ended (no further writes):", ""]
+    out.append(table(["entries", "waited s", "index stale", "rebuild running", "entry still in fresh list",
+                      "still proposed"], quick_rows))
+    out += ["", "## 4. Exact-hit path (`cache.match`)", ""]
+    rows = [[f"{r['size']:,}", len(r["exact_ms"]), fmt(pct(r["exact_ms"], 50) * 1000, 1),
+             fmt(pct(r["exact_ms"], 99) * 1000, 1), fmt(max(r["exact_ms"]) * 1000, 1)] for r in results]
+    out.append(table(["entries", "lookups", "p50 µs", "p99 µs", "max µs"], rows))
+    if sweep_md:
+        out += ["", "## 5. Serve-threshold sweep and `semula eval`", "",
+                "`nearmatch.sweep` over `dev-pairs.jsonl` (183 pairs) and `public-paraphrase-pairs.jsonl` (1,500 "
+                "pairs, all `same`; hit rate only), one stored entry per pair (`pipeline_outcome`); guard off = "
+                "served by score alone (`served_without_guard`). Review floor at its default 0.6."
+                + (" Quick run: no public corpus." if args.quick else ""), "", sweep_md]
+    if eval_md:
+        out += ["", "`semula eval` (`evaluate.evaluate`: the real pipeline in a temporary store, one project per pair):",
+                "", eval_md]
+        for label, md in (eval_categories or {}).items():
+            out += ["", f"dev pairs by category, {label}:", "", md]
+    if corpus_s:
+        out += ["", f"(sweep + evals took {corpus_s:.0f} s)"]
+    if results and results[-1].get("profile"):
+        out += ["", f"## Profile: `cache.near` at {results[-1]['size']:,} entries (90 queries, cProfile, cumulative)",
+                "", "```", results[-1]["profile"], "```"]
+    out += ["", "## Interpretation", "", "INTERPRETATION", ""]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    main()
