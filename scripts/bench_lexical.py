@@ -442,15 +442,107 @@ class Breakdown:
         self.calls.clear()
 
 
-def bm25_only_ms(cache: Cache, texts: list[str]) -> list[float]:
-    """The FTS query alone (LexicalIndex's SQL), per text."""
+def pruned_sql(k: int) -> str:
+    """An alternative (NOT shipped): LexicalIndex's BM25 SQL over only the k rarest query terms."""
+    from semula.lexical import BM25_SQL
+
+    old = "qt AS (SELECT d.termid, d.df FROM fts_main_entries.dict d JOIN qterms q ON d.term = q.term),"
+    if old not in BM25_SQL:
+        raise RuntimeError("lexical.BM25_SQL changed: update pruned_sql")
+    return BM25_SQL.replace(old, old[:-2] + f" ORDER BY d.df, d.termid LIMIT {k}),")
+
+
+POSTINGS_SQL = """
+WITH q AS (SELECT DISTINCT stem(unnest(fts_main_entries.tokenize(?)), 'porter') AS term)
+SELECT coalesce(sum(df), 0), count(*) FROM fts_main_entries.dict d JOIN q USING (term)
+"""
+
+
+def retrieval_variants(cache: Cache, queries: list[tuple[int, str]]) -> dict[str, Any]:
+    """The FTS query alone, shipped vs pruned: ms per query and whether the source entry is in the top 10."""
     from semula.lexical import BM25_SQL, MAX_QUERY_CHARS, PROPOSALS
 
-    out = []
-    for text in texts:
-        started = time.perf_counter()
-        cache.store.con.execute(BM25_SQL, [text[:MAX_QUERY_CHARS], PROJECT, PROPOSALS]).fetchall()
-        out.append((time.perf_counter() - started) * 1000)
+    con = cache.store.con
+    out: dict[str, Any] = {}
+    postings = [con.execute(POSTINGS_SQL, [t[:MAX_QUERY_CHARS]]).fetchone() for _, t in queries]
+    out["postings"] = statistics.median(p[0] for p in postings)
+    out["terms"] = statistics.median(p[1] for p in postings)
+    for name, sql in (("shipped BM25_SQL", BM25_SQL), ("rarest 4 query terms", pruned_sql(4)),
+                      ("rarest 8 query terms", pruned_sql(8))):
+        ms, found = [], 0
+        for source_id, text in queries:
+            started = time.perf_counter()
+            ids = [int(r[0]) for r in con.execute(sql, [text[:MAX_QUERY_CHARS], PROJECT, PROPOSALS]).fetchall()]
+            ms.append((time.perf_counter() - started) * 1000)
+            found += source_id in ids
+        out[name] = {"ms": ms, "recall": found / len(queries)}
+    return out
+
+
+def pandas_probe(cache: Cache, queries: list[CanonicalRequest]) -> dict[str, Any] | None:
+    """duckdb's Python client tries `import pandas` while binding parameters; pandas is not installed
+    here (nor a semula dependency), and a failed import is retried every time. Count the attempts
+    per `cache.near` and time it with the failed import short-circuited (sys.modules['pandas'] = None)."""
+    import builtins
+
+    if "pandas" in sys.modules:
+        return None
+    try:
+        import pandas  # noqa: F401
+        return None
+    except ImportError:
+        pass
+    fps = SETTINGS.fingerprint_inputs
+    prepared = [(q, request_fingerprint(q), normalised_fingerprint(q, *fps)) for q in queries]
+    attempts = Counter()
+    original = builtins.__import__
+
+    def counting(name: str, *a: Any, **k: Any) -> Any:
+        if name == "pandas" and name not in sys.modules:
+            attempts["pandas"] += 1
+        return original(name, *a, **k)
+
+    con = cache.store.con
+
+    def select_param(n: int = 300) -> float:
+        xs = []
+        for _ in range(n):
+            started = time.perf_counter()
+            con.execute("SELECT ?", ["x"]).fetchall()
+            xs.append((time.perf_counter() - started) * 1000)
+        return pct(xs, 50)
+
+    def ids_lookup(n: int = 100) -> float:
+        xs = []
+        for _ in range(n):
+            started = time.perf_counter()
+            cache.store.canonicals_by_ids(list(range(1, 21)))
+            xs.append((time.perf_counter() - started) * 1000)
+        return pct(xs, 50)
+
+    builtins.__import__ = counting
+    try:
+        for q, rfp, nfp in prepared:
+            cache.review.search(PROJECT, q, rfp, nfp, SETTINGS, queue=False)
+    finally:
+        builtins.__import__ = original
+    out: dict[str, Any] = {"attempts_per_near": attempts["pandas"] / len(prepared)}
+    timings: dict[str, list[float]] = {"failing import": [], "short-circuited": []}
+    results: dict[str, dict[str, float]] = {}
+    for mode in ("failing import", "short-circuited", "failing import", "short-circuited"):
+        if mode == "short-circuited":
+            sys.modules["pandas"] = None  # type: ignore[assignment]
+        try:
+            for q, rfp, nfp in prepared:
+                started = time.perf_counter()
+                cache.review.search(PROJECT, q, rfp, nfp, SETTINGS, queue=False)
+                timings[mode].append((time.perf_counter() - started) * 1000)
+            results.setdefault(mode, {})["select_param"] = select_param()
+            results[mode]["canonicals_by_ids_20"] = ids_lookup()
+        finally:
+            sys.modules.pop("pandas", None)
+    out["search_p50"] = {mode: pct(xs, 50) for mode, xs in timings.items()}
+    out["micro"] = results
     return out
 
 
@@ -501,7 +593,8 @@ def profile_near(cache: Cache, queries: list[CanonicalRequest], limit: int = 18)
 
 
 def run_size(size: int, prompts: list[str], entries: list[NewEntry], vocab: Vocabulary, n_queries: int,
-             fresh_trials: int, log: Callable[[str], None], do_profile: bool) -> dict[str, Any]:
+             fresh_trials: int, log: Callable[[str], None], do_profile: bool, sizes_all: list[int],
+             quick_write: bool) -> dict[str, Any]:
     result: dict[str, Any] = {"size": size}
     rng = random.Random(1000 + size)
     with tempfile.TemporaryDirectory(prefix=f"semula-bench-lex-{size}-") as tmp:
@@ -573,12 +666,14 @@ def run_size(size: int, prompts: list[str], entries: list[NewEntry], vocab: Voca
             result["steps"] = step_per_kind
             result["source_recall"] = proposed_source / len(para)
             result["n_para"], result["n_unrel"] = len(para), len(unrelated)
-            texts = [q.last_user_text() for _, q, _ in para[:100]] + [q.last_user_text() for q in unrelated[:50]]
-            result["bm25_ms"] = bm25_only_ms(cache, texts)
+            variant_queries = [(id_of[entries[i].request_fp], q.last_user_text()) for i, q, _ in para[:40]]
+            result["variants"] = retrieval_variants(cache, variant_queries)
+            if size == min(sizes_all):
+                result["pandas"] = pandas_probe(cache, [q for _, q, _ in para[:40]])
             log(f"  {size}: near p50 paraphrase {pct(timings['paraphrase']['near'], 50):.2f} ms, "
                 f"unrelated {pct(timings['unrelated']['near'], 50):.2f} ms; source proposed {result['source_recall']:.3f}")
             if do_profile:
-                result["profile"] = profile_near(cache, [q for _, q, _ in para[:60]] + unrelated[:30])
+                result["profile"] = profile_near(cache, [q for _, q, _ in para[:20]] + unrelated[:10])
 
             # Exact hits (idle index).
             ids = rng.sample(range(size), min(size, 5000))
@@ -593,14 +688,14 @@ def run_size(size: int, prompts: list[str], entries: list[NewEntry], vocab: Voca
 
             # Write -> findable.
             if fresh_trials:
-                result["fresh"] = fresh_findable(cache, vocab, rng, size, fresh_trials, fps, log)
+                result["fresh"] = fresh_findable(cache, vocab, rng, size, fresh_trials, fps, log, quick_write)
         finally:
             store.close()
     return result
 
 
 def fresh_findable(cache: Cache, vocab: Vocabulary, rng: random.Random, size: int, trials: int,
-                   fps: list[tuple[str, str]], log: Callable[[str], None]) -> dict[str, Any]:
+                   fps: list[tuple[str, str]], log: Callable[[str], None], quick_write: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"trials": []}
     breakdown = Breakdown(cache).install()
     busy_near: list[float] = []
@@ -650,12 +745,14 @@ def fresh_findable(cache: Cache, vocab: Vocabulary, rng: random.Random, size: in
             log(f"  {size}: fresh trial {trial + 1}: record {record_ms:.1f} ms, found after {polls} poll(s) "
                 f"({found_ms:.1f} ms), index current after {indexed_after_s:.2f} s, found by index: {found_by_index}")
         # A write within REBUILD_MIN_SECONDS of the last build: is a rebuild still scheduled?
+        if not quick_write:
+            return out
         wait_for_index(cache)
         k = 60_000_000 + size
         prompt = make_prompt(vocab, random.Random(k))
         entry_id = cache.record(new_entry(canonical_for(prompt, k), k))
         t = time.perf_counter()
-        time.sleep(3.0 + (cache.lexical.last_build_seconds or 0) * 2)
+        time.sleep(3.0 + (cache.lexical.last_build_seconds or 0) * 1.5)
         with cache.lexical._lock:
             out["quick_write"] = {
                 "stale": cache.lexical._stale, "building": cache.lexical._building,
@@ -666,8 +763,8 @@ def fresh_findable(cache: Cache, vocab: Vocabulary, rng: random.Random, size: in
         out["quick_write"]["found"] = entry_id in breakdown.last_proposed
     finally:
         breakdown.uninstall()
-    out["busy_near_ms"] = busy_near
-    out["busy_exact_ms"] = busy_exact
+        out["busy_near_ms"] = busy_near
+        out["busy_exact_ms"] = busy_exact
     return out
 
 
@@ -722,7 +819,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--fresh-trials", type=int, default=4)
+    parser.add_argument("--fresh-trials", type=int, default=3)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmark" / "results" / "lexical.md")
     parser.add_argument("--quick", action="store_true", help="1k,10k only, fewer queries, no public corpus")
     parser.add_argument("--no-corpus", action="store_true", help="skip the sweep and the eval summaries")
@@ -754,7 +851,8 @@ def main() -> None:
     results = []
     for size in sizes:
         results.append(run_size(size, prompts, entries, vocab, queries, fresh_trials if size >= 10_000 else 0, log,
-                                do_profile=size == max(sizes)))
+                                do_profile=size == max(sizes), sizes_all=sizes,
+                                quick_write=size == min((s for s in sizes if s >= 10_000), default=-1)))
 
     sweep_md = eval_md = eval_categories = None
     corpus_s = 0.0
@@ -787,15 +885,19 @@ def main() -> None:
     log(f"wrote {args.out} (total {total_s:.0f}s)")
 
 
+def all_of(r: dict[str, Any], key: str) -> list[float]:
+    return r["timings"]["paraphrase"][key] + r["timings"]["unrelated"][key]
+
+
 def render(args: argparse.Namespace, sizes: list[int], queries: int, machine_rows: list[list[str]],
            results: list[dict[str, Any]], check: str, gen_s: float, lengths: list[int], distinct: int, dup: int,
            vocab: Vocabulary, sweep_md: str | None, eval_md: str | None, eval_categories: dict[str, str] | None,
            corpus_s: float, total_s: float) -> str:
-    cmd = "scripts/bench_lexical.py " + " ".join(a for a in sys.argv[1:])
+    cmd = ("scripts/bench_lexical.py " + " ".join(sys.argv[1:])).strip()
     out = [
         "# Lexical tier benchmark: miss-path cost, FTS rebuild, write-to-findable, sweep",
         "",
-        f"Generated by `{cmd.strip()}` in {total_s:.0f} s. A script, not a test: nothing here is asserted.",
+        f"Generated by `{cmd}` in {total_s:.0f} s. A script, not a test: nothing here is asserted.",
         "",
         "## Machine",
         "",
@@ -808,30 +910,33 @@ def render(args: argparse.Namespace, sizes: list[int], queries: int, machine_row
         f"- **Store**: one project (`{PROJECT}`) in a fresh temporary store per size ({', '.join(f'{s:,}' for s in sizes)} "
         f"entries). Requests are OpenAI chat completions (system prompt + one user message, `temperature: 0`), "
         f"canonicalised with semula's own adapter (`evaluate.canonical_of`). User prompts are generated: 14 "
-        f"instruction templates plus 1-5 filler sentences from 8 sentence patterns, words drawn Zipf-like from "
+        f"instruction templates plus filler sentences from 8 sentence patterns, words drawn Zipf-like from "
         f"~{vocab.size:,} word forms (real nouns/verbs/adjectives with inflections, made-up names); "
         f"{min(lengths)}-{max(lengths)} words, median {statistics.median(lengths):.0f}; {distinct:,} distinct "
         f"words in the first 20k prompts; {dup} duplicate requests. Generation took {gen_s:.1f} s.",
         f"- **Seeding**: rows are bulk-inserted into `entries` with exactly the values `Store.upsert_entry` writes "
-        f"for the `NewEntry` the addon builds ({check}); then a fresh `Cache(store)` loads the index and starts the FTS "
-        "build on its background thread; timing starts when the index is current.",
+        f"for the `NewEntry` the addon builds ({check}); `cache.record` would cost ~10-40 ms a row. Then a fresh "
+        "`Cache(store)` loads the in-memory index and starts the FTS build on its background thread; timing "
+        "starts once the index is current.",
         f"- **Queries** ({queries} per size, shuffled, after 15 warm-up queries): 2/3 paraphrase-like (a stored "
         "prompt with 1-3 words replaced, dropped or inserted: a new request, so the certain tiers miss), 1/3 "
         "unrelated new prompts from the same generator. Each is decided as the addon decides a miss: "
         "`cache.match` → `fuzzy_bypass` → `cache.near(...)` at default settings (serve threshold 1.0, review "
-        "0.6), so near-misses get queued for review (a DuckDB write) as in production. "
-        "`near_ms` = `cache.near`; `miss_ms` = match + bypass + near (fingerprints computed before, not timed). "
-        "Percentiles are nearest-rank.",
-        "- **Breakdown**: the steps of `ReviewQueue.search` are wrapped with timers (`lexical.propose`, "
-        "`store.canonicals_by_ids`, `store.paired_entries`, `nearmatch.near_match`, `store.add_candidate`); "
-        "`BM25 SQL` is `lexical.BM25_SQL` run alone on 150 of the query texts.",
+        "floor 0.6), so near-misses are queued for review (a DuckDB write), as in production. "
+        "*near* = `cache.near`; *miss decision* = match + bypass + near (fingerprints computed beforehand, not "
+        "timed). Percentiles are nearest-rank.",
+        "- **Breakdown**: the steps of `ReviewQueue.search` are wrapped with timers (`lexical.propose` = FTS "
+        "query + fresh scan, `store.canonicals_by_ids`, `store.paired_entries`, `nearmatch.near_match` for each "
+        "proposal, `store.add_candidate`). *Retrieval alone*: `lexical.BM25_SQL` run directly on 40 "
+        "paraphrase texts, and the same SQL restricted to the k rarest query terms (an alternative, not shipped).",
         "- **Rebuild**: the first build (background, at `Cache()`), then a forced synchronous "
         "`maybe_rebuild(wait=True)`.",
-        "- **Write → findable** (≥10k): sleep past `REBUILD_MIN_SECONDS`, `cache.record(new entry)`, then "
-        "immediately `cache.near` on paraphrases of it until `propose` returns its id; meanwhile the write "
-        "started a background rebuild, during which unrelated misses and exact hits are timed; after the "
-        "rebuild, a new paraphrase must be found by the index (the entry has left the fresh list).",
-        "- **Exact hits**: `cache.match` on 5,000 stored (request_fp, normalised_fp) pairs, per call.",
+        "- **Write → findable** (≥10k): sleep past `REBUILD_MIN_SECONDS`, `cache.record(new entry)`, then at "
+        "once `cache.near` on paraphrases of it until `propose` returns its id; the write also starts a "
+        "background rebuild, during which unrelated misses and exact hits are timed; once the rebuild is done "
+        "(the entry has left the fresh list), a new paraphrase must be found by the index.",
+        "- **Exact hits**: `cache.match` on 5,000 stored (request_fp, normalised_fp) pairs (all of them at 1k), "
+        "one `perf_counter_ns` pair per call.",
         "",
         "## 1. Miss path: `cache.near` and the whole miss decision",
         "",
@@ -842,26 +947,35 @@ def render(args: argparse.Namespace, sizes: list[int], queries: int, machine_row
             t = r["timings"][kind]
             rows.append([f"{r['size']:,}", kind, len(t["near"]), fmt(pct(t["near"], 50)), fmt(pct(t["near"], 99)),
                          fmt(pct(t["miss"], 50)), fmt(pct(t["miss"], 99)), fmt(max(t["miss"]))])
-        both_near = r["timings"]["paraphrase"]["near"] + r["timings"]["unrelated"]["near"]
-        both_miss = r["timings"]["paraphrase"]["miss"] + r["timings"]["unrelated"]["miss"]
-        rows.append([f"**{r['size']:,}**", "**all**", len(both_near), f"**{fmt(pct(both_near, 50))}**",
-                     f"**{fmt(pct(both_near, 99))}**", f"**{fmt(pct(both_miss, 50))}**", f"**{fmt(pct(both_miss, 99))}**",
-                     fmt(max(both_miss))])
+        near, miss = all_of(r, "near"), all_of(r, "miss")
+        rows.append([f"**{r['size']:,}**", "**all**", len(near), f"**{fmt(pct(near, 50))}**",
+                     f"**{fmt(pct(near, 99))}**", f"**{fmt(pct(miss, 50))}**", f"**{fmt(pct(miss, 99))}**",
+                     fmt(max(miss))])
     out.append(table(["entries", "queries", "n", "near p50 ms", "near p99 ms", "miss decision p50 ms",
                       "miss decision p99 ms", "max ms"], rows))
-    out += ["", "Where the time goes (mean ms per query; `propose` includes the BM25 SQL and the fresh scan):", ""]
+    out += ["", "Where the time goes (mean ms per query):", ""]
     rows = []
     for r in results:
-        bm = r["bm25_ms"]
         for kind in ("paraphrase", "unrelated"):
-            s = r["steps"][kind]
+            st = r["steps"][kind]
             mean_near = statistics.fmean(r["timings"][kind]["near"])
-            rows.append([f"{r['size']:,}", kind, fmt(mean_near), fmt(s.get("propose", 0)), fmt(s.get("canonicals_by_ids", 0)),
-                         fmt(s.get("paired_entries", 0)), fmt(s.get("near_match", 0)), fmt(s.get("add_candidate", 0))])
-        rows.append([f"{r['size']:,}", "BM25 SQL alone (p50 / p99)", "", f"{fmt(pct(bm, 50))} / {fmt(pct(bm, 99))}", "", "", "", ""])
-    out.append(table(["entries", "queries", "near mean", "propose", "canonicals_by_ids", "paired_entries",
-                      "near_match ×≤20", "add_candidate"], rows))
-    out += ["", "Outcomes and retrieval quality:", ""]
+            accounted = sum(st.values())
+            rows.append([f"{r['size']:,}", kind, fmt(mean_near), fmt(st.get("propose", 0)),
+                         fmt(st.get("canonicals_by_ids", 0)), fmt(st.get("paired_entries", 0)),
+                         fmt(st.get("near_match", 0)), fmt(st.get("add_candidate", 0)), fmt(mean_near - accounted)])
+    out.append(table(["entries", "queries", "near mean", "propose (FTS + fresh)", "canonicals_by_ids",
+                      "paired_entries", "near_match (all proposals)", "add_candidate", "rest"], rows))
+    out += ["", "Retrieval alone (40 paraphrase texts; *source@10* = the paraphrased entry is among the 10 "
+            "proposals; *postings* = median sum of the query terms' document frequencies):", ""]
+    rows = []
+    for r in results:
+        v = r["variants"]
+        for name in ("shipped BM25_SQL", "rarest 4 query terms", "rarest 8 query terms"):
+            rows.append([f"{r['size']:,}", name + (" (not shipped)" if name != "shipped BM25_SQL" else ""),
+                         fmt(pct(v[name]["ms"], 50)), fmt(pct(v[name]["ms"], 90)), f"{v[name]['recall']:.3f}",
+                         f"{v['postings']:,.0f} ({v['terms']:.0f} terms)" if name == "shipped BM25_SQL" else ""])
+    out.append(table(["entries", "FTS query", "p50 ms", "p90 ms", "source@10", "postings per query"], rows))
+    out += ["", "Outcomes and retrieval quality in the timed run:", ""]
     rows = []
     for r in results:
         rows.append([f"{r['size']:,}",
@@ -870,14 +984,28 @@ def render(args: argparse.Namespace, sizes: list[int], queries: int, machine_row
                      f"{r['source_recall']:.3f}", f"{r['fts_dict']:,} / {r['fts_terms']:,}"])
     out.append(table(["entries", "paraphrase outcomes", "unrelated outcomes", "source entry proposed (paraphrases)",
                       "FTS dict terms / term rows"], rows))
+    probe = next((r["pandas"] for r in results if r.get("pandas")), None)
+    if probe:
+        size = next(r["size"] for r in results if r.get("pandas"))
+        m = probe["micro"]
+        out += ["", f"duckdb's Python client and the absent `pandas` ({size:,} entries, 40 paraphrases, "
+                "`ReviewQueue.search(queue=False)`): while binding parameters the client tries `import pandas`; "
+                "pandas is not installed (not a semula dependency), a failed import is not cached, so every "
+                f"attempt searches `sys.path` again: {probe['attempts_per_near']:.0f} attempts per `near`.", "",
+                table(["", "failing import (as shipped)", "short-circuited (`sys.modules['pandas'] = None`)"], [
+                    ["search p50 ms", fmt(probe["search_p50"]["failing import"]),
+                     fmt(probe["search_p50"]["short-circuited"])],
+                    ["`SELECT ?` p50 ms", fmt(m["failing import"]["select_param"], 3),
+                     fmt(m["short-circuited"]["select_param"], 3)],
+                    ["`canonicals_by_ids` (20 ids) p50 ms", fmt(m["failing import"]["canonicals_by_ids_20"], 3),
+                     fmt(m["short-circuited"]["canonicals_by_ids_20"], 3)],
+                ])]
     out += ["", "## 2. FTS rebuild time", ""]
     rows = [[f"{r['size']:,}", fmt(r["seed_s"], 1), fmt(r["cache_open_s"], 2), fmt(r["first_build_s"], 2),
              fmt(r["rebuild_s"], 2)] for r in results]
     out.append(table(["entries", "bulk seed s", "`Cache()` s", "first build s (background)", "rebuild s (sync)"], rows))
     out += ["", "## 3. Write → findable by the lexical tier", ""]
-    rows = []
-    quick_rows = []
-    busy_rows = []
+    rows, quick_rows, busy_rows = [], [], []
     for r in results:
         fresh = r.get("fresh")
         if not fresh:
@@ -887,21 +1015,25 @@ def render(args: argparse.Namespace, sizes: list[int], queries: int, machine_row
                          fmt(t["found_ms"], 1) if t["found_ms"] is not None else "not found",
                          t["first_outcome"] or "-", "yes" if t["rebuild_running_at_first_query"] else "no",
                          fmt(t["indexed_after_s"], 2), "yes" if t["found_after_rebuild"] else "**no**"])
-        q = fresh["quick_write"]
-        quick_rows.append([f"{r['size']:,}", fmt(q["waited_s"], 1), q["stale"], q["building"], q["in_fresh"], q["found"]])
+        if "quick_write" in fresh:
+            q = fresh["quick_write"]
+            quick_rows.append([f"{r['size']:,}", fmt(q["waited_s"], 1), q["stale"], q["building"], q["in_fresh"],
+                               q["found"]])
         bn, be = fresh["busy_near_ms"], fresh["busy_exact_ms"]
+        idle = all_of(r, "near")
         if bn:
-            busy_rows.append([f"{r['size']:,}", len(bn), fmt(pct(bn, 50)), fmt(pct(bn, 99)),
+            busy_rows.append([f"{r['size']:,}", len(bn), fmt(pct(bn, 50)), fmt(pct(bn, 99)), fmt(pct(idle, 50)),
                               len(be), fmt(pct(be, 50) * 1000, 1), fmt(pct(be, 99) * 1000, 1)])
-    out.append(table(["entries", "trial", "record ms", "queries until proposed", "write → proposed ms",
+    out.append(table(["entries", "trial", "record ms", "queries until proposed", "write → proposed ms (incl. that query)",
                       "first query's outcome", "rebuild running then", "write → index current s",
-                      "found by the index after rebuild"], rows))
-    out += ["", "`near` and exact hits while the background rebuild (started by the write) runs:", ""]
-    out.append(table(["entries", "misses", "near p50 ms", "near p99 ms", "exact lookups", "exact p50 µs",
-                      "exact p99 µs"], busy_rows))
-    out += ["", "A write less than `REBUILD_MIN_SECONDS` after the previous build ended (no further writes):", ""]
-    out.append(table(["entries", "waited s", "index stale", "rebuild running", "entry still in fresh list",
-                      "still proposed"], quick_rows))
+                      "found by the index after the rebuild"], rows))
+    out += ["", "While the background rebuild (started by the write) runs:", ""]
+    out.append(table(["entries", "misses", "near p50 ms", "near p99 ms", "(idle near p50 ms)", "exact lookups",
+                      "exact p50 µs", "exact p99 µs"], busy_rows))
+    if quick_rows:
+        out += ["", "A write less than `REBUILD_MIN_SECONDS` after the previous build ended, then no writes:", ""]
+        out.append(table(["entries", "waited s", "index stale", "rebuild running", "entry still in fresh list",
+                          "still proposed"], quick_rows))
     out += ["", "## 4. Exact-hit path (`cache.match`)", ""]
     rows = [[f"{r['size']:,}", len(r["exact_ms"]), fmt(pct(r["exact_ms"], 50) * 1000, 1),
              fmt(pct(r["exact_ms"], 99) * 1000, 1), fmt(max(r["exact_ms"]) * 1000, 1)] for r in results]
@@ -909,8 +1041,8 @@ def render(args: argparse.Namespace, sizes: list[int], queries: int, machine_row
     if sweep_md:
         out += ["", "## 5. Serve-threshold sweep and `semula eval`", "",
                 "`nearmatch.sweep` over `dev-pairs.jsonl` (183 pairs) and `public-paraphrase-pairs.jsonl` (1,500 "
-                "pairs, all `same`; hit rate only), one stored entry per pair (`pipeline_outcome`); guard off = "
-                "served by score alone (`served_without_guard`). Review floor at its default 0.6."
+                "pairs, all `same`: hit rate only), one stored entry per pair (`pipeline_outcome`); guard off = "
+                "served on score and shape alone (`served_without_guard`). Review floor at its default 0.6."
                 + (" Quick run: no public corpus." if args.quick else ""), "", sweep_md]
     if eval_md:
         out += ["", "`semula eval` (`evaluate.evaluate`: the real pipeline in a temporary store, one project per pair):",
@@ -920,10 +1052,58 @@ def render(args: argparse.Namespace, sizes: list[int], queries: int, machine_row
     if corpus_s:
         out += ["", f"(sweep + evals took {corpus_s:.0f} s)"]
     if results and results[-1].get("profile"):
-        out += ["", f"## Profile: `cache.near` at {results[-1]['size']:,} entries (90 queries, cProfile, cumulative)",
+        out += ["", f"## Profile: `cache.near` at {results[-1]['size']:,} entries (30 queries, cProfile, cumulative)",
                 "", "```", results[-1]["profile"], "```"]
-    out += ["", "## Interpretation", "", "INTERPRETATION", ""]
+    out += ["", "## Interpretation", "", interpretation(results, probe), ""]
     return "\n".join(out)
+
+
+def interpretation(results: list[dict[str, Any]], probe: dict[str, Any] | None) -> str:
+    """Data-driven sentences (the numbers above, read)."""
+    lines = []
+    big = results[-1]
+    near50 = pct(all_of(big, "near"), 50)
+    miss50, miss99 = pct(all_of(big, "miss"), 50), pct(all_of(big, "miss"), 99)
+    verdict = "meets" if near50 <= 10 else "misses"
+    lines.append(
+        f"- **Target (p50 ≤ 10 ms at the largest size): {verdict} it.** At {big['size']:,} entries `cache.near` "
+        f"takes p50 {near50:.1f} ms; the whole miss decision p50 {miss50:.1f} ms, p99 {miss99:.1f} ms. "
+        + ", ".join(f"{r['size']:,}: {pct(all_of(r, 'near'), 50):.1f} ms" for r in results) + " (near p50).")
+    steps = {k: v for k, v in big["steps"]["paraphrase"].items()}
+    top = max(steps, key=steps.get)
+    mean = statistics.fmean(big["timings"]["paraphrase"]["near"])
+    lines.append(
+        f"- **Where the time goes**: at {big['size']:,} entries `{top}` is {steps[top]:.1f} of {mean:.1f} ms "
+        f"({steps[top] / mean:.0%}) of a paraphrase's `near`. The FTS query is linear in the postings of the query "
+        f"terms (median {big['variants']['postings']:,.0f} (document, term) rows per query here, "
+        f"{big['variants']['postings'] / big['size']:.1f} per stored entry): every stored prompt sharing any "
+        "non-stopword with the query is scored, then all but 10 are thrown away.")
+    v = big["variants"]
+    lines.append(
+        f"- Restricting the FTS query to the 4 rarest query terms (not shipped) costs p50 "
+        f"{pct(v['rarest 4 query terms']['ms'], 50):.1f} ms instead of {pct(v['shipped BM25_SQL']['ms'], 50):.1f} ms "
+        f"at {big['size']:,} with source@10 {v['rarest 4 query terms']['recall']:.3f} "
+        f"(shipped {v['shipped BM25_SQL']['recall']:.3f}).")
+    if probe:
+        lines.append(
+            f"- duckdb retries the failed `import pandas` {probe['attempts_per_near']:.0f}× per `near`: "
+            f"search p50 {probe['search_p50']['failing import']:.1f} ms vs "
+            f"{probe['search_p50']['short-circuited']:.1f} ms with the import short-circuited (small store).")
+    rb = ", ".join(f"{r['size']:,}: {r['rebuild_s']:.1f} s" for r in results)
+    lines.append(f"- **Rebuild** (full `create_fts_index`, every time): {rb}.")
+    fresh_rows = [(r["size"], t) for r in results if r.get("fresh") for t in r["fresh"]["trials"]]
+    if fresh_rows:
+        immediate = all(t["polls"] == 1 for _, t in fresh_rows)
+        indexed = all(t["found_after_rebuild"] for _, t in fresh_rows)
+        lines.append(
+            f"- **Write → findable**: {'immediate in every trial (the first query after the write proposes it, via the fresh scan)' if immediate else 'NOT always immediate'}; "
+            f"{'found by the index after every rebuild' if indexed else 'NOT always found by the index after the rebuild'}. "
+            "The index becomes current after "
+            + ", ".join(f"{s:,}: {statistics.median(t['indexed_after_s'] for ss, t in fresh_rows if ss == s):.1f} s"
+                        for s in sorted({s for s, _ in fresh_rows})) + " (median).")
+    ex = pct(big["exact_ms"], 50) * 1000
+    lines.append(f"- **Exact hits** stay dictionary lookups: p50 {ex:.1f} µs at {big['size']:,} entries, also during a rebuild.")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

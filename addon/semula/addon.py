@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import gc
 import hashlib
 import logging
 import os
@@ -225,7 +226,9 @@ class SemulaAddon:
             self.store_problem = str(e)
 
     def _open_cache(self) -> Cache:
-        return Cache(Store.open(self.settings.data_dir), review_log=self._log_review)
+        cache = Cache(Store.open(self.settings.data_dir), review_log=self._log_review)
+        gc.freeze()  # the preloaded answers are long-lived: keep them out of every collection
+        return cache
 
     def _log_review(self, row: dict[str, Any]) -> None:
         if self.reviews is not None:
@@ -336,9 +339,11 @@ class SemulaAddon:
         if state.canonical is not None:
             state.settings = cache.settings_for(state.project) if cache else ProjectSettings()
             state.request_fp = request_fingerprint(state.canonical)
-            if state.canonical.parsed:
-                state.normalised_fp = normalised_fingerprint(state.canonical, *state.settings.fingerprint_inputs)
             if cache is not None and bypass is None:
+                match = cache.match(state.project, state.request_fp, None)  # exact first: the cheap path
+            if match is None and state.canonical.parsed:
+                state.normalised_fp = normalised_fingerprint(state.canonical, *state.settings.fingerprint_inputs)
+            if cache is not None and bypass is None and match is None:
                 match = cache.match(state.project, state.request_fp, state.normalised_fp)
                 if match is None and self.mode is Mode.AUTO and (key := self._pending_key(state)) in self.pending:
                     try:
@@ -348,8 +353,6 @@ class SemulaAddon:
                     match = cache.match(state.project, state.request_fp, state.normalised_fp)
                 if match is None and self.mode in (Mode.AUTO, Mode.REPLAY) and state.normalised_fp:
                     match = await self._near(cache, state)
-                elif match is not None and state.normalised_fp and (state.project, state.normalised_fp) in cache.open_requests:
-                    self.executor.submit(self._quietly, cache.review.answered, state.project, state.normalised_fp)
         return decide(self.mode, match, bypass, None if cache is not None else self.store_problem)
 
     async def _near(self, cache: Cache, state: FlowState):
@@ -402,6 +405,9 @@ class SemulaAddon:
                 return False
         if entry is None:
             return False
+        state.normalised_fp = state.normalised_fp or entry.normalised_fp
+        if (state.project, state.normalised_fp) in cache.open_requests:  # an answered request closes its own
+            self.executor.submit(self._quietly, cache.review.answered, state.project, state.normalised_fp)
         state.recorded_upstream_ms = entry.upstream_ms
         state.recorded_usage = Usage(entry.prompt_tokens, entry.completion_tokens)
         state.streamed = entry.streamed

@@ -154,12 +154,13 @@ class LexicalIndex:
             fresh = [f for f in self._fresh.values() if f.project == project]
         scored = sorted(((dice(words, list(f.words)), f.entry_id) for f in fresh), reverse=True)
         found += [entry_id for score, entry_id in scored[:limit] if score > 0 and entry_id not in found]
-        if not found and not any(w.isascii() for w in words):
+        if not found and (not self._built or not any(w.isascii() for w in words)):
+            # The first build after start is still running, or the index cannot tokenise this text.
             found = self._scan(project, words, limit)
         return found[: limit * 2]
 
     def _scan(self, project: str, words: list[str], limit: int) -> list[int]:
-        """Texts the index cannot tokenise (CJK, Arabic): word overlap over recent entries."""
+        """Word overlap over the project's recent entries, when the index cannot answer."""
         rows = self.con.execute(
             "SELECT id, last_text FROM entries WHERE project = ? ORDER BY id DESC LIMIT ?", [project, SCAN_LIMIT]
         ).fetchall()

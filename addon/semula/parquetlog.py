@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 import os
-import queue
 import threading
+from collections import deque
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,7 +31,10 @@ class ParquetLog:
         self.schema_version = schema_version
         self.flush_seconds = flush_seconds
         self.max_rows = max_rows
-        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        # A deque, not a queue: appending must not wake the writer (and contend for the GIL
+        # with the proxy's event loop) on every row; the writer drains it on its timer.
+        self._rows: deque[dict[str, Any]] = deque()
+        self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"semula-log-{self.directory.name}", daemon=True)
         self._closed = False
         self._thread.start()
@@ -41,33 +44,26 @@ class ParquetLog:
             return
         row.setdefault("ts", datetime.now(UTC))
         row.setdefault("schema_version", self.schema_version)
-        self._queue.put(row)
+        self._rows.append(row)
 
     def close(self, timeout: float = 10.0) -> None:
         """Flush what is queued and stop the writer (shutdown, end of `semula exec`)."""
         if self._closed:
             return
         self._closed = True
-        self._queue.put(None)
+        self._stop.set()
         self._thread.join(timeout)
 
     def _run(self) -> None:
-        pending: list[dict[str, Any]] = []
         while True:
-            try:
-                item = self._queue.get(timeout=self.flush_seconds)
-            except queue.Empty:
-                item = ...
-            if item is None:
-                self._flush(pending)
+            stopping = self._stop.wait(self.flush_seconds)
+            while self._rows:
+                batch = []
+                while self._rows and len(batch) < self.max_rows:
+                    batch.append(self._rows.popleft())
+                self._flush(batch)
+            if stopping:
                 return
-            if item is not ...:
-                pending.append(item)
-                if len(pending) < self.max_rows:
-                    continue
-            if pending:
-                self._flush(pending)
-                pending = []
 
     def _flush(self, rows: list[dict[str, Any]]) -> None:
         if not rows:

@@ -1,0 +1,168 @@
+"""`semula embeddings fetch|status|backfill`: the opt-in embedding tier's model and vectors."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from semula.admin import read_admin_info
+from semula.cli.common import console, data_dir_option
+from semula.embeddings import (
+    Embedder,
+    EmbeddingsUnavailable,
+    config_from_env,
+    count_without_vectors,
+    create_tables,
+    embedding_text,
+    entries_without_vectors,
+    fetch,
+    put_vectors,
+    vector_counts,
+)
+from semula.store import STORE_FILE, Store, StoreError
+
+
+@click.group()
+def embeddings() -> None:
+    """The opt-in embedding tier (SEMULA_EMBEDDINGS=on): model download, status, backfill."""
+
+
+@embeddings.command("fetch")
+@data_dir_option
+def embeddings_fetch(data_dir: Path) -> None:
+    """Download the model (SEMULA_EMBEDDINGS_MODEL, default BAAI/bge-small-en-v1.5) into <data dir>/models."""
+    config = config_from_env(data_dir, option_enabled=True)
+    console.print(f"fetching {config.model_name} into {config.cache_dir} …")
+    try:
+        path = fetch(config)
+    except EmbeddingsUnavailable as e:
+        raise click.ClickException(str(e)) from None
+    console.print(f"[green]ok[/green]: {config.model_name} is at {path}")
+
+
+@embeddings.command("status")
+@data_dir_option
+def embeddings_status(data_dir: Path) -> None:
+    """The tier's settings, whether the extra and the model load, and the vectors stored per model."""
+    try:
+        config = config_from_env(data_dir)
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
+    console.print(f"enabled:    {'on' if config.enabled else 'off'} (SEMULA_EMBEDDINGS)")
+    console.print(f"model:      {config.model_name}")
+    console.print(f"model path: {config.model_path or '-'}")
+    console.print(f"offline:    {'on' if config.offline else 'off'}")
+    console.print(f"cache dir:  {config.cache_dir}")
+    # Status never downloads: it only looks at what is on disk.
+    local = type(config)(enabled=config.enabled, model_name=config.model_name, model_path=config.model_path,
+                         offline=True, cache_dir=config.cache_dir)
+    try:
+        started = time.perf_counter()
+        embedder = Embedder.load(local)
+        load_ms = (time.perf_counter() - started) * 1000
+        embedder.embed(["warm up"])
+        started = time.perf_counter()
+        dim = embedder.embed(["How do I sort a list in Python?"]).shape[1]
+        console.print(f"model:      [green]loads[/green] in {load_ms:.0f} ms, {dim} dimensions, "
+                      f"{(time.perf_counter() - started) * 1000:.1f} ms per short text")
+    except EmbeddingsUnavailable as e:
+        console.print(f"model:      [red]unavailable[/red]: {e}")
+    store_path = Path(data_dir) / STORE_FILE
+    if read_admin_info(data_dir) is not None:
+        console.print(f"vectors:    the running proxy holds {store_path}; stop it to count vectors here")
+        return
+    if not store_path.is_file():
+        console.print(f"vectors:    no store at {store_path}")
+        return
+    import duckdb
+
+    try:
+        con = duckdb.connect(str(store_path), read_only=True)
+    except duckdb.Error as e:
+        console.print(f"vectors:    cannot open {store_path}: {str(e).splitlines()[0]}")
+        return
+    try:
+        has_table = con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'entry_vector'").fetchone()[0]
+        entries = con.execute("SELECT count(*) FROM entries").fetchone()[0]
+        if not has_table:
+            console.print(f"vectors:    none yet ({entries} entries; the table is made when the proxy starts)")
+            return
+        counts = vector_counts(con)
+        console.print(f"entries:    {entries}")
+        if not counts:
+            console.print("vectors:    none")
+        for model, n in counts.items():
+            console.print(f"vectors:    {n} for {model}")
+        if config.model_name not in counts or counts[config.model_name] < entries:
+            missing = count_without_vectors(con, config.model_name)
+            console.print(f"            {missing} entries have no {config.model_name} vector: "
+                          "run `semula embeddings backfill`")
+    except duckdb.Error as e:
+        console.print(f"vectors:    cannot read {store_path}: {str(e).splitlines()[0]}")
+    finally:
+        con.close()
+
+
+@embeddings.command("backfill")
+@data_dir_option
+@click.option("--batch-size", type=int, default=64, show_default=True)
+def embeddings_backfill(data_dir: Path, batch_size: int) -> None:
+    """Give every entry without a vector from the configured model its vector."""
+    if read_admin_info(data_dir) is not None:
+        raise click.ClickException(
+            f"a running proxy holds the store in {data_dir}: stop it first (its worker embeds new entries itself)")
+    try:
+        config = config_from_env(data_dir, option_enabled=True)
+        embedder = Embedder.load(config)
+    except (ValueError, EmbeddingsUnavailable) as e:
+        raise click.ClickException(str(e)) from None
+    try:
+        store = Store.open(data_dir)
+    except StoreError as e:
+        raise click.ClickException(str(e)) from None
+    done = 0
+    try:
+        con = store.con
+        create_tables(con)
+        total = count_without_vectors(con, embedder.name)
+        if total == 0:
+            console.print(f"every entry already has a {embedder.name} vector")
+            return
+        patterns: dict[str, tuple[str, ...]] = {}
+        started = time.perf_counter()
+        with Progress(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                      console=console) as progress:
+            task = progress.add_task("backfill", total=total)
+            while True:
+                batch = entries_without_vectors(con, embedder.name, batch_size)
+                if not batch:
+                    break
+                texts = [embedding_text(canonical, _scrub_patterns(store, project, patterns))
+                         for _, project, canonical in batch]
+                vectors = embedder.embed(texts)
+                put_vectors(con, embedder.name, [(entry_id, vectors[i]) for i, (entry_id, _, _) in enumerate(batch)])
+                done += len(batch)
+                progress.advance(task, len(batch))
+        seconds = time.perf_counter() - started
+        console.print(f"[green]ok[/green]: {done} entries embedded with {embedder.name} in {seconds:.1f} s")
+    except StoreError as e:
+        raise click.ClickException(str(e)) from None
+    except Exception as e:  # duckdb errors, model errors: say what happened, keep what was written
+        raise click.ClickException(f"backfill stopped after {done} entries: {type(e).__name__}: {e}") from None
+    finally:
+        store.close()
+
+
+def _scrub_patterns(store: Store, project: str, cache: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    if project not in cache:
+        try:
+            value: Any = store.project_settings(project).get("scrub_patterns") or ()
+        except StoreError:
+            value = ()
+        cache[project] = tuple(str(p) for p in value) if isinstance(value, (list, tuple)) else ()
+    return cache[project]
