@@ -595,7 +595,7 @@ def profile_near(cache: Cache, queries: list[CanonicalRequest], limit: int = 18)
 def run_size(size: int, prompts: list[str], entries: list[NewEntry], vocab: Vocabulary, n_queries: int,
              fresh_trials: int, log: Callable[[str], None], do_profile: bool, sizes_all: list[int],
              quick_write: bool) -> dict[str, Any]:
-    result: dict[str, Any] = {"size": size}
+    result: dict[str, Any] = {"size": size, "load_before": os.getloadavg()[0]}
     rng = random.Random(1000 + size)
     with tempfile.TemporaryDirectory(prefix=f"semula-bench-lex-{size}-") as tmp:
         store = Store.open(tmp)
@@ -689,6 +689,7 @@ def run_size(size: int, prompts: list[str], entries: list[NewEntry], vocab: Voca
             # Write -> findable.
             if fresh_trials:
                 result["fresh"] = fresh_findable(cache, vocab, rng, size, fresh_trials, fps, log, quick_write)
+            result["load_after"] = os.getloadavg()[0]
         finally:
             store.close()
     return result
@@ -1002,8 +1003,9 @@ def render(args: argparse.Namespace, sizes: list[int], queries: int, machine_row
                 ])]
     out += ["", "## 2. FTS rebuild time", ""]
     rows = [[f"{r['size']:,}", fmt(r["seed_s"], 1), fmt(r["cache_open_s"], 2), fmt(r["first_build_s"], 2),
-             fmt(r["rebuild_s"], 2)] for r in results]
-    out.append(table(["entries", "bulk seed s", "`Cache()` s", "first build s (background)", "rebuild s (sync)"], rows))
+             fmt(r["rebuild_s"], 2), f"{r['load_before']:.2f} / {r['load_after']:.2f}"] for r in results]
+    out.append(table(["entries", "bulk seed s", "`Cache()` s", "first build s (background)", "rebuild s (sync)",
+                      "1-min load avg before / after this size"], rows))
     out += ["", "## 3. Write → findable by the lexical tier", ""]
     rows, quick_rows, busy_rows = [], [], []
     for r in results:
