@@ -115,6 +115,7 @@ class SemulaAddon:
         self._next_store_attempt = 0.0
         self.calls: ParquetLog | None = None
         self.reviews: ParquetLog | None = None
+        self.embedder: Any = None
         self.admin: AdminServer | None = None
         self.conn_projects: dict[str, str] = {}
         self.flows: dict[str, FlowState] = {}
@@ -139,6 +140,10 @@ class SemulaAddon:
         loader.add_option("semula_record_errors", bool, False, "also record 4xx/5xx answers (default: only complete 2xx)")
         loader.add_option("semula_namespace_by_key", bool, False, "add a hash of the API key to the project namespace")
         loader.add_option("semula_admin", bool, True, "serve the admin endpoint used by the semula CLI")
+        loader.add_option(
+            "semula_embeddings", bool, os.environ.get("SEMULA_EMBEDDINGS", "off").lower() in ("1", "on", "true", "yes"),
+            "opt-in embedding tier (fastembed); also SEMULA_EMBEDDINGS=on",
+        )
 
     def configure(self, updated: set[str]) -> None:
         if not any(name.startswith("semula_") for name in updated):
@@ -164,6 +169,8 @@ class SemulaAddon:
 
     async def running(self) -> None:
         data_dir = Path(self.settings.data_dir)
+        if ctx.options.semula_embeddings and not await self._load_embedder(data_dir):
+            return
         self.calls = ParquetLog(data_dir / "calls", CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION)
         self.reviews = ParquetLog(data_dir / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION)
         await self._ensure_store(force=True)
@@ -184,6 +191,22 @@ class SemulaAddon:
             f"CA {confdir / 'mitmproxy-ca-cert.pem'}{store_note}",
             flush=True,
         )
+
+    async def _load_embedder(self, data_dir: Path) -> bool:
+        """With the tier switched on, a missing extra or model refuses to start: never silently without it."""
+        from semula.embeddings import Embedder, EmbeddingsUnavailable, config_from_env
+
+        try:
+            config = config_from_env(data_dir, option_enabled=True)
+            self.embedder = await asyncio.get_running_loop().run_in_executor(None, Embedder.load, config)
+        except (EmbeddingsUnavailable, ValueError) as e:
+            print(f"semula: cannot start: the embedding tier is on (SEMULA_EMBEDDINGS / semula_embeddings) "
+                  f"but {e}", flush=True)
+            log.error("semula: refusing to start without the embedding tier: %s", e)
+            ctx.master.shutdown()
+            return False
+        log.info("semula: embedding tier on with model %s", self.embedder.name)
+        return True
 
     def _listen_address(self) -> str:
         try:
@@ -226,7 +249,7 @@ class SemulaAddon:
             self.store_problem = str(e)
 
     def _open_cache(self) -> Cache:
-        cache = Cache(Store.open(self.settings.data_dir), review_log=self._log_review)
+        cache = Cache(Store.open(self.settings.data_dir), review_log=self._log_review, embedder=self.embedder)
         gc.freeze()  # the preloaded answers are long-lived: keep them out of every collection
         return cache
 

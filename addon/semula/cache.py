@@ -35,9 +35,15 @@ PRELOAD_BYTES = 64 * 1024 * 1024  # answers loaded at start so that first hits s
 
 
 class Cache:
-    def __init__(self, store: Store, review_log: Callable[[dict[str, Any]], None] | None = None):
+    def __init__(self, store: Store, review_log: Callable[[dict[str, Any]], None] | None = None,
+                 embedder: Any = None):
         self.store = store
         self.lexical = LexicalIndex(store.con)
+        self.embeddings = None
+        if embedder is not None:
+            from semula.embedding_tier import EmbeddingTier
+
+            self.embeddings = EmbeddingTier(store.con, embedder)
         self.review = ReviewQueue(self, review_log)
         self._lock = threading.Lock()
         self._exact: dict[tuple[str, str], int] = {}
@@ -50,6 +56,8 @@ class Cache:
         self.reload()
 
     def close(self) -> None:
+        if self.embeddings is not None:
+            self.embeddings.close()
         self.lexical.close()
         self.store.close()
 
@@ -138,6 +146,8 @@ class Cache:
         """Store an answer; close the review candidates of this request queued by earlier calls."""
         entry_id = self.store.upsert_entry(new)
         self.lexical.written(entry_id, new.project, new.last_text)
+        if self.embeddings is not None:
+            self.embeddings.entry_written(entry_id, new.project, new.canonical, self.settings_for(new.project))
         self.review.answered(new.project, new.normalised_fp, created_before=started)
         with self._lock:
             self._index(entry_id, new.project, new.request_fp, new.normalised_fp)

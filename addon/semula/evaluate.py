@@ -60,6 +60,8 @@ def decide_pair(cache: Cache, project: str, stored: CanonicalRequest, incoming: 
     match = cache.match(project, request_fp, normalised_fp)
     if match is not None:
         return "served", match.tier
+    if cache.embeddings is not None:
+        cache.embeddings.worker.drain(30)
     if normalised_fp is None:
         return "miss", "none"
     bypass = fuzzy_bypass(incoming, settings)
@@ -105,13 +107,21 @@ def summarise(results: Iterable[tuple[dict[str, Any], str, str]]) -> dict[str, A
     }
 
 
+def _embedder_if_on(data_dir: Path) -> Any:
+    """`semula eval` uses the embedding tier when SEMULA_EMBEDDINGS=on, like the proxy."""
+    from semula.embeddings import Embedder, config_from_env
+
+    config = config_from_env(data_dir)
+    return Embedder.load(config) if config.enabled else None
+
+
 def evaluate(path: Path, overrides: dict[str, Any] | None = None,
              progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     pairs = load_pairs(path)
     settings = settings_from_mapping(overrides or {})
     results = []
     with tempfile.TemporaryDirectory(prefix="semula-eval-") as tmp:
-        cache = Cache(Store.open(tmp))
+        cache = Cache(Store.open(tmp), embedder=_embedder_if_on(Path(tmp)))
         try:
             for index, pair in enumerate(pairs):
                 try:

@@ -11,6 +11,7 @@ Runs on the store thread.
 from __future__ import annotations
 
 import difflib
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from semula.cache import Cache
 
 MAX_CANDIDATES = 3
+log = logging.getLogger("semula")
 
 
 @dataclass(frozen=True)
@@ -95,19 +97,21 @@ class ReviewQueue:
             verdict = near_match(request, CanonicalRequest.from_json(stored[entry_id]), settings,
                                  tier="lexical", fuzzy_bypass_reason=fuzzy_bypass_reason)
             candidates.append(Candidate(entry_id, verdict))
+        candidates += self._embedding_candidates(project, request, settings, paired, stored.keys(), fuzzy_bypass_reason)
         if not candidates:
             return NearSearch()
         candidates.sort(key=lambda c: (c.verdict.serve, c.verdict.score, c.entry_id), reverse=True)
         best = candidates[0]
         if best.verdict.serve:
-            return NearSearch(served=Match("lexical", best.entry_id, best.verdict.score), best=best)
+            return NearSearch(served=Match(best.verdict.tier, best.entry_id, best.verdict.score), best=best)
         queued: list[Candidate] = []
         if queue:
             for candidate in candidates:
-                if len(queued) + sum(1 for s in paired.values() if s == "open") >= MAX_CANDIDATES:
+                if sum(1 for s in paired.values() if s == "open") >= MAX_CANDIDATES:
                     break
                 if not candidate.verdict.review or candidate.entry_id in paired:
                     continue
+                paired = {**paired, candidate.entry_id: "open"}
                 row = self.store.add_candidate(
                     project, candidate.verdict.tier, candidate.verdict.score, candidate.verdict.guard_reason,
                     candidate.verdict.reason, request_fp, normalised_fp, request.to_json(), text, candidate.entry_id,
@@ -118,6 +122,25 @@ class ReviewQueue:
                 self.cache.open_requests.add((project, normalised_fp))
         best = next((c for c in queued if c.entry_id == best.entry_id), best)
         return NearSearch(best=best, queued=tuple(queued))
+
+    def _embedding_candidates(self, project: str, request: CanonicalRequest, settings: ProjectSettings,
+                              paired: dict[int, str], seen: Any, fuzzy_bypass_reason: str | None) -> list[Candidate]:
+        """The embedding tier (opt-in): cosine neighbours the lexical tier did not propose."""
+        tier = self.cache.embeddings
+        if tier is None:
+            return []
+        try:
+            found = [(e, c) for e, c in tier.search(project, request, settings)
+                     if paired.get(e) != "rejected" and c >= settings.embedding_review_threshold]
+        except Exception as e:  # an embedder failure is logged; the call carries on as a miss
+            log.warning("semula: embedding search failed (%s); carrying on without it", e)
+            return []
+        stored = self.store.canonicals_by_ids([e for e, _ in found])
+        return [
+            Candidate(entry_id, near_match(request, CanonicalRequest.from_json(stored[entry_id]), settings,
+                                           tier="embedding", score=cosine, fuzzy_bypass_reason=fuzzy_bypass_reason))
+            for entry_id, cosine in found if entry_id in stored
+        ]
 
     def answered(self, project: str, normalised_fp: str, created_before: datetime | None = None) -> int:
         """A request got an answer (served, or recorded by a later call): close its open candidates."""

@@ -168,9 +168,16 @@ def _m002_review(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE aliases ADD COLUMN request_canonical VARCHAR")
 
 
+def _m003_embeddings(con: duckdb.DuckDBPyConnection) -> None:
+    from semula.embeddings import create_tables  # numpy only; fastembed is imported lazily
+
+    create_tables(con)
+
+
 MIGRATIONS: tuple[tuple[str, Callable[[duckdb.DuckDBPyConnection], None]], ...] = (
     ("001_core", _m001_core),
     ("002_review", _m002_review),
+    ("003_embeddings", _m003_embeddings),
 )
 
 CANDIDATE_COLUMNS = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from semula.cli.embeddings_cmd import embeddings
 from semula.cli.eval_cmd import eval_command
 from semula.cli.proxy_cmd import env, exec_command, proxy
 from semula.cli.review_cmd import review
@@ -16,7 +17,7 @@ def main() -> None:
     """semula — record and replay LLM API calls through mitmproxy."""
 
 
-for command in (proxy, env, exec_command, entries, config, stats, review, eval_command):
+for command in (proxy, env, exec_command, entries, config, stats, review, eval_command, embeddings):
     main.add_command(command)
 
 try:  # the report needs the `analysis` extra; without it the other commands still work

@@ -72,9 +72,30 @@ def proxy(mode: str, listen_host: str, listen_port: int, data_dir: Path, project
           sets: tuple[str, ...], web: bool) -> None:
     """Run the proxy (mitmdump, or mitmweb with --web) with the semula addon."""
     args = mitmproxy_args(mode, listen_host, listen_port, data_dir, project, sets, web)
+    _check_embeddings(data_dir, sets)
     from mitmproxy.tools import main as mitm_main
 
     sys.exit((mitm_main.mitmweb if web else mitm_main.mitmdump)(args) or 0)
+
+
+def _check_embeddings(data_dir: Path, sets: tuple[str, ...]) -> None:
+    """With the embedding tier on, a missing extra or model refuses to start, before mitmproxy does."""
+    from semula.embeddings import _flag  # noqa: PLC2701 - the same on/off parsing as the tier
+
+    option = [s.split("=", 1)[1] for s in sets if s.startswith("semula_embeddings=")]
+    try:
+        enabled = (_flag("semula_embeddings", option[-1]) if option
+                   else _flag("SEMULA_EMBEDDINGS", os.environ.get("SEMULA_EMBEDDINGS")))
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
+    if not enabled:
+        return
+    from semula.embeddings import Embedder, EmbeddingsUnavailable, config_from_env
+
+    try:
+        Embedder.load(config_from_env(data_dir.expanduser().resolve(), option_enabled=True))
+    except (EmbeddingsUnavailable, ValueError) as e:
+        raise click.ClickException(f"the embedding tier is on (SEMULA_EMBEDDINGS) but {e}") from None
 
 
 def ensure_ca(confdir: Path) -> Path:
