@@ -1133,8 +1133,9 @@ def interpretation(results: list[dict[str, Any]], probe: dict[str, Any] | None, 
             "- **During a rebuild** (which every write ≥1 s after the last build triggers, and which re-indexes the "
             "whole table) misses get slower: "
             + ", ".join(f"{s:,}: near p50 {pct(b, 50):.0f} ms, p99 {pct(b, 99):.0f} ms" for s, b in busy)
-            + f". At {results[-1]['size']:,} entries a rebuild takes {results[-1]['rebuild_s']:.0f} s, so one "
-            "write every ~10 s keeps a core busy re-indexing.")
+            + f". At {results[-1]['size']:,} entries a rebuild takes {results[-1]['rebuild_s']:.1f} s, so writes "
+            f"arriving more often than every ~{results[-1]['rebuild_s'] + 1:.0f} s keep the rebuild thread "
+            "re-indexing the whole table back to back (on this 2-core machine, beside the proxy).")
     add = big["steps"]["paraphrase"].get("add_candidate", 0)
     ids = big["steps"]["paraphrase"].get("canonicals_by_ids", 0)
     lines.append(
@@ -1157,9 +1158,10 @@ def interpretation(results: list[dict[str, Any]], probe: dict[str, Any] | None, 
         lines[-1] += (
             f"(dev hit rate {at[1.0].dev_hit_rate:.3f} at 1.00, {at[0.9].dev_hit_rate:.3f} at 0.90, "
             f"{at[0.8].dev_hit_rate:.3f} at 0.80; public hit rate {pub(at[1.0])} / {pub(at[0.9])} / {pub(at[0.8])}). "
-            f"Without the guard, false hits start at threshold {max((r.serve_threshold for r in off if r.dev_false_hits), default=0):.2f} "
-            f"and reach {max(r.dev_false_hit_rate for r in off):.3f} at 0.80: the guard, not the threshold, is what keeps "
-            "false hits at 0. Best guarded setting on dev: "
+            f"Without the guard, dev false hits are {min(off, key=lambda r: -r.serve_threshold).dev_false_hits} at 1.00 "
+            f"and {max(off, key=lambda r: -r.serve_threshold).dev_false_hits} "
+            f"(rate {max(off, key=lambda r: -r.serve_threshold).dev_false_hit_rate:.3f}) at 0.80: the guard, not the "
+            "threshold, is what keeps false hits at 0. Best guarded setting on dev: "
             f"{best.serve_threshold:.2f} (hit {best.dev_hit_rate:.3f}, false hits {best.dev_false_hits}).")
     if eval_summaries:
         parts = []
