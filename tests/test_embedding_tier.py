@@ -138,3 +138,13 @@ def test_the_flag_without_a_model_refuses_to_start(tmp_path):
                             capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode != 0
     assert "embedding tier is on" in result.stderr and "semula embeddings fetch" in result.stderr, result.stderr
+
+
+def test_thresholds_are_per_model(make_cache):
+    cache, _ = make_cache()
+    record(cache, PARAPHRASE[0])
+    assert cache.embeddings.worker.drain(30)
+    other_model_only = ProjectSettings(embedding_review_threshold={"BAAI/bge-small-en-v1.5": 0.5})
+    assert not [c for c in near(cache, PARAPHRASE[1], other_model_only).queued if c.verdict.tier == "embedding"]
+    this_model = ProjectSettings(embedding_review_threshold={MODEL: 0.6})
+    assert [c for c in near(cache, PARAPHRASE[1], this_model).queued if c.verdict.tier == "embedding"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +21,7 @@ from semula.canonical import CanonicalRequest
 from semula.decision import Match
 from semula.logschema import REVIEW_LOG_SCHEMA_VERSION
 from semula.nearmatch import Verdict, near_match
-from semula.settings import ProjectSettings
+from semula.settings import ProjectSettings, threshold_for
 
 if TYPE_CHECKING:
     from semula.cache import Cache
@@ -129,9 +129,15 @@ class ReviewQueue:
         tier = self.cache.embeddings
         if tier is None:
             return []
+        model = tier.embedder.name
+        review_floor = threshold_for(settings.embedding_review_threshold, model)
+        if review_floor is None:
+            return []  # no threshold for this model: its cosines mean nothing yet
+        settings = replace(settings, embedding_review_threshold=review_floor,
+                           embedding_serve_threshold=threshold_for(settings.embedding_serve_threshold, model))
         try:
             found = [(e, c) for e, c in tier.search(project, request, settings)
-                     if paired.get(e) != "rejected" and c >= settings.embedding_review_threshold]
+                     if paired.get(e) != "rejected" and c >= review_floor]
         except Exception as e:  # an embedder failure is logged; the call carries on as a miss
             log.warning("semula: embedding search failed (%s); carrying on without it", e)
             return []

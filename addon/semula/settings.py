@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, fields, replace
+from collections.abc import Mapping
 from typing import Any
 
 PROJECT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -45,9 +46,10 @@ class ProjectSettings:
     lexical_review_threshold: float = 0.55
     # Only the last tail_n messages count for near-match shape and context (None = all).
     tail_n: int | None = None
-    # Embedding tier (cosine); serving is off unless a project opts in.
-    embedding_review_threshold: float = 0.75
-    embedding_serve_threshold: float | None = None
+    # Embedding tier (cosine); serving is off unless a project opts in. Cosines mean different
+    # things for different models: each may also be a mapping {model name: threshold}.
+    embedding_review_threshold: float | Mapping[str, float] = 0.75
+    embedding_serve_threshold: float | Mapping[str, float] | None = None
 
     @property
     def fingerprint_inputs(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -115,6 +117,23 @@ def _float(key: str, value: Any) -> float:
     return float(value)
 
 
+def _per_model(parse):
+    """A threshold, or {model name: threshold} (thresholds are per model)."""
+
+    def parser(key: str, value: Any):
+        if isinstance(value, Mapping):
+            return {str(model): parse(f"{key}[{model}]", v) for model, v in value.items()}
+        return parse(key, value)
+
+    return parser
+
+
+def threshold_for(value: float | Mapping[str, float] | None, model: str) -> float | None:
+    if isinstance(value, Mapping):
+        return value.get(model)
+    return value
+
+
 PARSERS = {
     "scrub_patterns": _scrub_patterns,
     "ignore_params": _string_list,
@@ -123,8 +142,8 @@ PARSERS = {
     "lexical_serve_threshold": _unit_interval,
     "lexical_review_threshold": _unit_interval,
     "tail_n": _optional(_positive_int),
-    "embedding_review_threshold": _unit_interval,
-    "embedding_serve_threshold": _optional(_unit_interval),
+    "embedding_review_threshold": _per_model(_unit_interval),
+    "embedding_serve_threshold": _optional(_per_model(_unit_interval)),
 }
 assert set(PARSERS) == set(SETTING_KEYS)
 
