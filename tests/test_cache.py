@@ -2,38 +2,21 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
+from entries import chat, fingerprints, new_entry
 
 from semula.cache import Cache
-from semula.canonical import normalised_fingerprint, request_fingerprint
 from semula.operations import run_operation
-from semula.providers import adapter_for
-from semula.providers.base import RawRequest
 from semula.settings import SettingsError
-from semula.store import NewEntry, Store
-
-
-def canonical(text: str, **params):
-    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": text}], **params}
-    raw = RawRequest("POST", "api.openai.com", "/v1/chat/completions", (), {}, json.dumps(body).encode())
-    return adapter_for(raw.host, raw.path).canonicalise(raw)
+from semula.store import Store
 
 
 def record(cache: Cache, text: str, project: str = "p", **params) -> int:
-    c = canonical(text, **params)
-    settings = cache.settings_for(project)
-    return cache.record(NewEntry(
-        project, c.provider, "api.openai.com", c.method, c.endpoint, c.model, request_fingerprint(c),
-        normalised_fingerprint(c, *settings.fingerprint_inputs), c.to_json(), c.last_text(), 200,
-        [("content-type", "application/json")], b'{"ok": true}', False, 1, 2, 3.0))
+    return cache.record(new_entry(chat(text, **params), project, *cache.settings_for(project).fingerprint_inputs))
 
 
 def lookup(cache: Cache, text: str, project: str = "p", **params):
-    c = canonical(text, **params)
-    settings = cache.settings_for(project)
-    return cache.match(project, request_fingerprint(c), normalised_fingerprint(c, *settings.fingerprint_inputs))
+    return cache.match(project, *fingerprints(chat(text, **params), *cache.settings_for(project).fingerprint_inputs))
 
 
 @pytest.fixture

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 
 import pytest
+from entries import chat, fingerprints, new_entry
 from shared_paths import shared_dir
 
 from semula.cache import Cache
 from semula.canonical import normalised_fingerprint, request_fingerprint
 from semula.embeddings import Embedder, EmbeddingConfig
-from semula.providers import adapter_for
-from semula.providers.base import RawRequest
 from semula.settings import ProjectSettings
-from semula.store import NewEntry, Store
+from semula.store import Store
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 FOLDER = (shared_dir() or __import__("pathlib").Path("/nonexistent")) / "models" / "all-MiniLM-L6-v2-onnx"
@@ -46,22 +44,16 @@ def embedder():
                                          cache_dir=FOLDER))
 
 
-def canonical(text):
-    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": text}]}
-    raw = RawRequest("POST", "api.openai.com", "/v1/chat/completions", (), {}, json.dumps(body).encode())
-    return adapter_for(raw.host, raw.path).canonicalise(raw)
+canonical = chat
 
 
 def record(cache, text, project="p"):
-    c = canonical(text)
-    return cache.record(NewEntry(project, c.provider, "api.openai.com", c.method, c.endpoint, c.model,
-                                 request_fingerprint(c), normalised_fingerprint(c), c.to_json(), c.last_text(),
-                                 200, [], b"{}", False, None, None, None))
+    return cache.record(new_entry(chat(text), project))
 
 
 def near(cache, text, settings, project="p"):
-    c = canonical(text)
-    return cache.near(project, c, request_fingerprint(c), normalised_fingerprint(c), settings)
+    c = chat(text)
+    return cache.near(project, c, *fingerprints(c), settings)
 
 
 @pytest.fixture

@@ -2,35 +2,25 @@
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
+from entries import chat, fingerprints, new_entry
 
 from semula.cache import Cache
-from semula.canonical import normalised_fingerprint, request_fingerprint
-from semula.providers import adapter_for
-from semula.providers.base import RawRequest
 from semula.settings import ProjectSettings
-from semula.store import NewEntry, Store
+from semula.store import Store
 
-
-def canonical(content, **extra):
-    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": content}], **extra}
-    raw = RawRequest("POST", "api.openai.com", "/v1/chat/completions", (), {}, json.dumps(body).encode())
-    return adapter_for(raw.host, raw.path).canonicalise(raw)
+canonical = chat
 
 
 def record(cache: Cache, content, project="p") -> int:
-    c = canonical(content)
-    return cache.record(NewEntry(project, c.provider, "api.openai.com", c.method, c.endpoint, c.model,
-                                 request_fingerprint(c), normalised_fingerprint(c), c.to_json(), c.last_text(),
-                                 200, [], b"{}", False, None, None, None))
+    return cache.record(new_entry(chat(content), project))
 
 
 def near(cache: Cache, content, project="p", settings=None):
-    c = canonical(content)
-    return cache.near(project, c, request_fingerprint(c), normalised_fingerprint(c), settings or ProjectSettings())
+    c = chat(content)
+    return cache.near(project, c, *fingerprints(c), settings or ProjectSettings())
 
 
 @pytest.fixture

@@ -1,0 +1,28 @@
+"""Building chat requests and recordings for tests that use a real store."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from semula.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
+from semula.providers import adapter_for
+from semula.providers.base import RawRequest
+from semula.store import NewEntry
+
+
+def chat(content: Any, **params: Any) -> CanonicalRequest:
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": content}], **params}
+    raw = RawRequest("POST", "api.openai.com", "/v1/chat/completions", (), {}, json.dumps(body).encode())
+    return adapter_for(raw.host, raw.path).canonicalise(raw)
+
+
+def new_entry(c: CanonicalRequest, project: str = "p", scrub_patterns=(), ignore_params=(),
+              body: bytes = b'{"ok": true}') -> NewEntry:
+    return NewEntry(project, c.provider, "api.openai.com", c.method, c.endpoint, c.model, request_fingerprint(c),
+                    normalised_fingerprint(c, scrub_patterns, ignore_params), c.to_json(), c.last_text(), 200,
+                    [("content-type", "application/json")], body, False, 1, 2, 3.0)
+
+
+def fingerprints(c: CanonicalRequest, scrub_patterns=(), ignore_params=()) -> tuple[str, str]:
+    return request_fingerprint(c), normalised_fingerprint(c, scrub_patterns, ignore_params)
