@@ -6,6 +6,8 @@ import asyncio
 import base64
 import json
 
+import pytest
+from mitmproxy import exceptions
 from mitmproxy.test import taddons, tflow, tutils
 
 from semula.addon import SemulaAddon, proxy_user
@@ -116,3 +118,20 @@ def test_proxy_user_parsing():
     assert proxy_user(f"Basic {token}") == "team-a"
     assert proxy_user("Basic !!!") is None
     assert proxy_user(None) is None
+
+
+def test_review_commands_for_mitmweb(tmp_path):
+    async def scenario(addon, tctx):
+        original = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Please list three quiet hotels near the harbour"}]}
+        paraphrase = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Please list three calm hotels near the harbour"}]}
+        await call(addon, provider_flow(original))
+        await call(addon, provider_flow(paraphrase), answer="paraphrase answer")
+        listing = tctx.master.commands.execute("semula.review.list")
+        assert listing.startswith("#1 default lexical"), listing
+        assert "approved #1" in tctx.master.commands.execute("semula.review.approve 1")
+        served = await call(addon, provider_flow(paraphrase), answer=None)
+        assert served.response.headers["x-semula-tier"] == "alias"
+        with pytest.raises(exceptions.CommandError, match="no review candidate #9"):
+            tctx.master.commands.execute("semula.review.reject 9")
+
+    run(scenario, tmp_path)
