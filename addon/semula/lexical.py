@@ -31,9 +31,10 @@ MAX_QUERY_CHARS = 4000  # a 1 MB prompt must not become a 1 MB query
 REBUILD_MIN_SECONDS = 1.0
 SCAN_LIMIT = 5000
 # Only the rarest query terms go to the index: the postings of common words dominate the cost
-# (a 40-word prompt at 100k entries: ~700 ms with all terms, ~45 ms with the rarest 12), and
-# the proposals are re-scored by word overlap anyway.
-QUERY_TERMS = 12  # the fallback scan for texts the index cannot tokenise (CJK, Arabic)
+# (benchmark/results/lexical.md, 100k entries: all terms p50 415 ms, rarest 12 78 ms, rarest 4
+# 38 ms, the paraphrased source still among the 10 proposals in every case), and the
+# proposals are re-scored by word overlap anyway.
+QUERY_TERMS = 6  # the fallback scan for texts the index cannot tokenise (CJK, Arabic)
 
 BM25_SQL = """
 WITH qterms AS (SELECT DISTINCT stem(unnest(fts_main_entries.tokenize(?)), 'porter') AS term),
