@@ -52,10 +52,11 @@ def test_paraphrase_is_queued_in_auto_then_approved_and_served_as_alias(proxy_fa
     assert open_candidates(proxy.data_dir) == []
     proxy.stop()
     rows = read_call_log(proxy.data_dir)
-    miss = next(r for r in rows if r["decision"] == "miss" and r["candidate_tier"])
+    miss = next((r for r in rows if r["decision"] == "miss" and r["candidate_tier"]), None)
+    assert miss is not None, [(r["decision"], r["tier"], r["candidate_tier"], r["error"]) for r in rows]
     assert miss["candidate_tier"] == "lexical" and miss["candidate_entry_id"] == candidate["entry_id"]
     events = [r["event"] for r in _review_log(proxy.data_dir)]
-    assert events[:2] == ["queued", "approved"], events
+    assert events[:2] == ["queued", "approved"], (events, proxy.output()[-3000:])
 
 
 def test_rejected_pairing_never_returns_in_replay(proxy_factory: ProxyFactory) -> None:

@@ -160,6 +160,8 @@ class Cache:
         found = self.store.delete_entry(entry_id)
         if found:
             self.lexical.deleted(entry_id)
+            if self.embeddings is not None:
+                self.embeddings.index.invalidate()
             self.reload()
         return found
 

@@ -17,6 +17,7 @@ from semula.embeddings import Embedder, EmbeddingWorker, VectorIndex, embedding_
 from semula.settings import ProjectSettings
 
 log = logging.getLogger("semula")
+WORKER_BATCH = 8
 
 
 class EmbeddingTier:
@@ -25,20 +26,29 @@ class EmbeddingTier:
         self.con = con  # the store thread's connection: searches run there
         self._writer = con.cursor()  # the worker thread's own handle
         self.index = VectorIndex(lambda project: load_vectors(self.con, embedder.name, project))
-        self.worker = EmbeddingWorker(embedder, self._write, on_written=self._written)
+        # Small batches: a miss waits behind the worker's batch for the one model session.
+        self.worker = EmbeddingWorker(embedder, self._write, batch_size=WORKER_BATCH)
+        self._projects: dict[int, str] = {}
         self.searches = 0
 
     def _write(self, model: str, rows: list[tuple[int, np.ndarray]]) -> Any:
-        return put_vectors(self._writer, model, rows)
-
-    def _written(self, projects: set[str]) -> None:
-        for project in projects:
-            self.index.invalidate(project)
+        written = put_vectors(self._writer, model, rows)
+        by_project: dict[str, list[tuple[int, np.ndarray]]] = {}
+        for entry_id, vector in rows:
+            if (project := self._projects.pop(entry_id, None)) is not None:
+                by_project.setdefault(project, []).append((entry_id, vector))
+        for project, items in by_project.items():  # fold in, don't reload the whole matrix
+            self.index.add(project, [e for e, _ in items], np.stack([v for _, v in items]))
+        return written
 
     def entry_written(self, entry_id: int, project: str, canonical: dict[str, Any], settings: ProjectSettings) -> None:
         text = embedding_text(canonical, settings.scrub_patterns)
         if text.strip():
+            self._projects[entry_id] = project
             self.worker.submit(entry_id, project, text)
+
+    def entry_deleted(self, project: str) -> None:
+        self.index.invalidate(project)
 
     def search(self, project: str, request: CanonicalRequest, settings: ProjectSettings, k: int = 5) -> list[tuple[int, float]]:
         text = embedding_text(request, settings.scrub_patterns)

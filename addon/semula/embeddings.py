@@ -384,6 +384,21 @@ class VectorIndex:
             self._data[project] = (np.asarray(ids, dtype=np.int64), np.asarray(matrix, dtype=np.float32))
             self._stale.discard(project)
 
+    def add(self, project: str, ids: Sequence[int], vectors: np.ndarray) -> None:
+        """New or re-made vectors: fold them into a loaded matrix instead of reloading it."""
+        with self._lock:
+            if project not in self._data or project in self._stale:
+                return  # not loaded (or already due a reload): the next search loads everything
+            old_ids, old_matrix = self._data[project]
+            new_ids = np.asarray(ids, dtype=np.int64)
+            keep = ~np.isin(old_ids, new_ids)
+            matrix = np.asarray(vectors, dtype=np.float32).reshape(len(new_ids), -1)
+            if old_matrix.shape[0] and old_matrix.shape[1] != matrix.shape[1]:
+                self._stale.add(project)
+                return
+            self._data[project] = (np.concatenate([old_ids[keep], new_ids]),
+                                   np.concatenate([old_matrix[keep], matrix]) if old_matrix.shape[0] else matrix)
+
     def _get(self, project: str) -> tuple[np.ndarray, np.ndarray]:
         with self._lock:
             if project in self._data and project not in self._stale:

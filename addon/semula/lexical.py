@@ -74,6 +74,7 @@ class LexicalIndex:
         self.last_build_seconds: float | None = None
         self.on_error = on_error
         self._closed = False
+        self._timer: threading.Timer | None = None
 
     def close(self) -> None:
         """Stop rebuilding (the store is about to close); waits for a rebuild in progress."""
@@ -102,14 +103,25 @@ class LexicalIndex:
         with self._lock:
             if self._closed:
                 return
-            due = self._stale and not self._building and time.monotonic() - self._last_build >= REBUILD_MIN_SECONDS
+            wait_left = REBUILD_MIN_SECONDS - (time.monotonic() - self._last_build)
+            due = self._stale and not self._building and wait_left <= 0
             if not due and not (wait and self._stale and not self._building):
+                if self._stale and not self._building and not self._timer:
+                    # too soon after the last build: come back when it is due, not at the next write
+                    self._timer = threading.Timer(max(wait_left, 0.05), self._timer_fired)
+                    self._timer.daemon = True
+                    self._timer.start()
                 return
             self._building = True
         if wait:
             self._rebuild()
         else:
             threading.Thread(target=self._rebuild, name="semula-fts-rebuild", daemon=True).start()
+
+    def _timer_fired(self) -> None:
+        with self._lock:
+            self._timer = None
+        self.maybe_rebuild()
 
     def _rebuild(self) -> None:
         started = time.monotonic()
@@ -142,7 +154,7 @@ class LexicalIndex:
                 self._last_build = time.monotonic()
                 again = self._stale
         if again and not self._closed:
-            threading.Timer(REBUILD_MIN_SECONDS, self.maybe_rebuild).start()
+            self.maybe_rebuild()  # schedules itself when due
 
     def propose(self, project: str, text: str, limit: int = PROPOSALS) -> list[int]:
         """Up to `limit` entry ids whose text looks like `text`: index hits plus fresh entries."""

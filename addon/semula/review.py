@@ -97,7 +97,7 @@ class ReviewQueue:
             verdict = near_match(request, CanonicalRequest.from_json(stored[entry_id]), settings,
                                  tier="lexical", fuzzy_bypass_reason=fuzzy_bypass_reason)
             candidates.append(Candidate(entry_id, verdict))
-        candidates += self._embedding_candidates(project, request, settings, paired, stored.keys(), fuzzy_bypass_reason)
+        candidates += self._embedding_candidates(project, request, settings, paired, fuzzy_bypass_reason)
         if not candidates:
             return NearSearch()
         candidates.sort(key=lambda c: (c.verdict.serve, c.verdict.score, c.entry_id), reverse=True)
@@ -124,20 +124,22 @@ class ReviewQueue:
         return NearSearch(best=best, queued=tuple(queued))
 
     def _embedding_candidates(self, project: str, request: CanonicalRequest, settings: ProjectSettings,
-                              paired: dict[int, str], seen: Any, fuzzy_bypass_reason: str | None) -> list[Candidate]:
+                              paired: dict[int, str], fuzzy_bypass_reason: str | None) -> list[Candidate]:
         """The embedding tier (opt-in): cosine neighbours the lexical tier did not propose."""
         tier = self.cache.embeddings
         if tier is None:
             return []
         model = tier.embedder.name
         review_floor = threshold_for(settings.embedding_review_threshold, model)
-        if review_floor is None:
+        serve_floor = threshold_for(settings.embedding_serve_threshold, model)
+        floors = [t for t in (review_floor, serve_floor) if t is not None]
+        if not floors:
             return []  # no threshold for this model: its cosines mean nothing yet
-        settings = replace(settings, embedding_review_threshold=review_floor,
-                           embedding_serve_threshold=threshold_for(settings.embedding_serve_threshold, model))
+        settings = replace(settings, embedding_review_threshold=review_floor if review_floor is not None else 1.1,
+                           embedding_serve_threshold=serve_floor)
         try:
             found = [(e, c) for e, c in tier.search(project, request, settings)
-                     if paired.get(e) != "rejected" and c >= review_floor]
+                     if paired.get(e) != "rejected" and c >= min(floors)]
         except Exception as e:  # an embedder failure is logged; the call carries on as a miss
             log.warning("semula: embedding search failed (%s); carrying on without it", e)
             return []

@@ -15,16 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import importlib.util
-import sys
-
 import duckdb
-
-# duckdb's client tries `import pandas` while binding parameters; when pandas is not installed
-# the failed import is not cached and every query searches sys.path again (34 times per
-# lexical search, a third of its time). Record the absence once; an installed pandas is untouched.
-if importlib.util.find_spec("pandas") is None:
-    sys.modules.setdefault("pandas", None)  # type: ignore[arg-type]
 
 STORE_FILE = "semula.duckdb"
 
