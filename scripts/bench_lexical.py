@@ -1193,6 +1193,10 @@ def interpretation(results: list[dict[str, Any]], probe: dict[str, Any] | None, 
                 "rebuild runs, the entry lives only in the fresh list). It stays findable (fresh scan), but the "
                 "index catches up only at the next write that comes ≥1 s after a build: `maybe_rebuild` returns "
                 "when not due instead of arming the timer that `_rebuild` arms for writes during a build.")
+        elif q:
+            lines.append(
+                f"- A write within `REBUILD_MIN_SECONDS` of the previous build's end is indexed too ({r['size']:,} "
+                f"entries: {q['waited_s']:.0f} s later the index is current and the entry has left the fresh list).")
     busy = [(r["size"], r["fresh"]["busy_near_ms"]) for r in results if r.get("fresh") and r["fresh"]["busy_near_ms"]]
     if busy:
         lines.append(
@@ -1238,6 +1242,9 @@ def interpretation(results: list[dict[str, Any]], probe: dict[str, Any] | None, 
             parts.append(f"{name} {label}: hit {summary['hit_rate']:.3f}, false hit {false_hit}, "
                          f"review recall {summary['review_recall']:.3f}")
         lines.append("- **`semula eval`**: " + "; ".join(parts) + ".")
+    timer_bug = any(
+        (q := (r.get("fresh") or {}).get("quick_write")) and q["stale"] and not q["building"] and q["in_fresh"]
+        for r in results)
     lines += [
         "",
         "Caveats: the workload is synthetic. Its vocabulary is small (a few thousand word forms, Zipf-drawn), so "
@@ -1251,9 +1258,10 @@ def interpretation(results: list[dict[str, Any]], probe: dict[str, Any] | None, 
         "An in-memory inverted index (term → entry ids per project, built at load, updated in `written`/"
         "`deleted`, rarest few terms, Dice on the top candidates) would, and would also remove the rebuild and "
         "the fresh list; its memory (~postings × 8 bytes plus per-entry word counts) is the price.",
-        "2. Rebuilds: `maybe_rebuild` should arm the timer when a write is not yet due (today that write's "
-        "rebuild waits for the next write); and a full `create_fts_index` per write burst is O(store): "
-        "rebuild less often as the store grows, or index incrementally.",
+        ("2. Rebuilds: `maybe_rebuild` should arm the timer when a write is not yet due (today that write's "
+         "rebuild waits for the next write); and a" if timer_bug else "2. Rebuilds: a")
+        + " full `create_fts_index` per write burst is O(store): rebuild less often as the store grows, or "
+        "index incrementally.",
         ("3. duckdb + absent pandas: the measured store.py short-circuits the failed import with "
          "`sys.modules['pandas'] = None`, which **breaks pyarrow**: `pa.array`/`pa.Table.from_pydict` then "
          "raise `AttributeError: 'NoneType' object has no attribute '__version__'` (pyarrow's pandas shim), so "
@@ -1264,7 +1272,10 @@ def interpretation(results: list[dict[str, Any]], probe: dict[str, Any] | None, 
          if probe and probe.get("semula_short_circuits") else
          "3. duckdb + absent pandas: every bound parameter retries `import pandas`. Either inline the integer "
          "ids in `canonicals_by_ids`, or set `sys.modules['pandas'] = None` at store open when "
-         "`importlib.util.find_spec('pandas') is None` (cheap, but process-wide)."),
+         "`importlib.util.find_spec('pandas') is None` (cheap, but process-wide)."
+         if probe else
+         "3. pandas is installed in the measured environment, so duckdb's binder finds it once (no retried "
+         "failed import; nothing to measure)."),
         "4. `add_candidate`: queue a request's ≤3 candidates in one transaction, not one each.",
     ]
     return "\n".join(lines)

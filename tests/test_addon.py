@@ -11,6 +11,7 @@ from mitmproxy import exceptions
 from mitmproxy.test import taddons, tflow, tutils
 
 from semula.addon import SemulaAddon, proxy_user
+from semula.modes import Mode
 
 BODY = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hello there"}]}
 
@@ -135,3 +136,18 @@ def test_review_commands_for_mitmweb(tmp_path):
             tctx.master.commands.execute("semula.review.reject 9")
 
     run(scenario, tmp_path)
+
+
+def test_record_mode_rerecords_and_keeps_the_normalised_tier(tmp_path):
+    async def scenario(addon, tctx):
+        await call(addon, provider_flow(), answer="first")
+        again = await call(addon, provider_flow(), answer="second")
+        assert again.response.headers["x-semula-decision"] == "miss"
+        addon.mode = Mode.AUTO
+        variant = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hello THERE"}]}
+        served = await call(addon, provider_flow(variant), answer=None)
+        assert served.response.headers["x-semula-tier"] == "normalised"
+        assert json.loads(served.response.content)["choices"][0]["message"]["content"] == "second"
+        assert served.response.headers["x-semula-entry"] == "1", "re-recording keeps the entry's id"
+
+    run(scenario, tmp_path, semula_mode="record")

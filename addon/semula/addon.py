@@ -41,7 +41,7 @@ from semula.parquetlog import ParquetLog
 from semula.review import NearSearch
 from semula.providers import DEFAULT_PROVIDER_HOSTS, adapter_for, host_matches
 from semula.providers.base import Adapter, AdapterError, RawRequest, Usage
-from semula.redact import clean_headers, redact_bytes, redact_text
+from semula.redact import clean_headers, clean_query, redact_bytes, redact_text
 from semula.settings import DEFAULT_PROJECT, AddonSettings, ProjectSettings, SettingsError, validate_project
 from semula.sse import split_frames
 from semula.store import NewEntry, Store, StoreError
@@ -410,7 +410,7 @@ class SemulaAddon:
             # e.g. GET /v1/models: replayable by the exact tier, nothing to normalise
             return CanonicalRequest(
                 provider=adapter.name, method=raw.method, endpoint=raw.path,
-                query=tuple(sorted((k, v) for k, v in raw.query if k not in ("key",))),
+                query=tuple(sorted(clean_query(raw.query))),
                 headers=(), model=None, system=None, messages=(), tools=(), params={},
                 stream=False, body=None, parsed=False,
             )
@@ -538,10 +538,14 @@ class SemulaAddon:
         if cache is None:
             state.error = f"not recorded: store unavailable ({self.store_problem})"
             return None
+        normalised_fp = state.normalised_fp  # not computed when the exact tier answered the lookup (record mode)
+        if normalised_fp is None:
+            normalised_fp = (normalised_fingerprint(canonical, *state.settings.fingerprint_inputs)
+                             if canonical.parsed else state.request_fp)
         new = NewEntry(
             project=state.project, provider=canonical.provider, host=state.host, method=canonical.method,
             endpoint=canonical.endpoint, model=canonical.model, request_fp=state.request_fp,
-            normalised_fp=state.normalised_fp or state.request_fp, canonical=canonical.to_json(),
+            normalised_fp=normalised_fp, canonical=canonical.to_json(),
             last_text=redact_text(scrub_volatile(canonical.last_text(), state.settings.scrub_patterns)),
             status=response.status_code, headers=clean_headers(response.headers.items()),
             body=redact_bytes(body), streamed=state.streamed, prompt_tokens=usage.prompt_tokens,
