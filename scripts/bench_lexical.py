@@ -858,8 +858,12 @@ def code_state() -> str:
 
     head = git("rev-parse", "--short", "HEAD") or "unknown"
     dirty = [line[3:] for line in git("status", "--porcelain", "--", "addon").splitlines()]
-    pandas = "short-circuited by semula" if sys.modules.get("pandas", 0) is None else (
-        "installed" if "pandas" in sys.modules else "not installed, not short-circuited")
+    import importlib.util
+
+    if sys.modules.get("pandas", 0) is None:
+        pandas = "not installed, import short-circuited by semula"
+    else:
+        pandas = "installed" if "pandas" in sys.modules or importlib.util.find_spec("pandas") else "not installed"
     return (f"commit {head}" + (f" + uncommitted changes in {', '.join(dirty)}" if dirty else "")
             + f"; `lexical.QUERY_TERMS` = {getattr(lexical, 'QUERY_TERMS', 'n/a (all terms)')}; pandas: {pandas}")
 

@@ -106,19 +106,22 @@ class ReviewQueue:
             return NearSearch(served=Match(best.verdict.tier, best.entry_id, best.verdict.score), best=best)
         queued: list[Candidate] = []
         if queue:
+            chosen: list[Candidate] = []
             for candidate in candidates:
                 if sum(1 for s in paired.values() if s == "open") >= MAX_CANDIDATES:
                     break
                 if not candidate.verdict.review or candidate.entry_id in paired:
                     continue
                 paired = {**paired, candidate.entry_id: "open"}
-                row = self.store.add_candidate(
-                    project, candidate.verdict.tier, candidate.verdict.score, candidate.verdict.guard_reason,
-                    candidate.verdict.reason, request_fp, normalised_fp, request.to_json(), text, candidate.entry_id,
-                )
-                self._event("queued", row)
-                queued.append(Candidate(candidate.entry_id, candidate.verdict, row["id"]))
-            if queued:
+                chosen.append(candidate)
+            if chosen:
+                rows = self.store.add_candidates(project, request_fp, normalised_fp, request.to_json(), text, [
+                    (c.verdict.tier, c.verdict.score, c.verdict.guard_reason, c.verdict.reason, c.entry_id)
+                    for c in chosen
+                ])
+                for candidate, row in zip(chosen, rows):
+                    self._event("queued", row)
+                    queued.append(Candidate(candidate.entry_id, candidate.verdict, row["id"]))
                 self.cache.open_requests.add((project, normalised_fp))
         best = next((c for c in queued if c.entry_id == best.entry_id), best)
         return NearSearch(best=best, queued=tuple(queued))

@@ -449,18 +449,22 @@ class Store:
             ).fetchall()
         return {int(e): s for e, s in rows}
 
-    def add_candidate(self, project: str, tier: str, score: float, guard_reason: str | None, reason: str | None,
-                      request_fp: str, request_normalised_fp: str, request_canonical: dict[str, Any],
-                      request_text: str, entry_id: int) -> dict[str, Any]:
+    def add_candidates(self, project: str, request_fp: str, request_normalised_fp: str,
+                       request_canonical: dict[str, Any], request_text: str,
+                       candidates: list[tuple[str, float, str | None, str | None, int]]) -> list[dict[str, Any]]:
+        """Queue (tier, score, guard_reason, reason, entry_id) candidates of one request, in one transaction."""
+        request_json = json.dumps(request_canonical, ensure_ascii=False)
+        rows = []
         with self.transaction() as con:
-            row = con.execute(
-                f"""INSERT INTO review_candidates (project, tier, score, guard_reason, reason, request_fp,
-                    request_normalised_fp, request_canonical, request_text, entry_id, status, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?) RETURNING {CANDIDATE_COLUMNS}""",
-                [project, tier, score, guard_reason, reason, request_fp, request_normalised_fp,
-                 json.dumps(request_canonical, ensure_ascii=False), request_text, entry_id, _now()],
-            ).fetchone()
-        return _candidate(row)
+            for tier, score, guard_reason, reason, entry_id in candidates:
+                rows.append(con.execute(
+                    f"""INSERT INTO review_candidates (project, tier, score, guard_reason, reason, request_fp,
+                        request_normalised_fp, request_canonical, request_text, entry_id, status, created_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?) RETURNING {CANDIDATE_COLUMNS}""",
+                    [project, tier, score, guard_reason, reason, request_fp, request_normalised_fp,
+                     request_json, request_text, entry_id, _now()],
+                ).fetchone())
+        return [_candidate(row) for row in rows]
 
     def candidates(self, project: str | None = None, status: str | None = "open", limit: int = 200) -> list[dict[str, Any]]:
         sql = f"SELECT {CANDIDATE_COLUMNS} FROM review_candidates WHERE 1=1"
