@@ -26,3 +26,16 @@ def corpus_file(name: str) -> Path:
     if shared is not None and (shared / "corpus" / name).is_file():
         return shared / "corpus" / name
     return DATA / name
+
+
+def import_path(name: str, path: Path):
+    """Import a file that is not part of the package (scripts/, analysis/) as module `name`."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module

@@ -8,7 +8,6 @@ false hit); ``paraphrase`` pairs must differ at the exact tier.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest

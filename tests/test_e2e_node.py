@@ -66,8 +66,8 @@ def test_node_fetch_via_env_proxy_agent(node_project: Path, proxy_factory: Proxy
 
     content = uniq("node fetch")
     outs = []
+    before = fake_provider.count()
     for _ in range(2):
-        before = fake_provider.count()
         run = subprocess.run(["node", "probe.mjs", content], cwd=node_project, capture_output=True, text=True,
                              env=clean_env(**exports), timeout=60)
         assert run.returncode == 0, f"{run.stderr}\n{proxy.describe()}"
@@ -76,6 +76,7 @@ def test_node_fetch_via_env_proxy_agent(node_project: Path, proxy_factory: Proxy
     assert first["status"] == 200 and str(first["text"]).startswith("fake answer #"), first
     assert (first["decision"], second["decision"]) == ("miss", "hit")
     assert second["text"] == first["text"]
+    assert fake_provider.count() == before + 1, "the second fetch was served from the recording"
     proxy.stop()
     rows = read_call_log(proxy.data_dir)
     assert [r["project"] for r in rows] == [project or "default"] * 2, rows

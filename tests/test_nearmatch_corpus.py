@@ -19,7 +19,6 @@ import json
 import re
 from collections import Counter
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest

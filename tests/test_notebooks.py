@@ -9,12 +9,9 @@ own helper.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections import Counter, defaultdict
 from datetime import date
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import duckdb
@@ -26,20 +23,11 @@ pytest.importorskip("matplotlib")
 
 from semula.report import NOTEBOOKS, NotebookRun, analysis_dir, execute_notebooks  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+from shared_paths import REPO, import_path  # noqa: E402
 
 
-def _import_path(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
-demo = _import_path("make_demo_calls", REPO / "scripts" / "make_demo_calls.py")
-semula_logs = _import_path("semula_logs", REPO / "analysis" / "semula_logs.py")
+demo = import_path("make_demo_calls", REPO / "scripts" / "make_demo_calls.py")
+semula_logs = import_path("semula_logs", REPO / "analysis" / "semula_logs.py")
 
 
 @pytest.fixture(scope="module")

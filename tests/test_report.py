@@ -6,12 +6,9 @@ the CLI wiring is checked with a fake `build_report` so it costs no kernels.
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from datetime import date
 from pathlib import Path
-from types import ModuleType
 
 import duckdb
 import nbformat
@@ -26,19 +23,10 @@ import semula.report as report_module  # noqa: E402
 from semula.cli.report_cmd import report  # noqa: E402
 from semula.report import ReportError, build_report, execute_notebooks, render_html  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+from shared_paths import REPO, import_path  # noqa: E402
 
 
-def _import_path(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
-demo = _import_path("make_demo_calls", REPO / "scripts" / "make_demo_calls.py")
+demo = import_path("make_demo_calls", REPO / "scripts" / "make_demo_calls.py")
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ import sys
 import textwrap
 import time
 
-import duckdb
 import pytest
 
 from semula.store import NewEntry, Store, StoreError
