@@ -509,10 +509,10 @@ def render(args: argparse.Namespace, sizes: list[int], n_queries: int, machine_r
                     "miss right after a write p50 / max ms", "its index search (incl. reload) p50",
                     "its encode p50", "miss while the worker embeds 64 writes p50 / max ms"], rows))
     L.append("")
-    L.append("Every vector write (`EmbeddingWorker` → `on_written`) invalidates the whole project in `VectorIndex`, so "
-             "the next miss reloads every vector of the project from DuckDB inside its index search. A miss during a "
-             "burst of writes waits for the worker's batch (the one `Embedder` is serialised by a lock) before its "
-             "own encode.\n")
+    L.append("New vectors are folded into a loaded project matrix (`VectorIndex.add`), so a miss right after a write "
+             "does not reload the project from DuckDB (only a cold or invalidated project loads). A miss during a "
+             "burst of writes still waits for the worker's current batch (8 texts; the one `Embedder` is serialised "
+             "by a lock) before its own encode.\n")
 
     L.append("### Hits and writes, tier on vs off\n")
     rows = []

@@ -29,6 +29,9 @@ log = logging.getLogger("semula")
 PROPOSALS = 10
 MAX_QUERY_CHARS = 4000  # a 1 MB prompt must not become a 1 MB query
 REBUILD_MIN_SECONDS = 1.0
+# A build re-indexes the whole table (~9 s at 100k entries): leave the machine at least twice
+# that long between builds; the fresh-entry scan keeps new recordings findable meanwhile.
+REBUILD_IDLE_FACTOR = 2.0
 SCAN_LIMIT = 5000
 # Only the rarest query terms go to the index: the postings of common words dominate the cost
 # (benchmark/results/lexical.md, 100k entries: all terms p50 415 ms, rarest 12 78 ms, rarest 4
@@ -103,7 +106,8 @@ class LexicalIndex:
         with self._lock:
             if self._closed:
                 return
-            wait_left = REBUILD_MIN_SECONDS - (time.monotonic() - self._last_build)
+            interval = max(REBUILD_MIN_SECONDS, REBUILD_IDLE_FACTOR * (self.last_build_seconds or 0.0))
+            wait_left = interval - (time.monotonic() - self._last_build)
             due = self._stale and not self._building and wait_left <= 0
             if not due and not (wait and self._stale and not self._building):
                 if self._stale and not self._building and not self._timer:
