@@ -151,3 +151,38 @@ def test_record_mode_rerecords_and_keeps_the_normalised_tier(tmp_path):
         assert served.response.headers["x-semula-entry"] == "1", "re-recording keeps the entry's id"
 
     run(scenario, tmp_path, semula_mode="record")
+
+
+class ExplodingEmbedder:
+    name = "exploding-model"
+
+    def embed(self, texts):
+        raise RuntimeError("the model fell over")
+
+    def truncate(self, text):
+        return text
+
+
+def test_an_embedder_that_raises_leaves_the_proxy_serving(tmp_path):
+    async def scenario(addon, tctx):
+        assert addon.cache.embeddings is not None
+        first = await call(addon, provider_flow())
+        paraphrase = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hello there, friend"}]}
+        second = await call(addon, provider_flow(paraphrase), answer="fresh")
+        assert first.response.headers["x-semula-decision"] == second.response.headers["x-semula-decision"] == "miss"
+        third = await call(addon, provider_flow(), answer=None)
+        assert third.response.headers["x-semula-tier"] == "exact"
+
+    async def main():
+        addon = SemulaAddon()
+        addon.embedder = ExplodingEmbedder()
+        with taddons.context(addon) as tctx:
+            tctx.configure(addon, semula_data_dir=str(tmp_path / "data"), semula_admin=False,
+                           confdir=str(tmp_path / "conf"))
+            await addon.running()
+            try:
+                await scenario(addon, tctx)
+            finally:
+                addon.done()
+
+    asyncio.run(main())
