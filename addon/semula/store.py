@@ -46,27 +46,12 @@ class NewEntry:
 
 
 @dataclass(frozen=True)
-class Entry:
-    id: int
-    project: str
-    provider: str
-    host: str
-    method: str
-    endpoint: str
-    model: str | None
-    request_fp: str
-    normalised_fp: str
-    canonical: dict[str, Any]
-    last_text: str
-    status: int
-    headers: list[tuple[str, str]]
-    body: bytes
-    streamed: bool
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    upstream_ms: float | None
-    created_at: datetime
-    updated_at: datetime
+class Entry(NewEntry):
+    """A stored recording: what was written, plus its id and times."""
+
+    id: int = 0
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
 
 
 ENTRY_COLUMNS = (
@@ -77,11 +62,11 @@ ENTRY_COLUMNS = (
 
 
 def _entry(row: tuple) -> Entry:
-    values = list(row)
-    values[9] = json.loads(values[9])
-    values[12] = [tuple(h) for h in json.loads(values[12])]
-    values[13] = bytes(values[13]) if values[13] is not None else b""
-    return Entry(*values)
+    values = dict(zip((c.strip() for c in ENTRY_COLUMNS.split(",")), row))
+    values["canonical"] = json.loads(values["canonical"])
+    values["headers"] = [tuple(h) for h in json.loads(values["headers"])]
+    values["body"] = bytes(values["body"]) if values["body"] is not None else b""
+    return Entry(**values)
 
 
 def _candidate(row: tuple) -> dict[str, Any]:
