@@ -186,3 +186,14 @@ def test_an_embedder_that_raises_leaves_the_proxy_serving(tmp_path):
                 addon.done()
 
     asyncio.run(main())
+
+
+def test_a_2mb_prompt_is_recorded_and_replayed(tmp_path):
+    async def scenario(addon, tctx):
+        big = {"model": "gpt-4o", "messages": [{"role": "user", "content": "lorem ipsum dolor " * 120_000}]}
+        first = await call(addon, provider_flow(big), answer="big answer")
+        assert first.response.headers["x-semula-decision"] == "miss"
+        again = await call(addon, provider_flow(big), answer=None)
+        assert again.response.headers["x-semula-tier"] == "exact"
+
+    run(scenario, tmp_path)

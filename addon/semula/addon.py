@@ -51,6 +51,7 @@ log = logging.getLogger("semula")
 PROJECT_HEADER = "x-semula-project"
 REPLAY_REFUSAL_STATUS = 404  # a 4xx that SDKs do not retry (not 408/409/429)
 STORE_RETRY_SECONDS = 5.0
+BIG_BODY_BYTES = 256 * 1024  # larger request bodies are parsed and fingerprinted off the event loop
 # An identical request waits this long for a recording in flight instead of going upstream again.
 PENDING_WAIT_SECONDS = 120.0
 KEY_HEADERS = ("authorization", "x-api-key", "api-key", "x-goog-api-key")
@@ -349,9 +350,14 @@ class SemulaAddon:
             bypass = bypass or Bypass("invalid_project", str(e))
         if self.settings.namespace_by_key and (key_hash := api_key_hash(raw)):
             state.project = f"{state.project}.k{key_hash}"
+        big = len(raw.body) > BIG_BODY_BYTES
+        loop = asyncio.get_running_loop()
         if bypass is None and self.mode is not Mode.PASSTHROUGH:
             try:
-                state.canonical = self._canonicalise(adapter, raw)
+                if big:  # parsing a multi-megabyte prompt must not stall the other flows
+                    state.canonical = await loop.run_in_executor(None, self._canonicalise, adapter, raw)
+                else:
+                    state.canonical = self._canonicalise(adapter, raw)
             except AdapterError as e:
                 bypass = Bypass("unparsable_body", f"cannot match this request: {e}")
         if self.mode is Mode.PASSTHROUGH:
@@ -365,7 +371,9 @@ class SemulaAddon:
             if cache is not None and bypass is None:
                 match = cache.match(state.project, state.request_fp, None)  # exact first: the cheap path
             if match is None and state.canonical.parsed:
-                state.normalised_fp = normalised_fingerprint(state.canonical, *state.settings.fingerprint_inputs)
+                inputs = (state.canonical, *state.settings.fingerprint_inputs)
+                state.normalised_fp = (await loop.run_in_executor(None, normalised_fingerprint, *inputs) if big
+                                       else normalised_fingerprint(*inputs))
             if cache is not None and bypass is None and match is None:
                 match = cache.match(state.project, state.request_fp, state.normalised_fp)
                 if match is None and self.mode is Mode.AUTO and (key := self._pending_key(state)) in self.pending:
