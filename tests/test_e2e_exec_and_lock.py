@@ -138,3 +138,15 @@ def test_locked_store_still_serves_calls_upstream(proxy_factory: ProxyFactory, f
         proxy.stop()
     finally:
         stop_process(holder)
+
+
+def test_exec_reuses_a_proxy_already_running_on_the_data_dir(proxy_factory: ProxyFactory, mitm_confdir: Path,
+                                                             fake_provider: FakeProvider) -> None:
+    """Two proxies cannot share one DuckDB file: exec must use the running one, not fail open beside it."""
+    running = proxy_factory("auto")
+    result = semula_exec(running.data_dir, mitm_confdir, fake_provider.port,
+                         "import os; print(os.environ['HTTPS_PROXY'])", mode="auto")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith(f":{running.port}"), result.stdout
+    assert "reusing the proxy already running" in result.stderr
+    assert (running.data_dir / "admin.json").exists(), "the running proxy is left running"

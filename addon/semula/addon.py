@@ -176,16 +176,16 @@ class SemulaAddon:
         self.reviews = ParquetLog(data_dir / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION)
         await self._ensure_store(force=True)
         listen = self._listen_address()
+        confdir = Path(os.path.expanduser(ctx.options.confdir))
         if self.settings.admin:
             try:
                 self.admin = AdminServer(data_dir, self._admin_dispatch, {
                     "proxy": listen, "mode": self.mode.value, "data_dir": str(data_dir),
-                    "project": self.settings.default_project,
+                    "project": self.settings.default_project, "confdir": str(confdir),
                 })
             except OSError as e:
                 log.warning("semula: admin endpoint not started (%s); CLI commands cannot reach this proxy", e)
         self.is_running = True
-        confdir = Path(os.path.expanduser(ctx.options.confdir))
         store_note = "" if self.cache else f" · store unavailable: {self.store_problem}"
         print(
             f"semula ready: {listen} · mode {self.mode.value} · data dir {data_dir} · "

@@ -176,6 +176,7 @@ def exec_command(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
     process = None
     if info is not None:
         port = int(info["proxy"].rsplit(":", 1)[1])
+        confdir = Path(info.get("confdir") or confdir)  # trust the CA of the proxy actually running
         if info.get("mode") != mode:
             click.echo(f"semula: reusing the proxy already running on {data_dir} (mode {info.get('mode')}, "
                        f"not {mode})", err=True)
