@@ -197,3 +197,16 @@ def test_a_2mb_prompt_is_recorded_and_replayed(tmp_path):
         assert again.response.headers["x-semula-tier"] == "exact"
 
     run(scenario, tmp_path)
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "br", "zstd"])
+def test_compressed_request_bodies_match_their_plain_recording(tmp_path, encoding):
+    from mitmproxy.net.encoding import encode
+
+    async def scenario(addon, tctx):
+        await call(addon, provider_flow())
+        flow = provider_flow(encode(json.dumps(BODY).encode(), encoding), headers={"content-encoding": encoding})
+        served = await call(addon, flow, answer=None)
+        assert served.response.headers["x-semula-tier"] == "exact"
+
+    run(scenario, tmp_path)
