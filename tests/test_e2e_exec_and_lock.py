@@ -150,3 +150,14 @@ def test_exec_reuses_a_proxy_already_running_on_the_data_dir(proxy_factory: Prox
     assert result.stdout.strip().endswith(f":{running.port}"), result.stdout
     assert "reusing the proxy already running" in result.stderr
     assert (running.data_dir / "admin.json").exists(), "the running proxy is left running"
+
+
+def test_a_second_proxy_on_the_same_data_dir_says_so_and_leaves_the_first_in_charge(
+        proxy_factory: ProxyFactory) -> None:
+    first = proxy_factory("auto")
+    before = json.loads((first.data_dir / "admin.json").read_text())
+    second = proxy_factory("auto", first.data_dir)
+    assert "another semula proxy" in second.output() and str(before["pid"]) in second.output()
+    assert json.loads((first.data_dir / "admin.json").read_text())["pid"] == before["pid"]
+    second.stop()
+    assert (first.data_dir / "admin.json").exists(), "stopping the second must not remove the first's admin.json"

@@ -27,7 +27,7 @@ from typing import Any
 from mitmproxy import command, ctx, exceptions, http
 from mitmproxy.net.encoding import decode
 
-from semula.admin import AdminServer
+from semula.admin import AdminServer, read_admin_info
 from semula.bypass import NO_CACHE_HEADER, fuzzy_bypass, no_cache_header
 from semula.cache import Cache
 from semula.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
@@ -177,7 +177,12 @@ class SemulaAddon:
         await self._ensure_store(force=True)
         listen = self._listen_address()
         confdir = Path(os.path.expanduser(ctx.options.confdir))
-        if self.settings.admin:
+        other = read_admin_info(data_dir)
+        if other is not None and other.get("pid") != os.getpid():
+            print(f"semula: another semula proxy (pid {other.get('pid')}, {other.get('proxy')}) holds {data_dir}: "
+                  "this one cannot use its store and forwards calls unrecorded (replay: refuses them). "
+                  "Stop the other proxy, point clients at it, or use another --data-dir.", flush=True)
+        elif self.settings.admin:
             try:
                 self.admin = AdminServer(data_dir, self._admin_dispatch, {
                     "proxy": listen, "mode": self.mode.value, "data_dir": str(data_dir),
