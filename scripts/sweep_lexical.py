@@ -50,10 +50,9 @@ from semula.nearmatch import (  # noqa: E402
     sweep,
     sweep_markdown,
 )
-from semula.providers import RawRequest, adapter_for  # noqa: E402
+from semula.evaluate import canonical_of  # noqa: E402
 from semula.settings import ProjectSettings  # noqa: E402
 
-HOSTS = {"openai": "api.openai.com", "anthropic": "api.anthropic.com", "gemini": "generativelanguage.googleapis.com"}
 FLOORS = (0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70)
 VARIANTS = {
     "words": {"stem": False, "spell_numbers": False},
@@ -73,12 +72,6 @@ class Pair:
     incoming: CanonicalRequest
 
 
-def _canonical(side: dict[str, Any]) -> CanonicalRequest:
-    host = HOSTS[side["provider"]]
-    body = json.dumps(side["body"], ensure_ascii=False).encode("utf-8")
-    raw = RawRequest("POST", host, side["path"], (), {"content-type": "application/json"}, body)
-    return adapter_for(host, side["path"]).canonicalise(raw)
-
 
 def load(path: Path) -> list[Pair]:
     pairs = []
@@ -87,7 +80,7 @@ def load(path: Path) -> list[Pair]:
             p = json.loads(line)
             number = int(re.search(r"(\d+)$", p["id"]).group(1))  # type: ignore[union-attr]
             pairs.append(
-                Pair(p["id"], number, p["category"], p["expect"], _canonical(p["stored"]), _canonical(p["incoming"]))
+                Pair(p["id"], number, p["category"], p["expect"], canonical_of(p["stored"]), canonical_of(p["incoming"]))
             )
     return pairs
 

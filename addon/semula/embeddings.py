@@ -166,22 +166,25 @@ def fetch(config: EmbeddingConfig) -> Path:
             raise EmbeddingsUnavailable(f"SEMULA_EMBEDDINGS_MODEL_PATH={config.model_path} is not a folder")
         return Path(config.model_path)
     _supported(fastembed, config.model_name)
+    return Path(_cache_first(fastembed, config, lazy=True).model._model_dir)
+
+
+def _cache_first(fastembed: Any, config: EmbeddingConfig, lazy: bool = False) -> Any:
+    """The model from config.cache_dir without network; else downloaded, unless offline forbids it."""
     try:
         with _quiet_fastembed_logs():
-            model = _construct(fastembed, config, local_only=True, lazy=True)
-        return Path(model.model._model_dir)
+            return _construct(fastembed, config, local_only=True, lazy=lazy)
     except EmbeddingsUnavailable:
         raise
     except Exception as cached_error:
         if config.offline:
             raise _not_cached(config) from cached_error
     try:
-        model = _construct(fastembed, config, local_only=False, lazy=True)
+        return _construct(fastembed, config, local_only=False, lazy=lazy)
     except EmbeddingsUnavailable:
         raise
     except Exception as e:
         raise _download_failed(config, e) from e
-    return Path(model.model._model_dir)
 
 
 class Embedder:
@@ -202,21 +205,7 @@ class Embedder:
         _supported(fastembed, config.model_name)
         if config.model_path:
             return cls(_construct(fastembed, config, local_only=True), config.model_name)
-        try:  # the cache first, so later starts need no network
-            with _quiet_fastembed_logs():
-                model = _construct(fastembed, config, local_only=True)
-            return cls(model, config.model_name)
-        except EmbeddingsUnavailable:
-            raise
-        except Exception as cached_error:
-            if config.offline:
-                raise _not_cached(config) from cached_error
-        try:
-            return cls(_construct(fastembed, config, local_only=False), config.model_name)
-        except EmbeddingsUnavailable:
-            raise
-        except Exception as e:
-            raise _download_failed(config, e) from e
+        return cls(_cache_first(fastembed, config), config.model_name)  # later starts need no network
 
     @property
     def name(self) -> str:
