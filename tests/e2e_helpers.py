@@ -268,14 +268,15 @@ def ssl_context(ca_path: Path | str) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=str(ca_path))
 
 
-def sdk_http_client(proxy_url: str, ca_path: Path | str, sdk_module: Any) -> Any:
+def sdk_http_client(proxy_url: str, ca_path: Path | str, sdk_module: Any, *, asynchronous: bool = False) -> Any:
     """An http client of the kind the given SDK expects (httpx, or httpx2 for newer SDKs).
 
     trust_env=False so a developer's own proxy settings cannot reroute the test.
     """
     base_client = sys.modules[sdk_module.__name__ + "._base_client"]
     http_lib = getattr(base_client, "httpx2", None) or getattr(base_client, "httpx")
-    return http_lib.Client(proxy=proxy_url, verify=ssl_context(ca_path), trust_env=False, timeout=30)
+    client_type = http_lib.AsyncClient if asynchronous else http_lib.Client
+    return client_type(proxy=proxy_url, verify=ssl_context(ca_path), trust_env=False, timeout=30)
 
 
 def openai_client(proxy_url: str, ca_path: Path | str, *, api_key: str = "sk-test-not-a-real-key",
@@ -284,6 +285,14 @@ def openai_client(proxy_url: str, ca_path: Path | str, *, api_key: str = "sk-tes
 
     return openai.OpenAI(api_key=api_key, base_url="https://api.openai.com/v1", max_retries=max_retries,
                          http_client=sdk_http_client(proxy_url, ca_path, openai), **kwargs)
+
+
+def async_openai_client(proxy_url: str, ca_path: Path | str, *, api_key: str = "sk-test-not-a-real-key",
+                        max_retries: int = 0, **kwargs: Any) -> Any:
+    import openai
+
+    return openai.AsyncOpenAI(api_key=api_key, base_url="https://api.openai.com/v1", max_retries=max_retries,
+                              http_client=sdk_http_client(proxy_url, ca_path, openai, asynchronous=True), **kwargs)
 
 
 def anthropic_client(proxy_url: str, ca_path: Path | str, *, api_key: str = "sk-ant-test-not-a-real-key",

@@ -42,6 +42,8 @@ from urllib.parse import parse_qs, urlsplit
 
 READY_PREFIX = "fakeprovider ready port="
 HISTORY_LIMIT = 500
+# Pause between a stream's terminal event and the end of its body, as real servers can.
+STREAM_END_PAUSE_SECONDS = 0.3
 
 # ---------------------------------------------------------------------------
 # Certificates
@@ -621,6 +623,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if cut:
             self._cut_connection()
             return
+        # Real servers flush the terminal event, then end the body a moment later; a client
+        # that stops reading at the terminal event (the sync openai SDK) hangs up in between.
+        time.sleep(self.server.stream_end_pause)
         if compressor:
             self._write_chunk(compressor.flush(zlib.Z_FINISH))
         self.wfile.write(b"0\r\n\r\n")
@@ -708,8 +713,10 @@ class FakeServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], context: ssl.SSLContext, verbose: bool = False) -> None:
+    def __init__(self, address: tuple[str, int], context: ssl.SSLContext, verbose: bool = False,
+                 stream_end_pause: float = STREAM_END_PAUSE_SECONDS) -> None:
         super().__init__(address, Handler)
+        self.stream_end_pause = stream_end_pause
         self.context = context
         self.state = State()
         self.verbose = verbose
@@ -736,12 +743,13 @@ class FakeServer(http.server.ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-def make_server(cert_dir: Path, host: str = "127.0.0.1", port: int = 0, verbose: bool = False) -> FakeServer:
+def make_server(cert_dir: Path, host: str = "127.0.0.1", port: int = 0, verbose: bool = False,
+                stream_end_pause: float = STREAM_END_PAUSE_SECONDS) -> FakeServer:
     certs = ensure_certs(cert_dir)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(certs.cert, certs.key)
     ctx.set_alpn_protocols(["http/1.1"])
-    return FakeServer((host, port), ctx, verbose=verbose)
+    return FakeServer((host, port), ctx, verbose=verbose, stream_end_pause=stream_end_pause)
 
 
 def iter_json_lines(text: str) -> Iterator[Any]:
@@ -759,9 +767,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--cert-dir", type=Path, required=True)
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--stream-end-pause", type=float, default=STREAM_END_PAUSE_SECONDS,
+                        help="seconds between a stream's terminal event and the end of its body")
     args = parser.parse_args(argv)
 
-    server = make_server(args.cert_dir, args.host, args.port, verbose=args.verbose)
+    server = make_server(args.cert_dir, args.host, args.port, verbose=args.verbose,
+                         stream_end_pause=args.stream_end_pause)
 
     def stop(signum: int, frame: Any) -> None:
         # shutdown() blocks until serve_forever returns, so it must run off the main thread.

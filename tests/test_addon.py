@@ -210,3 +210,17 @@ def test_compressed_request_bodies_match_their_plain_recording(tmp_path, encodin
         assert served.response.headers["x-semula-tier"] == "exact"
 
     run(scenario, tmp_path)
+
+
+def test_decode_partial_keeps_what_arrived_of_a_compressed_stream_cut_before_its_trailer() -> None:
+    import zlib
+
+    from semula.addon import decode_partial
+
+    compressor = zlib.compressobj(wbits=31)
+    frames = b'data: {"a": 1}\n\ndata: [DONE]\n\n'
+    flushed = compressor.compress(frames) + compressor.flush(zlib.Z_SYNC_FLUSH)
+    assert decode_partial(flushed, "gzip") == frames  # no Z_FINISH trailer: the client hung up first
+    assert decode_partial(flushed + compressor.flush(zlib.Z_FINISH), "gzip") == frames
+    assert decode_partial(b"plain", "identity") == b"plain"
+    assert decode_partial(b"not gzip", "gzip") == b"not gzip"

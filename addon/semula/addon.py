@@ -17,6 +17,7 @@ import hashlib
 import logging
 import os
 import time
+import zlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from concurrent.futures import ThreadPoolExecutor
@@ -82,6 +83,22 @@ class FlowState:
     near: NearSearch | None = None
     fuzzy_reason: str | None = None
     started_at: Any = None
+
+
+def decode_partial(raw: bytes, encoding: str) -> bytes:
+    """Decode a captured body; a compressed stream cut short yields what arrived (a client may hang up
+    at the terminal event, before the compressor's trailer)."""
+    try:
+        return decode(raw, encoding) or b""
+    except ValueError:
+        pass
+    if encoding.strip().lower() in ("gzip", "x-gzip", "deflate"):
+        wbits = 31 if "gzip" in encoding.lower() else 15
+        try:
+            return zlib.decompressobj(wbits=wbits).decompress(raw)
+        except zlib.error:
+            pass
+    return raw
 
 
 def proxy_user(header_value: str | None) -> str | None:
@@ -511,15 +528,20 @@ class SemulaAddon:
         state = self.flows.get(flow.id)
         if state is None or state.decision is None or state.decision.action != "forward" or flow.response is None:
             return
+        await self._complete(flow, state)
+
+    async def _complete(self, flow: http.HTTPFlow, state: FlowState, client_gone: str | None = None) -> None:
+        """Record (if wanted) and log a forwarded call whose answer arrived.
+
+        `client_gone` is set when the client hung up before the body ended: only a stream whose
+        captured frames already end with the provider's terminal event is then complete.
+        """
         self.flows.pop(flow.id, None)
         response = flow.response
+        assert response is not None and state.decision is not None
         upstream_ms = (time.perf_counter() - state.upstream_started) * 1000 if state.upstream_started else None
         if state.streamed:
-            raw = b"".join(state.chunks)
-            try:
-                body = decode(raw, response.headers.get("content-encoding", "identity")) or b""
-            except ValueError:
-                body = raw
+            body = decode_partial(b"".join(state.chunks), response.headers.get("content-encoding", "identity"))
         else:
             body = response.get_content(strict=False) or b""
         adapter = state.adapter or adapter_for(state.host, state.path)
@@ -527,7 +549,9 @@ class SemulaAddon:
         usage = adapter.usage_from_frames(frames) if state.streamed else adapter.usage_from_body(body)
         entry_id = None
         recorded = False
-        if state.decision.record and state.canonical is not None:
+        if client_gone and not (state.streamed and adapter.stream_complete(frames)):
+            state.error = client_gone
+        elif state.decision.record and state.canonical is not None:
             why_not = self._unrecordable(adapter, response.status_code, state.streamed, frames)
             if why_not:
                 state.error = why_not
@@ -571,11 +595,18 @@ class SemulaAddon:
             state.error = f"not recorded: {e}"
             return None
 
-    def error(self, flow: http.HTTPFlow) -> None:
-        state = self.flows.pop(flow.id, None)
+    async def error(self, flow: http.HTTPFlow) -> None:
+        state = self.flows.get(flow.id)
         if state is None or state.decision is None:
             return
-        state.error = redact_text(str(flow.error)) if flow.error else "connection error"
+        message = redact_text(str(flow.error)) if flow.error else "connection error"
+        if state.streamed and flow.response is not None and state.decision.action == "forward":
+            # The sync openai SDK closes the response at `data: [DONE]`, before the body's last
+            # chunk: a stream that delivered its terminal event is still a complete answer.
+            await self._complete(flow, state, client_gone=message)
+            return
+        self.flows.pop(flow.id, None)
+        state.error = message
         upstream_ms = (time.perf_counter() - state.upstream_started) * 1000 if state.upstream_started else None
         self._finish(flow, state, upstream_ms=upstream_ms)
 
