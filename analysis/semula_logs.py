@@ -25,7 +25,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from semula.logschema import CALL_LOG_SCHEMA, REVIEW_LOG_SCHEMA
+from semula.store.logschema import CALL_LOG_SCHEMA, REVIEW_LOG_SCHEMA
 
 DEFAULT_DATA_DIR = "../.semula"  # relative to analysis/, i.e. the repo's .semula
 RESULTS_PREFIX = "SEMULA_RESULTS "

@@ -53,14 +53,14 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_lexical as lex  # noqa: E402  (the sibling benchmark: workload, seeding, helpers)
 
-from semula.bypass import fuzzy_bypass  # noqa: E402
-from semula.cache import Cache  # noqa: E402
-from semula.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint  # noqa: E402
-from semula.embeddings import Embedder, EmbeddingConfig, embedding_text, put_vectors  # noqa: E402
-from semula.evaluate import canonical_of, evaluate, load_pairs  # noqa: E402
-from semula.nearmatch import near_match, pipeline_outcome  # noqa: E402
-from semula.settings import ProjectSettings  # noqa: E402
-from semula.store import Store  # noqa: E402
+from semula.core.bypass import fuzzy_bypass  # noqa: E402
+from semula.engine.cache import Cache  # noqa: E402
+from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint  # noqa: E402
+from semula.embeddings.model import Embedder, EmbeddingConfig, embedding_text, put_vectors  # noqa: E402
+from semula.engine.evaluate import canonical_of, evaluate, load_pairs  # noqa: E402
+from semula.core.nearmatch import near_match, pipeline_outcome  # noqa: E402
+from semula.core.settings import ProjectSettings  # noqa: E402
+from semula.store.duckdb_store import Store  # noqa: E402
 
 PROJECT = lex.PROJECT
 CORPUS = lex.CORPUS

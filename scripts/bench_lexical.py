@@ -46,16 +46,16 @@ sys.path.insert(0, str(ROOT / "addon"))
 
 import duckdb  # noqa: E402
 
-import semula.review as review_module  # noqa: E402
-from semula.bypass import fuzzy_bypass  # noqa: E402
-from semula.cache import Cache  # noqa: E402
-from semula.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint  # noqa: E402
-from semula.evaluate import canonical_of, evaluate, load_pairs  # noqa: E402
-from semula.nearmatch import sweep, sweep_markdown  # noqa: E402
-from semula.normalise import scrub_volatile  # noqa: E402
-from semula.redact import clean_headers, redact_bytes, redact_text  # noqa: E402
-from semula.settings import ProjectSettings  # noqa: E402
-from semula.store import NewEntry, Store  # noqa: E402
+import semula.engine.review as review_module  # noqa: E402
+from semula.core.bypass import fuzzy_bypass  # noqa: E402
+from semula.engine.cache import Cache  # noqa: E402
+from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint  # noqa: E402
+from semula.engine.evaluate import canonical_of, evaluate, load_pairs  # noqa: E402
+from semula.core.nearmatch import sweep, sweep_markdown  # noqa: E402
+from semula.core.normalise import scrub_volatile  # noqa: E402
+from semula.core.redact import clean_headers, redact_bytes, redact_text  # noqa: E402
+from semula.core.settings import ProjectSettings  # noqa: E402
+from semula.store.duckdb_store import NewEntry, Store  # noqa: E402
 
 PROJECT = "bench"
 CORPUS = Path("/work/shared/corpus")
@@ -485,7 +485,7 @@ def variant_name(k: int, shipped: int) -> str:
 def retrieval_variants(cache: Cache, queries: list[tuple[int, str]]) -> dict[str, Any]:
     """`lexical.BM25_SQL` alone with different numbers of query terms (the shipped QUERY_TERMS among them):
     ms per query and whether the source entry is among the proposals."""
-    from semula.lexical import BM25_SQL, MAX_QUERY_CHARS, PROPOSALS, QUERY_TERMS
+    from semula.store.fts import BM25_SQL, MAX_QUERY_CHARS, PROPOSALS, QUERY_TERMS
 
     con = cache.store.con
     out: dict[str, Any] = {"shipped": QUERY_TERMS, "rows": []}

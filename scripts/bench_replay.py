@@ -54,13 +54,13 @@ import httpx  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
 
-from semula.canonical import normalised_fingerprint, request_fingerprint  # noqa: E402
-from semula.normalise import scrub_volatile  # noqa: E402
+from semula.core.canonical import normalised_fingerprint, request_fingerprint  # noqa: E402
+from semula.core.normalise import scrub_volatile  # noqa: E402
 from semula.providers import DEFAULT_PROVIDER_HOSTS, adapter_for, allow_hosts_regexes  # noqa: E402
 from semula.providers.base import RawRequest  # noqa: E402
-from semula.redact import clean_headers, redact_bytes, redact_text  # noqa: E402
-from semula.settings import ProjectSettings  # noqa: E402
-from semula.store import Store  # noqa: E402
+from semula.core.redact import clean_headers, redact_bytes, redact_text  # noqa: E402
+from semula.core.settings import ProjectSettings  # noqa: E402
+from semula.store.duckdb_store import Store  # noqa: E402
 
 HOST = "api.openai.com"
 PATH = "/v1/chat/completions"
@@ -308,7 +308,7 @@ def seed_store(data_dir: Path, bodies: list[bytes], answers: dict[bytes, tuple[i
 
 def verify_store(data_dir: Path, bench_bodies: list[bytes], expected: dict[bytes, bytes]) -> None:
     """Every benchmark request must be an exact hit in semula's own index, with the right answer."""
-    from semula.cache import Cache
+    from semula.engine.cache import Cache
 
     threads = set(threading.enumerate())
     cache = Cache(Store.open(data_dir))
@@ -574,7 +574,7 @@ def hook_breakdown(data_dir: Path, flows_path: Path, bench_bodies: list[bytes], 
     from mitmproxy import http, io
     from mitmproxy.test import taddons, tflow
 
-    from semula.addon import SemulaAddon
+    from semula.proxy.addon import SemulaAddon
 
     with open(flows_path, "rb") as f:
         template = next(fl for fl in io.FlowReader(f).stream() if isinstance(fl, http.HTTPFlow))

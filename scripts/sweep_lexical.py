@@ -40,9 +40,9 @@ sys.path.insert(0, str(ROOT / "addon"))
 from semula import guard as guard_module  # noqa: E402
 from semula import nearmatch as nearmatch_module  # noqa: E402
 from semula import normalise as normalise_module  # noqa: E402
-from semula.canonical import CanonicalRequest, normalised_fingerprint  # noqa: E402
-from semula.guard import guard  # noqa: E402
-from semula.nearmatch import (  # noqa: E402
+from semula.core.canonical import CanonicalRequest, normalised_fingerprint  # noqa: E402
+from semula.core.guard import guard  # noqa: E402
+from semula.core.nearmatch import (  # noqa: E402
     dice,
     lexical_words,
     near_match,
@@ -50,8 +50,8 @@ from semula.nearmatch import (  # noqa: E402
     sweep,
     sweep_markdown,
 )
-from semula.evaluate import canonical_of  # noqa: E402
-from semula.settings import ProjectSettings  # noqa: E402
+from semula.engine.evaluate import canonical_of  # noqa: E402
+from semula.core.settings import ProjectSettings  # noqa: E402
 
 FLOORS = (0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70)
 VARIANTS = {

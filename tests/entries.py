@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from semula.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
+from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
 from semula.providers import adapter_for
 from semula.providers.base import RawRequest
-from semula.store import NewEntry
+from semula.store.duckdb_store import NewEntry
 
 
 def chat(content: Any, **params: Any) -> CanonicalRequest:

@@ -10,8 +10,8 @@ import pytest
 from mitmproxy import exceptions
 from mitmproxy.test import taddons, tflow, tutils
 
-from semula.addon import SemulaAddon, proxy_user
-from semula.modes import Mode
+from semula.proxy.addon import SemulaAddon, proxy_user
+from semula.core.modes import Mode
 
 BODY = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hello there"}]}
 
@@ -215,7 +215,7 @@ def test_compressed_request_bodies_match_their_plain_recording(tmp_path, encodin
 def test_decode_partial_keeps_what_arrived_of_a_compressed_stream_cut_before_its_trailer() -> None:
     import zlib
 
-    from semula.addon import decode_partial
+    from semula.proxy.addon import decode_partial
 
     compressor = zlib.compressobj(wbits=31)
     frames = b'data: {"a": 1}\n\ndata: [DONE]\n\n'

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from entries import chat, fingerprints, new_entry
 
-from semula.cache import Cache
-from semula.operations import run_operation
-from semula.settings import SettingsError
-from semula.store import Store
+from semula.engine.cache import Cache
+from semula.engine.operations import run_operation
+from semula.core.settings import SettingsError
+from semula.store.duckdb_store import Store
 
 
 def record(cache: Cache, text: str, project: str = "p", **params) -> int:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from shared_paths import corpus_file
 
-from semula.canonical import normalised_fingerprint, request_fingerprint
+from semula.core.canonical import normalised_fingerprint, request_fingerprint
 from semula.providers import RawRequest, adapter_for
 
 CORPUS = corpus_file("dev-pairs.jsonl")

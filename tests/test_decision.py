@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from semula.decision import Bypass, Match, decide
-from semula.modes import Mode
+from semula.core.decision import Bypass, Match, decide
+from semula.core.modes import Mode
 
 HIT = Match("exact", 7)
 NORMALISED = Match("normalised", 8)

@@ -10,11 +10,11 @@ import pytest
 from entries import chat, fingerprints, new_entry
 from shared_paths import shared_dir
 
-from semula.cache import Cache
-from semula.canonical import normalised_fingerprint, request_fingerprint
-from semula.embeddings import Embedder, EmbeddingConfig
-from semula.settings import ProjectSettings
-from semula.store import Store
+from semula.engine.cache import Cache
+from semula.core.canonical import normalised_fingerprint, request_fingerprint
+from semula.embeddings.model import Embedder, EmbeddingConfig
+from semula.core.settings import ProjectSettings
+from semula.store.duckdb_store import Store
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 FOLDER = (shared_dir() or __import__("pathlib").Path("/nonexistent")) / "models" / "all-MiniLM-L6-v2-onnx"

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from semula.canonical import CanonicalRequest, Message
-from semula.embeddings import (
+from semula.core.canonical import CanonicalRequest, Message
+from semula.embeddings.model import (
     Embedder,
     EmbeddingConfig,
     EmbeddingsUnavailable,
@@ -25,7 +25,7 @@ from semula.embeddings import (
     put_vectors,
     vector_counts,
 )
-from semula.store import NewEntry, Store
+from semula.store.duckdb_store import NewEntry, Store
 from tests.shared_paths import shared_dir
 
 pytest.importorskip("fastembed", reason="the embeddings extra (fastembed) is not installed")

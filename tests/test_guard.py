@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from semula.guard import (
+from semula.core.guard import (
     GUARD_CHECKS,
     alternatives_differ,
     antonyms_differ,

@@ -7,9 +7,9 @@ import time
 import pytest
 from entries import chat, fingerprints, new_entry
 
-from semula.cache import Cache
-from semula.settings import ProjectSettings
-from semula.store import Store
+from semula.engine.cache import Cache
+from semula.core.settings import ProjectSettings
+from semula.store.duckdb_store import Store
 
 canonical = chat
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from semula.canonical import CanonicalRequest
-from semula.nearmatch import Verdict, dice, lexical_score, lexical_words, near_match, pipeline_outcome
-from semula.normalise import words
+from semula.core.canonical import CanonicalRequest
+from semula.core.nearmatch import Verdict, dice, lexical_score, lexical_words, near_match, pipeline_outcome
+from semula.core.normalise import words
 from semula.providers import RawRequest, adapter_for
-from semula.settings import ProjectSettings
+from semula.core.settings import ProjectSettings
 
 DEFAULTS = ProjectSettings()
 LOOSE = ProjectSettings(lexical_serve_threshold=0.8)

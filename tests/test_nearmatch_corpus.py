@@ -2,7 +2,7 @@
 
 Each pair runs through the matching pipeline as it would after ``stored`` was
 recorded: exact fingerprint, normalised fingerprint, then the lexical
-near-match (semula.nearmatch.pipeline_outcome). Targets, from issue 3:
+near-match (semula.core.nearmatch.pipeline_outcome). Targets, from issue 3:
 no `different` pair is ever served (default settings, serve threshold 0.9,
 and the guard alone at serve threshold 0); every `format` and `volatile` pair
 is served by a fingerprint; review recall of `same` pairs is at least 0.9.
@@ -23,11 +23,11 @@ from typing import Any
 
 import pytest
 
-from semula.canonical import CanonicalRequest
-from semula.guard import guard
-from semula.nearmatch import PairOutcome, near_match, pipeline_outcome, sweep
-from semula.evaluate import canonical_of
-from semula.settings import ProjectSettings
+from semula.core.canonical import CanonicalRequest
+from semula.core.guard import guard
+from semula.core.nearmatch import PairOutcome, near_match, pipeline_outcome, sweep
+from semula.engine.evaluate import canonical_of
+from semula.core.settings import ProjectSettings
 from shared_paths import corpus_file
 
 CORPUS = corpus_file("dev-pairs.jsonl").parent

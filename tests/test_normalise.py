@@ -5,7 +5,7 @@ import unicodedata
 
 import pytest
 
-from semula.normalise import (
+from semula.core.normalise import (
     VOLATILE_PATTERNS,
     compile_scrub_patterns,
     normalise_text,

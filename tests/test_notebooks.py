@@ -21,7 +21,7 @@ import pytest
 pytest.importorskip("nbclient")
 pytest.importorskip("matplotlib")
 
-from semula.report import NOTEBOOKS, NotebookRun, analysis_dir, execute_notebooks  # noqa: E402
+from semula.reporting.report import NOTEBOOKS, NotebookRun, analysis_dir, execute_notebooks  # noqa: E402
 
 from shared_paths import REPO, import_path  # noqa: E402
 

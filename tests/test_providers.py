@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from semula.canonical import Message, request_fingerprint
+from semula.core.canonical import Message, request_fingerprint
 from semula.providers import (
     DEFAULT_PROVIDER_HOSTS,
     AdapterError,
@@ -16,7 +16,7 @@ from semula.providers import (
     allow_hosts_regexes,
     host_matches,
 )
-from semula.sse import split_frames
+from semula.providers.sse import split_frames
 
 GOOGLE_KEY = "AIza" + "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from semula.redact import (
+from semula.core.redact import (
     HOP_BY_HOP_HEADERS,
     SECRET_HEADERS,
     SECRET_QUERY_PARAMS,

@@ -19,9 +19,9 @@ pytest.importorskip("nbclient")
 pytest.importorskip("matplotlib")
 
 import semula  # noqa: E402
-import semula.report as report_module  # noqa: E402
+import semula.reporting.report as report_module  # noqa: E402
 from semula.cli.report_cmd import report  # noqa: E402
-from semula.report import ReportError, build_report, execute_notebooks, render_html  # noqa: E402
+from semula.reporting.report import ReportError, build_report, execute_notebooks, render_html  # noqa: E402
 
 from shared_paths import REPO, import_path  # noqa: E402
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from semula.settings import ProjectSettings, SettingsError, parse_setting, settings_from_mapping, validate_project
+from semula.core.settings import ProjectSettings, SettingsError, parse_setting, settings_from_mapping, validate_project
 
 
 @pytest.mark.parametrize(

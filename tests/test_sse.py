@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from semula.sse import FrameBuffer, SSEEvent, join_frames, parse_frame, split_frames
+from semula.providers.sse import FrameBuffer, SSEEvent, join_frames, parse_frame, split_frames
 
 OPENAI_STREAM = (
     b'data: {"id":"chatcmpl-1","choices":[{"delta":{"content":"Hel"}}]}\n\n'

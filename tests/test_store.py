@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from semula.store import NewEntry, Store, StoreError
+from semula.store.duckdb_store import NewEntry, Store, StoreError
 
 
 def new_entry(fp: str = "fp1:a", body: bytes = b"{}", project: str = "p") -> NewEntry:
@@ -72,7 +72,7 @@ def test_kill_9_mid_write_leaves_no_half_entry(tmp_path):
             sys.path[:0] = {sys.path!r}
             sys.path.insert(0, {os.path.dirname(__file__)!r})
             from test_store import new_entry
-            from semula.store import Store
+            from semula.store.duckdb_store import Store
             store = Store.open({str(tmp_path)!r})
             i = 0
             print('writing', flush=True)

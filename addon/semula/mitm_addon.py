@@ -1,5 +1,5 @@
 """Entry script for mitmproxy: `mitmdump -s <this file>` (semula proxy does this for you)."""
 
-from semula.addon import SemulaAddon
+from semula.proxy.addon import SemulaAddon
 
 addons = [SemulaAddon()]

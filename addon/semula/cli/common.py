@@ -12,8 +12,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from semula.admin import AdminError, NoProxy, call, dumps
-from semula.store import StoreError
+from semula.proxy.admin import AdminError, NoProxy, call, dumps
+from semula.store.duckdb_store import StoreError
 
 console = Console()
 
@@ -37,11 +37,11 @@ def run_store_operation(data_dir: Path, method: str, params: dict[str, Any]) -> 
         pass
     except AdminError as e:
         raise click.ClickException(str(e)) from None
-    from semula.cache import Cache
-    from semula.logschema import REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
-    from semula.operations import run_operation
-    from semula.parquetlog import ParquetLog
-    from semula.store import Store
+    from semula.engine.cache import Cache
+    from semula.store.logschema import REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
+    from semula.engine.operations import run_operation
+    from semula.store.parquetlog import ParquetLog
+    from semula.store.duckdb_store import Store
 
     try:
         store = Store.open(data_dir)

@@ -9,9 +9,9 @@ from typing import Any
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from semula.admin import read_admin_info
+from semula.proxy.admin import read_admin_info
 from semula.cli.common import console, data_dir_option
-from semula.embeddings import (
+from semula.embeddings.model import (
     Embedder,
     EmbeddingsUnavailable,
     config_from_env,
@@ -23,7 +23,7 @@ from semula.embeddings import (
     put_vectors,
     vector_counts,
 )
-from semula.store import STORE_FILE, Store, StoreError
+from semula.store.duckdb_store import STORE_FILE, Store, StoreError
 
 
 @click.group()

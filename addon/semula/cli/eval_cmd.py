@@ -16,8 +16,8 @@ from semula.cli.common import console, json_option, print_json, print_table
 @json_option
 def eval_command(pairs: Path, sets: tuple[str, ...], as_json: bool) -> None:
     """Record each pair's `stored` side, decide on `incoming`, and report hit and false-hit rates."""
-    from semula.evaluate import evaluate
-    from semula.settings import SettingsError, parse_setting
+    from semula.engine.evaluate import evaluate
+    from semula.core.settings import SettingsError, parse_setting
 
     overrides = {}
     for item in sets:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import click
 
-from semula.admin import read_admin_info
+from semula.proxy.admin import read_admin_info
 from semula.cli.common import data_dir_option
-from semula.modes import Mode
+from semula.core.modes import Mode
 from semula.providers import DEFAULT_PROVIDER_HOSTS, allow_hosts_regexes
 
 MODES = [m.value for m in Mode]
@@ -80,7 +80,7 @@ def proxy(mode: str, listen_host: str, listen_port: int, data_dir: Path, project
 
 def _check_embeddings(data_dir: Path, sets: tuple[str, ...]) -> None:
     """With the embedding tier on, a missing extra or model refuses to start, before mitmproxy does."""
-    from semula.embeddings import _flag  # noqa: PLC2701 - the same on/off parsing as the tier
+    from semula.embeddings.model import _flag  # noqa: PLC2701 - the same on/off parsing as the tier
 
     option = [s.split("=", 1)[1] for s in sets if s.startswith("semula_embeddings=")]
     try:
@@ -90,7 +90,7 @@ def _check_embeddings(data_dir: Path, sets: tuple[str, ...]) -> None:
         raise click.ClickException(str(e)) from None
     if not enabled:
         return
-    from semula.embeddings import Embedder, EmbeddingsUnavailable, config_from_env
+    from semula.embeddings.model import Embedder, EmbeddingsUnavailable, config_from_env
 
     try:
         Embedder.load(config_from_env(data_dir.expanduser().resolve(), option_enabled=True))

@@ -1,6 +1,6 @@
 """`semula report`: one HTML page answering "is the cache doing its job?".
 
-Thin edge over `semula.report.build_report`; the heavy imports (nbclient,
+Thin edge over `semula.reporting.report.build_report`; the heavy imports (nbclient,
 nbconvert, matplotlib) happen only when the command runs, so `semula --help`
 stays fast and works without the analysis extra.
 """
@@ -32,7 +32,7 @@ import click
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def report(data_dir: Path, out: Path, quiet: bool) -> None:
     """Run the analysis notebooks on the current logs and write one HTML report."""
-    from semula.report import ReportError, build_report
+    from semula.reporting.report import ReportError, build_report
 
     try:
         path = build_report(data_dir, out, progress=not quiet)

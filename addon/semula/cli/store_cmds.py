@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from semula.cli.common import console, data_dir_option, json_option, print_json, print_table, run_store_operation
-from semula.settings import SETTING_KEYS
+from semula.core.settings import SETTING_KEYS
 
 
 @click.group()

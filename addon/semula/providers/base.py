@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from semula.canonical import NEVER_MATTERS, CanonicalRequest
-from semula.redact import clean_query, redact_json
-from semula.sse import SSEEvent, parse_frame
+from semula.core.canonical import NEVER_MATTERS, CanonicalRequest
+from semula.core.redact import clean_query, redact_json
+from semula.providers.sse import SSEEvent, parse_frame
 
 __all__ = [
     "Adapter",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from semula.canonical import CanonicalRequest, Message
+from semula.core.canonical import CanonicalRequest, Message
 from semula.providers.base import (
     Adapter,
     BodyShapeError,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from semula.canonical import CanonicalRequest
-from semula.decision import Bypass
-from semula.settings import ProjectSettings
+from semula.core.canonical import CanonicalRequest
+from semula.core.decision import Bypass
+from semula.core.settings import ProjectSettings
 
 NO_CACHE_HEADER = "x-semula-no-cache"
 

@@ -154,7 +154,7 @@ def _m002_review(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _m003_embeddings(con: duckdb.DuckDBPyConnection) -> None:
-    from semula.embeddings import create_tables  # numpy only; fastembed is imported lazily
+    from semula.embeddings.model import create_tables  # numpy only; fastembed is imported lazily
 
     create_tables(con)
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from semula.canonical import CanonicalRequest
-from semula.embeddings import Embedder, EmbeddingWorker, VectorIndex, embedding_text, load_vectors, put_vectors
-from semula.settings import ProjectSettings
+from semula.core.canonical import CanonicalRequest
+from semula.embeddings.model import Embedder, EmbeddingWorker, VectorIndex, embedding_text, load_vectors, put_vectors
+from semula.core.settings import ProjectSettings
 
 log = logging.getLogger("semula")
 WORKER_BATCH = 8

@@ -28,17 +28,17 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from semula.bypass import fuzzy_bypass
-from semula.canonical import (
+from semula.core.bypass import fuzzy_bypass
+from semula.core.canonical import (
     CanonicalRequest,
     canonical_json,
     context_fingerprint,
     normalised_fingerprint,
     request_fingerprint,
 )
-from semula.guard import NUMBER_WORDS, guard
-from semula.normalise import normalise_text, scrub_volatile, words
-from semula.settings import ProjectSettings
+from semula.core.guard import NUMBER_WORDS, guard
+from semula.core.normalise import normalise_text, scrub_volatile, words
+from semula.core.settings import ProjectSettings
 
 __all__ = [
     "PairOutcome",
@@ -79,7 +79,7 @@ def _plural_stem(word: str) -> str:
 
 
 def _words(text: str, scrub_patterns: Sequence[str]) -> list[str]:
-    """:func:`semula.normalise.words`, without its per-word CJK test when the
+    """:func:`semula.core.normalise.words`, without its per-word CJK test when the
     text holds no CJK at all (that test dominates on a 1 MB prompt)."""
     prepared = normalise_text(scrub_volatile(text, scrub_patterns)).lower()
     if _CJK_CHAR.search(prepared) is None:

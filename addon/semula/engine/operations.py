@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from semula.cache import Cache
+from semula.engine.cache import Cache
 
 Operation = Callable[[Cache, dict[str, Any]], Any]
 

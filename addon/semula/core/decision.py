@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from semula.modes import Mode
+from semula.core.modes import Mode
 
 
 @dataclass(frozen=True)

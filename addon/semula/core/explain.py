@@ -10,8 +10,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from semula.canonical import CanonicalRequest, canonical_json
-from semula.normalise import normalise_text, words
+from semula.core.canonical import CanonicalRequest, canonical_json
+from semula.core.normalise import normalise_text, words
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from semula.canonical import CanonicalRequest
-from semula.normalise import scrub_volatile
-from semula.redact import redact_text
+from semula.core.canonical import CanonicalRequest
+from semula.core.normalise import scrub_volatile
+from semula.core.redact import redact_text
 
 log = logging.getLogger("semula")
 

@@ -16,13 +16,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from semula.bypass import fuzzy_bypass
-from semula.cache import Cache
-from semula.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
+from semula.core.bypass import fuzzy_bypass
+from semula.engine.cache import Cache
+from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
 from semula.providers import adapter_for
 from semula.providers.base import RawRequest
-from semula.settings import ProjectSettings, settings_from_mapping
-from semula.store import NewEntry, Store
+from semula.core.settings import ProjectSettings, settings_from_mapping
+from semula.store.duckdb_store import NewEntry, Store
 
 HOSTS = {"openai": "api.openai.com", "anthropic": "api.anthropic.com", "gemini": "generativelanguage.googleapis.com"}
 
@@ -109,7 +109,7 @@ def summarise(results: Iterable[tuple[dict[str, Any], str, str]]) -> dict[str, A
 
 def _embedder_if_on(data_dir: Path) -> Any:
     """`semula eval` uses the embedding tier when SEMULA_EMBEDDINGS=on, like the proxy."""
-    from semula.embeddings import Embedder, config_from_env
+    from semula.embeddings.model import Embedder, config_from_env
 
     config = config_from_env(data_dir)
     return Embedder.load(config) if config.enabled else None

@@ -15,12 +15,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from semula.canonical import CanonicalRequest, normalised_fingerprint
-from semula.decision import Match
-from semula.explain import Nearest, nearest_recordings
-from semula.lexical import LexicalIndex
-from semula.review import NearSearch, ReviewQueue
-from semula.settings import (
+from semula.core.canonical import CanonicalRequest, normalised_fingerprint
+from semula.core.decision import Match
+from semula.core.explain import Nearest, nearest_recordings
+from semula.store.fts import LexicalIndex
+from semula.engine.review import NearSearch, ReviewQueue
+from semula.core.settings import (
     FINGERPRINT_KEYS,
     ProjectSettings,
     parse_setting,
@@ -28,7 +28,7 @@ from semula.settings import (
     settings_to_json,
     validate_project,
 )
-from semula.store import Entry, NewEntry, Store
+from semula.store.duckdb_store import Entry, NewEntry, Store
 
 RESPONSE_CACHE_BYTES = 256 * 1024 * 1024
 PRELOAD_BYTES = 64 * 1024 * 1024  # answers loaded at start so that first hits skip DuckDB too
@@ -41,7 +41,7 @@ class Cache:
         self.lexical = LexicalIndex(store.con)
         self.embeddings = None
         if embedder is not None:
-            from semula.embedding_tier import EmbeddingTier
+            from semula.embeddings.tier import EmbeddingTier
 
             self.embeddings = EmbeddingTier(store.con, embedder)
         self.review = ReviewQueue(self, review_log)

@@ -30,7 +30,7 @@ from difflib import SequenceMatcher
 from functools import cached_property, lru_cache
 from typing import NamedTuple
 
-from semula.guard_words import (
+from semula.core.guard_words import (
     ALTERNATIVE_LEXICON,
     AMBIGUOUS_MONTHS,
     ANTONYM_LEXICON,

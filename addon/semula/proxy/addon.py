@@ -28,24 +28,24 @@ from typing import Any
 from mitmproxy import command, ctx, exceptions, http
 from mitmproxy.net.encoding import decode
 
-from semula.admin import AdminServer, read_admin_info
-from semula.bypass import NO_CACHE_HEADER, fuzzy_bypass, no_cache_header
-from semula.cache import Cache
-from semula.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
-from semula.decision import Bypass, Decision, decide
-from semula.explain import miss_message
-from semula.logschema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
-from semula.modes import Mode
-from semula.normalise import scrub_volatile
-from semula.operations import run_operation
-from semula.parquetlog import ParquetLog
-from semula.review import NearSearch
+from semula.proxy.admin import AdminServer, read_admin_info
+from semula.core.bypass import NO_CACHE_HEADER, fuzzy_bypass, no_cache_header
+from semula.engine.cache import Cache
+from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
+from semula.core.decision import Bypass, Decision, decide
+from semula.core.explain import miss_message
+from semula.store.logschema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
+from semula.core.modes import Mode
+from semula.core.normalise import scrub_volatile
+from semula.engine.operations import run_operation
+from semula.store.parquetlog import ParquetLog
+from semula.engine.review import NearSearch
 from semula.providers import DEFAULT_PROVIDER_HOSTS, adapter_for, host_matches
 from semula.providers.base import Adapter, AdapterError, RawRequest, Usage
-from semula.redact import clean_headers, clean_query, redact_bytes, redact_text
-from semula.settings import DEFAULT_PROJECT, AddonSettings, ProjectSettings, SettingsError, validate_project
-from semula.sse import split_frames
-from semula.store import NewEntry, Store, StoreError
+from semula.core.redact import clean_headers, clean_query, redact_bytes, redact_text
+from semula.core.settings import DEFAULT_PROJECT, AddonSettings, ProjectSettings, SettingsError, validate_project
+from semula.providers.sse import split_frames
+from semula.store.duckdb_store import NewEntry, Store, StoreError
 
 log = logging.getLogger("semula")
 
@@ -217,7 +217,7 @@ class SemulaAddon:
 
     async def _load_embedder(self, data_dir: Path) -> bool:
         """With the tier switched on, a missing extra or model refuses to start: never silently without it."""
-        from semula.embeddings import Embedder, EmbeddingsUnavailable, config_from_env
+        from semula.embeddings.model import Embedder, EmbeddingsUnavailable, config_from_env
 
         try:
             config = config_from_env(data_dir, option_enabled=True)

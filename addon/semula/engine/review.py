@@ -17,14 +17,14 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from semula.canonical import CanonicalRequest
-from semula.decision import Match
-from semula.logschema import REVIEW_LOG_SCHEMA_VERSION
-from semula.nearmatch import Verdict, near_match
-from semula.settings import ProjectSettings, threshold_for
+from semula.core.canonical import CanonicalRequest
+from semula.core.decision import Match
+from semula.store.logschema import REVIEW_LOG_SCHEMA_VERSION
+from semula.core.nearmatch import Verdict, near_match
+from semula.core.settings import ProjectSettings, threshold_for
 
 if TYPE_CHECKING:
-    from semula.cache import Cache
+    from semula.engine.cache import Cache
 
 MAX_CANDIDATES = 3
 log = logging.getLogger("semula")

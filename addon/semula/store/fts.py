@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from semula.nearmatch import dice, lexical_words
+from semula.core.nearmatch import dice, lexical_words
 
 log = logging.getLogger("semula")
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from semula.normalise import normalise_text, scrub_volatile
+from semula.core.normalise import normalise_text, scrub_volatile
 
 __all__ = [
     "FINGERPRINT_VERSION",
