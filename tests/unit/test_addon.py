@@ -10,7 +10,8 @@ import pytest
 from mitmproxy import exceptions
 from mitmproxy.test import taddons, tflow, tutils
 
-from semula.proxy.addon import SemulaAddon, proxy_user
+from semula.proxy.addon import SemulaAddon
+from semula.proxy.identity import proxy_user
 from semula.core.modes import Mode
 
 BODY = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hello there"}]}
@@ -165,7 +166,7 @@ class ExplodingEmbedder:
 
 def test_an_embedder_that_raises_leaves_the_proxy_serving(tmp_path):
     async def scenario(addon, tctx):
-        assert addon.cache.embeddings is not None
+        assert addon.store.engine.embeddings is not None
         first = await call(addon, provider_flow())
         paraphrase = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hello there, friend"}]}
         second = await call(addon, provider_flow(paraphrase), answer="fresh")
@@ -215,7 +216,7 @@ def test_compressed_request_bodies_match_their_plain_recording(tmp_path, encodin
 def test_decode_partial_keeps_what_arrived_of_a_compressed_stream_cut_before_its_trailer() -> None:
     import zlib
 
-    from semula.proxy.addon import decode_partial
+    from semula.proxy.bodies import decode_partial
 
     compressor = zlib.compressobj(wbits=31)
     frames = b'data: {"a": 1}\n\ndata: [DONE]\n\n'

@@ -10,7 +10,7 @@ import pytest
 from entries import chat, fingerprints, new_entry
 from shared_paths import shared_dir
 
-from semula.engine.cache import Cache
+from semula.engine.engine import Engine
 from semula.core.canonical import normalised_fingerprint, request_fingerprint
 from semula.embeddings.model import Embedder, EmbeddingConfig
 from semula.core.settings import ProjectSettings
@@ -62,7 +62,7 @@ def make_cache(tmp_path, embedder):
 
     def make(fail=False):
         counting = CountingEmbedder(embedder, fail)
-        cache = Cache(Store.open(tmp_path / str(len(made))), embedder=counting)
+        cache = Engine(Store.open(tmp_path / str(len(made))), embedder=counting)
         made.append(cache)
         return cache, counting
 

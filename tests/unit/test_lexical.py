@@ -7,7 +7,7 @@ import time
 import pytest
 from entries import chat, fingerprints, new_entry
 
-from semula.engine.cache import Cache
+from semula.engine.engine import Engine
 from semula.core.settings import ProjectSettings
 from semula.store.duckdb_store import Store
 
@@ -25,7 +25,7 @@ def near(cache: Cache, content, project="p", settings=None):
 
 @pytest.fixture
 def cache(tmp_path):
-    cache = Cache(Store.open(tmp_path))
+    cache = Engine(Store.open(tmp_path))
     yield cache
     cache.close()
 

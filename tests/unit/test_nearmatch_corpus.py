@@ -25,7 +25,8 @@ import pytest
 
 from semula.core.canonical import CanonicalRequest
 from semula.core.guard import guard
-from semula.core.nearmatch import PairOutcome, near_match, pipeline_outcome, sweep
+from semula.core.nearmatch import near_match, sweep
+from semula.core.pair import PairOutcome, pipeline_outcome
 from semula.engine.evaluate import canonical_of
 from semula.core.settings import ProjectSettings
 from shared_paths import corpus_file

@@ -37,7 +37,7 @@ def run_store_operation(data_dir: Path, method: str, params: dict[str, Any]) -> 
         pass
     except AdminError as e:
         raise click.ClickException(str(e)) from None
-    from semula.engine.cache import Cache
+    from semula.engine.engine import Engine
     from semula.store.logschema import REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
     from semula.engine.operations import run_operation
     from semula.store.parquetlog import ParquetLog
@@ -48,16 +48,16 @@ def run_store_operation(data_dir: Path, method: str, params: dict[str, Any]) -> 
     except StoreError as e:
         raise click.ClickException(str(e)) from None
     reviews = ParquetLog(data_dir / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION)
-    cache = None
+    engine = None
     try:
-        cache = Cache(store, review_log=reviews.append)
-        return json.loads(dumps(run_operation(cache, method, params)))
+        engine = Engine(store, review_log=reviews.append)
+        return json.loads(dumps(run_operation(engine, method, params)))
     except (StoreError, ValueError, KeyError) as e:
         raise click.ClickException(str(e)) from None
     finally:
         reviews.close()
-        if cache is not None:
-            cache.close()
+        if engine is not None:
+            engine.close()
         else:
             store.close()
 

@@ -80,12 +80,12 @@ def proxy(mode: str, listen_host: str, listen_port: int, data_dir: Path, project
 
 def _check_embeddings(data_dir: Path, sets: tuple[str, ...]) -> None:
     """With the embedding tier on, a missing extra or model refuses to start, before mitmproxy does."""
-    from semula.embeddings.model import _flag  # noqa: PLC2701 - the same on/off parsing as the tier
+    from semula.core.settings import parse_switch
 
     option = [s.split("=", 1)[1] for s in sets if s.startswith("semula_embeddings=")]
     try:
-        enabled = (_flag("semula_embeddings", option[-1]) if option
-                   else _flag("SEMULA_EMBEDDINGS", os.environ.get("SEMULA_EMBEDDINGS")))
+        enabled = (parse_switch("semula_embeddings", option[-1]) if option
+                   else parse_switch("SEMULA_EMBEDDINGS", os.environ.get("SEMULA_EMBEDDINGS")))
     except ValueError as e:
         raise click.ClickException(str(e)) from None
     if not enabled:

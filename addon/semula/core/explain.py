@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from semula.core.canonical import CanonicalRequest, canonical_json
-from semula.core.normalise import normalise_text, words
+from semula.core.checks import MISS_CHECKS
+from semula.core.normalise import words
+from semula.core.settings import ProjectSettings
 
 
 @dataclass(frozen=True)
@@ -29,63 +31,10 @@ def dice(a: list[str], b: list[str]) -> float:
     return 2 * sum((ca & cb).values()) / (len(a) + len(b))
 
 
-def _short(value: object, width: int = 40) -> str:
-    text = value if isinstance(value, str) else canonical_json(value)
-    text = " ".join(str(text).split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def around_difference(a: str, b: str, width: int = 40) -> tuple[str, str]:
-    """Both texts shortened to a window around their first difference, so they never look equal."""
-    a, b = " ".join(a.split()), " ".join(b.split())
-    start = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-    begin = max(0, start - width // 3)
-
-    def window(text: str) -> str:
-        piece = text[begin: begin + width]
-        return ("…" if begin else "") + piece + ("…" if begin + width < len(text) else "")
-
-    return window(a), window(b)
-
-
 def differences(incoming: CanonicalRequest, recorded: CanonicalRequest) -> list[str]:
-    diffs: list[str] = []
-    if (incoming.provider, incoming.endpoint) != (recorded.provider, recorded.endpoint):
-        diffs.append(f"endpoint {incoming.provider} {incoming.endpoint} ≠ {recorded.provider} {recorded.endpoint}")
-    if incoming.model != recorded.model:
-        diffs.append(f"model {incoming.model} ≠ {recorded.model}")
-    if incoming.stream != recorded.stream:
-        diffs.append(f"stream {incoming.stream} ≠ {recorded.stream}")
-    if incoming.query != recorded.query:
-        diffs.append(f"query {_short(dict(incoming.query))} ≠ {_short(dict(recorded.query))}")
-    if incoming.headers != recorded.headers:
-        diffs.append(f"headers {_short(dict(incoming.headers))} ≠ {_short(dict(recorded.headers))}")
-    params_in, params_rec = dict(incoming.params or {}), dict(recorded.params or {})
-    for key in sorted(set(params_in) | set(params_rec)):
-        if key not in params_rec:
-            diffs.append(f"parameter {key}={_short(params_in[key])} only in this request")
-        elif key not in params_in:
-            diffs.append(f"parameter {key}={_short(params_rec[key])} only in the recording")
-        elif canonical_json(params_in[key]) != canonical_json(params_rec[key]):
-            diffs.append(f"parameter {key} {_short(params_in[key])} ≠ {_short(params_rec[key])}")
-    if canonical_json(list(incoming.tools)) != canonical_json(list(recorded.tools)):
-        diffs.append("tools differ")
-    if normalise_text(incoming.system or "") != normalise_text(recorded.system or ""):
-        diffs.append("system prompt differs")
-    roles_in = [m.role for m in incoming.messages]
-    roles_rec = [m.role for m in recorded.messages]
-    if roles_in != roles_rec:
-        diffs.append(f"turns {'/'.join(roles_in) or 'none'} ≠ {'/'.join(roles_rec) or 'none'}")
-    for index, (a, b) in enumerate(zip(incoming.messages, recorded.messages), start=1):
-        if normalise_text(a.text) != normalise_text(b.text):
-            mine, theirs = around_difference(a.text, b.text)
-            diffs.append(f"message {index} ({a.role}) text: {mine!r} ≠ {theirs!r}")
-        elif canonical_json(list(a.parts)) != canonical_json(list(b.parts)):
-            diffs.append(f"message {index} ({a.role}) non-text parts differ")
-    if not incoming.parsed or not recorded.parsed:
-        if canonical_json(incoming.body) != canonical_json(recorded.body):
-            diffs.append("body differs")
-    return diffs
+    """The named checks the near-match verdict uses, plus the fields only a miss can differ in."""
+    settings = ProjectSettings()
+    return [reason for check in MISS_CHECKS if (reason := check(incoming, recorded, settings)) is not None]
 
 
 def conversation_words(request: CanonicalRequest) -> list[str]:

@@ -36,20 +36,19 @@ from semula.core.canonical import (
     normalised_fingerprint,
     request_fingerprint,
 )
+from semula.core.checks import SHAPE_CHECKS, roles_differ
 from semula.core.guard import NUMBER_WORDS, guard
 from semula.core.normalise import normalise_text, scrub_volatile, words
 from semula.core.settings import ProjectSettings
 
 __all__ = [
-    "PairOutcome",
-    "SweepRow",
+        "SweepRow",
     "Verdict",
     "dice",
     "lexical_score",
     "lexical_words",
     "near_match",
-    "pipeline_outcome",
-    "sweep",
+        "sweep",
     "sweep_markdown",
 ]
 
@@ -251,77 +250,6 @@ class Verdict:
     guard_reason: str | None = None
 
 
-# ------------------------------------------------------------------ shape checks
-
-
-def _tail_roles(c: CanonicalRequest, tail_n: int | None) -> tuple[str, ...]:
-    roles = tuple(m.role for m in c.messages)
-    return roles if tail_n is None else roles[max(len(roles) - max(tail_n, 0), 0) :]
-
-
-def roles_differ(incoming: CanonicalRequest, stored: CanonicalRequest, settings: ProjectSettings) -> str | None:
-    a, b = _tail_roles(stored, settings.tail_n), _tail_roles(incoming, settings.tail_n)
-    if a == b:
-        return None
-    show = lambda roles: ",".join(roles[-12:]) or "none"  # noqa: E731
-    return f"shape differs: roles {show(a)} → {show(b)}"
-
-
-def _tool_names(tools: Iterable[Any]) -> dict[str, str]:
-    """name -> canonical JSON of its definition, across the providers' tool shapes."""
-    out: dict[str, str] = {}
-    for n, tool in enumerate(tools):
-        if isinstance(tool, Mapping) and isinstance(tool.get("functionDeclarations"), list):
-            out.update(_tool_names(tool["functionDeclarations"]))
-            continue
-        inner = tool.get("function") if isinstance(tool, Mapping) else None
-        inner = inner if isinstance(inner, Mapping) else tool
-        name = inner.get("name") if isinstance(inner, Mapping) else None
-        out[name if isinstance(name, str) else f"#{n}"] = canonical_json(tool)
-    return out
-
-
-def tools_differ(incoming: CanonicalRequest, stored: CanonicalRequest, settings: ProjectSettings) -> str | None:
-    if stored.tools == incoming.tools or canonical_json(list(stored.tools)) == canonical_json(list(incoming.tools)):
-        return None
-    a, b = _tool_names(stored.tools), _tool_names(incoming.tools)
-    changes = [f"+{n}" for n in b if n not in a] + [f"-{n}" for n in a if n not in b]
-    changes += [f"{n} schema" for n in a if n in b and a[n] != b[n]]
-    return "tools differ: " + (", ".join(changes) if changes else "order")
-
-
-def _kept_params(c: CanonicalRequest, ignore: Sequence[str]) -> dict[str, Any]:
-    return {k: v for k, v in c.params.items() if k not in set(ignore)}
-
-
-def params_differ(incoming: CanonicalRequest, stored: CanonicalRequest, settings: ProjectSettings) -> str | None:
-    a, b = _kept_params(stored, settings.ignore_params), _kept_params(incoming, settings.ignore_params)
-    if a == b and canonical_json(a) == canonical_json(b):  # == alone says 1 == 1.0 == True
-        return None
-    keys = sorted(k for k in a.keys() | b.keys() if canonical_json(a.get(k)) != canonical_json(b.get(k)))
-    return "parameters differ: " + ", ".join(keys) if keys else None
-
-
-def model_differs(incoming: CanonicalRequest, stored: CanonicalRequest, settings: ProjectSettings) -> str | None:
-    if (stored.provider, stored.endpoint, stored.model) == (incoming.provider, incoming.endpoint, incoming.model):
-        return None
-    if stored.model != incoming.model:
-        return f"model differs: {stored.model} → {incoming.model}"
-    return f"endpoint differs: {stored.provider} {stored.endpoint} → {incoming.provider} {incoming.endpoint}"
-
-
-def context_differs(incoming: CanonicalRequest, stored: CanonicalRequest, settings: ProjectSettings) -> str | None:
-    """Everything but the last user text, normalised as the normalised fingerprint does, after tail_n."""
-    patterns, ignore, tail_n = settings.scrub_patterns, settings.ignore_params, settings.tail_n
-    if context_fingerprint(incoming, patterns, ignore, tail_n) == context_fingerprint(stored, patterns, ignore, tail_n):
-        return None
-    system = lambda c: normalise_text(scrub_volatile(c.system, patterns)) if c.system else None  # noqa: E731
-    if system(incoming) != system(stored):
-        return "context differs (system prompt)"
-    return "context differs (earlier turns or tool results)"
-
-
-SHAPE_CHECKS = (roles_differ, tools_differ, params_differ, model_differs, context_differs)
 
 # ------------------------------------------------------------------ the verdict
 
@@ -405,30 +333,6 @@ def near_match(
 
 
 @dataclass(frozen=True)
-class PairOutcome:
-    """What the matching pipeline does with ``incoming`` once ``stored`` is recorded."""
-
-    action: str  # served | review | miss
-    tier: str  # exact | normalised | lexical | none
-    verdict: Verdict | None = None
-    served_without_guard: bool = False
-
-
-def pipeline_outcome(stored: CanonicalRequest, incoming: CanonicalRequest, settings: ProjectSettings) -> PairOutcome:
-    """Exact, then normalised fingerprint, then the lexical near-match (one stored entry)."""
-    if request_fingerprint(stored) == request_fingerprint(incoming):
-        return PairOutcome("served", "exact", served_without_guard=True)
-    patterns, ignore = settings.scrub_patterns, settings.ignore_params
-    if normalised_fingerprint(stored, patterns, ignore) == normalised_fingerprint(incoming, patterns, ignore):
-        return PairOutcome("served", "normalised", served_without_guard=True)
-    bypass = fuzzy_bypass(incoming, settings)
-    verdict = near_match(incoming, stored, settings, fuzzy_bypass_reason=bypass.reason if bypass else None)
-    unguarded = verdict.serve or (verdict.reason or "").startswith("guard:")
-    action = "served" if verdict.serve else "review" if verdict.review else "miss"
-    return PairOutcome(action, "lexical" if verdict.serve else "none", verdict, unguarded)
-
-
-@dataclass(frozen=True)
 class SweepRow:
     serve_threshold: float
     guard: bool
@@ -443,6 +347,8 @@ LabelledPair = tuple[str, CanonicalRequest, CanonicalRequest]  # (expect, stored
 
 def _served(pairs: Sequence[LabelledPair], settings: ProjectSettings) -> dict[tuple[str, bool], int]:
     """Served pairs per (expect, guard on)."""
+    from semula.core.pair import pipeline_outcome  # the sweep leaves this module (scripts/bench)
+
     served: Counter[tuple[str, bool]] = Counter()
     for expect, stored, incoming in pairs:
         outcome = pipeline_outcome(stored, incoming, settings)

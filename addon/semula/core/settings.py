@@ -20,6 +20,20 @@ class SettingsError(ValueError):
     """A setting name or value is invalid; the message lists what is valid."""
 
 
+SWITCH_ON = frozenset({"1", "on", "true", "yes"})
+SWITCH_OFF = frozenset({"", "0", "off", "false", "no"})
+
+
+def parse_switch(name: str, value: str | None) -> bool:
+    """An on/off switch from an environment variable or option text (SEMULA_EMBEDDINGS=on)."""
+    v = (value or "").strip().lower()
+    if v in SWITCH_ON:
+        return True
+    if v in SWITCH_OFF:
+        return False
+    raise ValueError(f"{name}={value!r} is not a switch: use on or off")
+
+
 def validate_project(name: str) -> str:
     """Project names reach SQL parameters, file names and log lines: keep them boring."""
     if not isinstance(name, str) or not PROJECT_NAME.match(name):

@@ -1,8 +1,8 @@
 """`semula eval`: the real matching pipeline over a corpus of labelled request pairs.
 
 For each pair, in a fresh project of a temporary store, `stored` is recorded with a
-synthetic answer, then the pipeline decides on `incoming` exactly as the proxy would
-(exact, normalised, alias, lexical; review queueing included). Works while a proxy runs:
+synthetic answer, then `cascade()` — the proxy's own function — decides on `incoming`
+(exact, normalised, alias, lexical, embedding; review queueing included). Works while a proxy runs:
 the temporary store is its own DuckDB file.
 """
 
@@ -16,13 +16,16 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from semula.core.bypass import fuzzy_bypass
-from semula.engine.cache import Cache
-from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
+from semula.core.canonical import CanonicalRequest
+from semula.core.cascade import NearSearch, cascade, run_now
+from semula.core.decision import Match
+from semula.core.modes import Mode
+from semula.engine.engine import Engine
+from semula.engine.recordings import recording_of
 from semula.providers import adapter_for
 from semula.providers.base import RawRequest
 from semula.core.settings import ProjectSettings, settings_from_mapping
-from semula.store.duckdb_store import NewEntry, Store
+from semula.store.duckdb_store import Store
 
 HOSTS = {"openai": "api.openai.com", "anthropic": "api.anthropic.com", "gemini": "generativelanguage.googleapis.com"}
 
@@ -45,30 +48,35 @@ def canonical_of(side: dict[str, Any]) -> CanonicalRequest:
     return adapter_for(host, side["path"]).canonicalise(raw)
 
 
-def decide_pair(cache: Cache, project: str, stored: CanonicalRequest, incoming: CanonicalRequest,
+class EngineLookups:
+    """The cascade's lookups, answered by an engine on this thread (eval has no event loop)."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+
+    def certain(self, project: str, request_fp: str, normalised_fp: str | None) -> Match | None:
+        return self.engine.match(project, request_fp, normalised_fp)
+
+    async def recording_in_flight(self, project: str, fingerprint: str) -> bool:
+        return False
+
+    async def near(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
+                   settings: ProjectSettings, fuzzy_bypass_reason: str | None) -> NearSearch:
+        if self.engine.embeddings is not None:
+            self.engine.embeddings.worker.drain(30)  # the stored side's vector must exist first
+        return self.engine.near(project, request, request_fp, normalised_fp, settings, fuzzy_bypass_reason)
+
+
+def decide_pair(engine: Engine, project: str, stored: CanonicalRequest, incoming: CanonicalRequest,
                 settings: ProjectSettings) -> tuple[str, str]:
-    """Record `stored`, then decide on `incoming`: (outcome served|review|miss, tier)."""
-    fps = settings.fingerprint_inputs
-    cache.record(NewEntry(
-        project, stored.provider, "eval", stored.method, stored.endpoint, stored.model,
-        request_fingerprint(stored), normalised_fingerprint(stored, *fps) if stored.parsed else request_fingerprint(stored),
-        stored.to_json(), stored.last_text(), 200, [("content-type", "application/json")],
-        b'{"synthetic": true}', False, None, None, None,
-    ))
-    request_fp = request_fingerprint(incoming)
-    normalised_fp = normalised_fingerprint(incoming, *fps) if incoming.parsed else None
-    match = cache.match(project, request_fp, normalised_fp)
-    if match is not None:
-        return "served", match.tier
-    if cache.embeddings is not None:
-        cache.embeddings.worker.drain(30)
-    if normalised_fp is None:
-        return "miss", "none"
-    bypass = fuzzy_bypass(incoming, settings)
-    near = cache.near(project, incoming, request_fp, normalised_fp, settings, bypass.reason if bypass else None)
-    if near.served is not None:
-        return "served", near.served.tier
-    return ("review", near.queued[0].verdict.tier) if near.queued else ("miss", "none")
+    """Record `stored`, then run the proxy's cascade on `incoming`: (outcome served|review|miss, tier)."""
+    engine.record(recording_of(project, stored, settings, host="eval", body=b'{"synthetic": true}'))
+    outcome = run_now(cascade(Mode.AUTO, project, incoming, settings, EngineLookups(engine)))
+    if outcome.decision.action == "serve":
+        return "served", outcome.decision.tier
+    if outcome.near is not None and outcome.near.queued:
+        return "review", outcome.near.queued[0].verdict.tier
+    return "miss", "none"
 
 
 def _pair_number(pair_id: str) -> int | None:
@@ -121,17 +129,17 @@ def evaluate(path: Path, overrides: dict[str, Any] | None = None,
     settings = settings_from_mapping(overrides or {})
     results = []
     with tempfile.TemporaryDirectory(prefix="semula-eval-") as tmp:
-        cache = Cache(Store.open(tmp), embedder=_embedder_if_on(Path(tmp)))
+        engine = Engine(Store.open(tmp), embedder=_embedder_if_on(Path(tmp)))
         try:
             for index, pair in enumerate(pairs):
                 try:
                     stored, incoming = canonical_of(pair["stored"]), canonical_of(pair["incoming"])
-                    outcome, tier = decide_pair(cache, f"eval-{index}", stored, incoming, settings)
+                    outcome, tier = decide_pair(engine, f"eval-{index}", stored, incoming, settings)
                 except (KeyError, ValueError) as e:
                     raise ValueError(f"pair {pair.get('id', index)}: {e}") from None
                 results.append((pair, outcome, tier))
                 if progress:
                     progress(index + 1, len(pairs))
         finally:
-            cache.close()
+            engine.close()
     return {**summarise(results), "settings": overrides or {}}

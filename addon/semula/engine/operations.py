@@ -1,6 +1,6 @@
 """Store operations that the CLI runs — directly, or through a running proxy's admin endpoint.
 
-One table of named operations, so both paths run the same code on a `Cache`.
+One table of named operations, so both paths run the same code on an `Engine`.
 """
 
 from __future__ import annotations
@@ -8,33 +8,33 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from semula.engine.cache import Cache
+from semula.engine.engine import Engine
 
-Operation = Callable[[Cache, dict[str, Any]], Any]
-
-
-def _entries_list(cache: Cache, p: dict[str, Any]) -> Any:
-    return cache.list_entries(p.get("project"), int(p.get("limit") or 100))
+Operation = Callable[[Engine, dict[str, Any]], Any]
 
 
-def _entries_show(cache: Cache, p: dict[str, Any]) -> Any:
-    return cache.show_entry(int(p["id"]))
+def _entries_list(engine: Engine, p: dict[str, Any]) -> Any:
+    return engine.recordings.list_entries(p.get("project"), int(p.get("limit") or 100))
 
 
-def _entries_delete(cache: Cache, p: dict[str, Any]) -> Any:
-    return cache.delete_entry(int(p["id"]))
+def _entries_show(engine: Engine, p: dict[str, Any]) -> Any:
+    return engine.recordings.show_entry(int(p["id"]))
 
 
-def _config_show(cache: Cache, p: dict[str, Any]) -> Any:
-    return cache.config_show(p.get("project") or "default")
+def _entries_delete(engine: Engine, p: dict[str, Any]) -> Any:
+    return engine.recordings.delete_entry(int(p["id"]))
 
 
-def _config_set(cache: Cache, p: dict[str, Any]) -> Any:
-    return cache.config_set(p.get("project") or "default", p["key"], p["value"])
+def _config_show(engine: Engine, p: dict[str, Any]) -> Any:
+    return engine.recordings.config_show(p.get("project") or "default")
 
 
-def _projects(cache: Cache, p: dict[str, Any]) -> Any:
-    return cache.projects()
+def _config_set(engine: Engine, p: dict[str, Any]) -> Any:
+    return engine.recordings.config_set(p.get("project") or "default", p["key"], p["value"])
+
+
+def _projects(engine: Engine, p: dict[str, Any]) -> Any:
+    return engine.projects()
 
 
 OPERATIONS: dict[str, Operation] = {
@@ -47,28 +47,28 @@ OPERATIONS: dict[str, Operation] = {
 }
 
 
-def run_operation(cache: Cache, method: str, params: dict[str, Any]) -> Any:
+def run_operation(engine: Engine, method: str, params: dict[str, Any]) -> Any:
     operation = OPERATIONS.get(method)
     if operation is None:
         raise ValueError(f"unknown operation {method!r}; valid: {', '.join(sorted(OPERATIONS))}")
-    return operation(cache, params)
+    return operation(engine, params)
 
 
-def _review_list(cache: Cache, p: dict[str, Any]) -> Any:
+def _review_list(engine: Engine, p: dict[str, Any]) -> Any:
     status = p.get("status", "open")
-    return cache.review.list(p.get("project"), None if status == "all" else status)
+    return engine.review.list(p.get("project"), None if status == "all" else status)
 
 
-def _review_show(cache: Cache, p: dict[str, Any]) -> Any:
-    return cache.review.show(int(p["id"]))
+def _review_show(engine: Engine, p: dict[str, Any]) -> Any:
+    return engine.review.show(int(p["id"]))
 
 
-def _review_approve(cache: Cache, p: dict[str, Any]) -> Any:
-    return cache.review.approve(int(p["id"]))
+def _review_approve(engine: Engine, p: dict[str, Any]) -> Any:
+    return engine.approve(int(p["id"]))
 
 
-def _review_reject(cache: Cache, p: dict[str, Any]) -> Any:
-    return cache.review.reject(int(p["id"]))
+def _review_reject(engine: Engine, p: dict[str, Any]) -> Any:
+    return engine.review.reject(int(p["id"]))
 
 
 OPERATIONS.update({

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from entries import chat, fingerprints, new_entry
 
-from semula.engine.cache import Cache
+from semula.engine.engine import Engine
 from semula.engine.operations import run_operation
 from semula.core.settings import SettingsError
 from semula.store.duckdb_store import Store
@@ -21,7 +21,7 @@ def lookup(cache: Cache, text: str, project: str = "p", **params):
 
 @pytest.fixture
 def cache(tmp_path):
-    cache = Cache(Store.open(tmp_path))
+    cache = Engine(Store.open(tmp_path))
     yield cache
     cache.close()
 
@@ -38,17 +38,17 @@ def test_tiers_and_projects(cache):
 def test_scrub_pattern_refingerprints_recordings(cache):
     record(cache, "Summarise run-4711 please")
     assert lookup(cache, "Summarise run-9999 please") is None
-    result = cache.config_set("p", "scrub_patterns", '["run-\\\\d+"]')
+    result = cache.recordings.config_set("p", "scrub_patterns", '["run-\\\\d+"]')
     assert result["refingerprinted"] == 1
     assert lookup(cache, "Summarise run-9999 please").tier == "normalised"
     # and it survives a restart: the new fingerprints are stored, not only indexed
-    assert lookup(Cache(cache.store), "Summarise run-1 please").tier == "normalised"
+    assert lookup(Engine(cache.store), "Summarise run-1 please").tier == "normalised"
 
 
 def test_ignore_params_refingerprints(cache):
     record(cache, "hello", seed=1)
     assert lookup(cache, "hello", seed=2) is None
-    cache.config_set("p", "ignore_params", "seed")
+    cache.recordings.config_set("p", "ignore_params", "seed")
     assert lookup(cache, "hello", seed=2).tier == "normalised"
 
 

@@ -1,0 +1,117 @@
+"""The tier cascade: the one place that decides which tier answers a request.
+
+exact → normalised → alias (dictionary lookups) → lexical / embedding (a near-match search),
+then `decide` turns what was found into serve, forward or refuse. The proxy and `semula eval`
+both call `cascade()`, so eval measures the proxy's own logic, not a copy of it.
+
+Pure: the store lookups are passed in (`Lookups`), and nothing here touches mitmproxy,
+DuckDB, threads or the clock. It is a coroutine only so that the proxy can await its
+near-match search on the store thread; callers whose lookups never wait (eval, the pair
+outcome) drive it with `run_now`, without an event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from semula.core.bypass import fuzzy_bypass
+from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
+from semula.core.decision import Bypass, Decision, Match, decide
+from semula.core.modes import Mode
+from semula.core.nearmatch import Verdict
+from semula.core.settings import ProjectSettings
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A recording the near-match search found, with the verdict on it."""
+
+    entry_id: int
+    verdict: Verdict
+    candidate_id: int | None = None  # set when queued for review
+
+
+@dataclass(frozen=True)
+class NearSearch:
+    served: Match | None = None
+    best: Candidate | None = None  # the best candidate (served or not): the call log's candidate_*
+    queued: tuple[Candidate, ...] = field(default_factory=tuple)
+
+
+class Lookups(Protocol):
+    """What the cascade asks of the recordings; the engine answers, or a test's fake does."""
+
+    def certain(self, project: str, request_fp: str, normalised_fp: str | None) -> Match | None:
+        """The certain tiers (exact, then normalised and alias when `normalised_fp` is given)."""
+
+    async def recording_in_flight(self, project: str, fingerprint: str) -> bool:
+        """Wait for an identical request's recording in flight; True if there was one."""
+
+    async def near(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
+                   settings: ProjectSettings, fuzzy_bypass_reason: str | None) -> NearSearch:
+        """The near-match tiers: serve, queue for review, or neither."""
+
+
+Offload = Callable[..., Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The decision and everything the cascade learnt on the way (for the log and the recording)."""
+
+    decision: Decision
+    request_fp: str | None = None
+    normalised_fp: str | None = None
+    near: NearSearch | None = None
+    fuzzy_bypass_reason: str | None = None
+
+
+async def _inline(fn: Callable[..., T], *args: Any) -> T:
+    return fn(*args)
+
+
+async def cascade(mode: Mode, project: str, request: CanonicalRequest | None, settings: ProjectSettings,
+                  lookups: Lookups | None, *, bypass: Bypass | None = None, store_problem: str | None = None,
+                  offload: Offload | None = None) -> Outcome:
+    """Decide one provider call.
+
+    `request` is None when the body could not be understood (then `bypass` says why);
+    `lookups` is None when the store is unavailable (then `store_problem` says why).
+    `offload` runs the normalised fingerprint of a large body off the caller's loop.
+    """
+    if mode is Mode.PASSTHROUGH:
+        return Outcome(decide(mode, None))
+    problem = store_problem if lookups is None else None
+    if request is None:
+        return Outcome(decide(mode, None, bypass, problem))
+    request_fp = request_fingerprint(request)
+    match = lookups.certain(project, request_fp, None) if lookups and bypass is None else None  # exact first
+    normalised_fp = None
+    if match is None and request.parsed:
+        normalised_fp = await (offload or _inline)(normalised_fingerprint, request, *settings.fingerprint_inputs)
+    near = None
+    fuzzy_reason = None
+    if lookups is not None and bypass is None and match is None:
+        match = lookups.certain(project, request_fp, normalised_fp)
+        if match is None and mode is Mode.AUTO and await lookups.recording_in_flight(project, normalised_fp or request_fp):
+            match = lookups.certain(project, request_fp, normalised_fp)
+        if match is None and mode in (Mode.AUTO, Mode.REPLAY) and normalised_fp:
+            fuzzy = fuzzy_bypass(request, settings)
+            fuzzy_reason = fuzzy.reason if fuzzy else None
+            near = await lookups.near(project, request, request_fp, normalised_fp, settings, fuzzy_reason)
+            match = near.served
+    return Outcome(decide(mode, match, bypass, problem), request_fp, normalised_fp, near, fuzzy_reason)
+
+
+def run_now(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine that never waits (its lookups answer at once), without an event loop."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    raise RuntimeError("the cascade waited on its lookups; run it in an event loop instead")

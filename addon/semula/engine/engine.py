@@ -1,0 +1,103 @@
+"""The engine: recordings, their in-memory indexes, the near-match search and the review queue,
+wired to one store.
+
+The proxy and the CLI talk to this façade; its parts depend on the store and the index only
+(`index` → `review` → `near`, `recordings`), never on each other in a circle. Hits read
+only memory (`match`, `cached_entry`); everything else runs on the caller's store thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from semula.core.canonical import CanonicalRequest
+from semula.core.cascade import NearSearch
+from semula.core.decision import Match
+from semula.core.explain import Nearest, nearest_recordings
+from semula.core.settings import ProjectSettings
+from semula.engine.index import AnswerCache, FingerprintIndex
+from semula.engine.near import NearSearcher
+from semula.engine.recordings import Recordings
+from semula.engine.review import ReviewQueue
+from semula.store.duckdb_store import Entry, Store
+from semula.store.fts import LexicalIndex
+
+NEAREST_CANDIDATES = 2000
+
+
+class Engine:
+    def __init__(self, store: Store, review_log: Callable[[dict[str, Any]], None] | None = None,
+                 embedder: Any = None):
+        self.store = store
+        self.lexical = LexicalIndex(store.con)
+        self.embeddings = None
+        if embedder is not None:
+            from semula.embeddings.tier import EmbeddingTier
+
+            self.embeddings = EmbeddingTier(store.con, embedder)
+        self.index = FingerprintIndex()
+        self.answers = AnswerCache()
+        self.review = ReviewQueue(store, self.index, self.lexical, review_log)
+        self.searcher = NearSearcher(store, self.lexical, self.review, self.embeddings)
+        self.recordings = Recordings(store, self.index, self.answers, self.lexical, self.review, self.embeddings)
+        self.recordings.reload()
+
+    def close(self) -> None:
+        if self.embeddings is not None:
+            self.embeddings.close()
+        self.lexical.close()
+        self.store.close()
+
+    def reload(self) -> None:
+        self.recordings.reload()
+
+    # --- reads from memory (any thread) ----------------------------------------------------
+
+    def match(self, project: str, request_fp: str, normalised_fp: str | None) -> Match | None:
+        return self.index.match(project, request_fp, normalised_fp)
+
+    def projects_with(self, request_fp: str) -> set[str]:
+        return self.index.projects_with(request_fp)
+
+    def settings_for(self, project: str) -> ProjectSettings:
+        return self.index.settings_for(project)
+
+    def cached_entry(self, entry_id: int) -> Entry | None:
+        """An entry from memory, or None (then fetch it with `entry` on the store thread)."""
+        return self.answers.get(entry_id)
+
+    # --- the store thread ------------------------------------------------------------------
+
+    def entry(self, entry_id: int) -> Entry | None:
+        entry = self.answers.get(entry_id)
+        if entry is None:
+            entry = self.store.get_entry(entry_id)
+            if entry is not None:
+                self.answers.put(entry)
+        return entry
+
+    def record(self, new: Any, started: Any = None) -> int:
+        return self.recordings.record(new, started)
+
+    def near(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
+             settings: ProjectSettings | None = None, fuzzy_bypass_reason: str | None = None) -> NearSearch:
+        """The near-match tiers after the certain ones missed: serve, queue for review, or neither."""
+        return self.searcher.search(project, request, request_fp, normalised_fp,
+                                    settings or self.settings_for(project), fuzzy_bypass_reason)
+
+    def nearest(self, project: str, request: CanonicalRequest, limit: int = 3) -> list[Nearest]:
+        candidates = [
+            (entry_id, CanonicalRequest.from_json(c))
+            for entry_id, c in self.store.project_canonicals(project, limit=NEAREST_CANDIDATES)
+        ]
+        return nearest_recordings(request, candidates, limit)
+
+    def approve(self, candidate_id: int) -> dict[str, Any]:
+        result = self.review.approve(candidate_id)
+        if result["replaced_recordings"]:
+            self.reload()
+        return result
+
+    def projects(self) -> list[str]:
+        return self.store.projects()

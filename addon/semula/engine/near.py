@@ -1,0 +1,84 @@
+"""The near-match search: the lexical index (and the opt-in embedding tier) propose recordings,
+`near_match` judges each, and the best is served or the reviewable ones are queued.
+
+The verdict for one pair is pure (`core.nearmatch.near_match`); this module applies it to the
+indexes' proposals. A rejected pairing is never served or queued again. Runs on the store thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+from semula.core.canonical import CanonicalRequest
+from semula.core.cascade import Candidate, NearSearch
+from semula.core.decision import Match
+from semula.core.nearmatch import near_match
+from semula.core.settings import ProjectSettings, threshold_for
+from semula.engine.review import ReviewQueue
+from semula.store.duckdb_store import Store
+from semula.store.fts import LexicalIndex
+
+log = logging.getLogger("semula")
+
+
+class NearSearcher:
+    def __init__(self, store: Store, lexical: LexicalIndex, review: ReviewQueue, embeddings: Any = None):
+        self.store = store
+        self.lexical = lexical
+        self.review = review
+        self.embeddings = embeddings
+
+    def search(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
+               settings: ProjectSettings, fuzzy_bypass_reason: str | None = None, queue: bool = True) -> NearSearch:
+        text = request.last_user_text()
+        if not request.parsed or not text.strip():
+            return NearSearch()
+        ids = self.lexical.propose(project, text)
+        stored = self.store.canonicals_by_ids(ids)
+        paired = self.store.paired_entries(project, normalised_fp)
+        candidates = []
+        for entry_id in ids:
+            if entry_id not in stored or paired.get(entry_id) == "rejected":
+                continue  # a rejected pairing is never served or queued again
+            verdict = near_match(request, CanonicalRequest.from_json(stored[entry_id]), settings,
+                                 tier="lexical", fuzzy_bypass_reason=fuzzy_bypass_reason)
+            candidates.append(Candidate(entry_id, verdict))
+        candidates += self._embedding_candidates(project, request, settings, paired, fuzzy_bypass_reason)
+        if not candidates:
+            return NearSearch()
+        candidates.sort(key=lambda c: (c.verdict.serve, c.verdict.score, c.entry_id), reverse=True)
+        best = candidates[0]
+        if best.verdict.serve:
+            return NearSearch(served=Match(best.verdict.tier, best.entry_id, best.verdict.score), best=best)
+        queued = self.review.queue(project, request, request_fp, normalised_fp, candidates, paired) if queue else []
+        best = next((c for c in queued if c.entry_id == best.entry_id), best)
+        return NearSearch(best=best, queued=tuple(queued))
+
+    def _embedding_candidates(self, project: str, request: CanonicalRequest, settings: ProjectSettings,
+                              paired: dict[int, str], fuzzy_bypass_reason: str | None) -> list[Candidate]:
+        """The embedding tier (opt-in): cosine neighbours the lexical tier did not propose."""
+        tier = self.embeddings
+        if tier is None:
+            return []
+        model = tier.embedder.name
+        review_floor = threshold_for(settings.embedding_review_threshold, model)
+        serve_floor = threshold_for(settings.embedding_serve_threshold, model)
+        floors = [t for t in (review_floor, serve_floor) if t is not None]
+        if not floors:
+            return []  # no threshold for this model: its cosines mean nothing yet
+        settings = replace(settings, embedding_review_threshold=review_floor if review_floor is not None else 1.1,
+                           embedding_serve_threshold=serve_floor)
+        try:
+            found = [(e, c) for e, c in tier.search(project, request, settings)
+                     if paired.get(e) != "rejected" and c >= min(floors)]
+        except Exception as e:  # an embedder failure is logged; the call carries on as a miss
+            log.warning("semula: embedding search failed (%s); carrying on without it", e)
+            return []
+        stored = self.store.canonicals_by_ids([e for e, _ in found])
+        return [
+            Candidate(entry_id, near_match(request, CanonicalRequest.from_json(stored[entry_id]), settings,
+                                           tier="embedding", score=cosine, fuzzy_bypass_reason=fuzzy_bypass_reason))
+            for entry_id, cosine in found if entry_id in stored
+        ]

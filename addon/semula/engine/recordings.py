@@ -1,0 +1,149 @@
+"""Writing recordings: record, delete, re-fingerprint a project, per-project settings.
+
+Every write keeps the in-memory index, the answer cache and the near-match indexes in step
+with the store, and closes the review candidates a new recording answers. The listing and
+showing commands live here too, so the CLI runs the same code through a running proxy's
+admin endpoint or on the store directly. Runs on the store thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
+from semula.core.normalise import scrub_volatile
+from semula.core.redact import clean_headers, redact_bytes, redact_text
+from semula.core.settings import (
+    FINGERPRINT_KEYS,
+    ProjectSettings,
+    parse_setting,
+    settings_from_mapping,
+    settings_to_json,
+    validate_project,
+)
+from semula.engine.index import PRELOAD_BYTES, AnswerCache, FingerprintIndex
+from semula.engine.review import ReviewQueue, shorten
+from semula.providers.base import Usage
+from semula.store.duckdb_store import NewEntry, Store
+from semula.store.fts import LexicalIndex
+
+
+def recording_of(project: str, request: CanonicalRequest, settings: ProjectSettings, *, host: str, body: bytes,
+                 status: int = 200, headers: Iterable[tuple[str, str]] = (("content-type", "application/json"),),
+                 streamed: bool = False, usage: Usage | None = None, upstream_ms: float | None = None,
+                 request_fp: str | None = None, normalised_fp: str | None = None) -> NewEntry:
+    """The one place a recording is assembled: fingerprints, redaction and the searchable text."""
+    request_fp = request_fp or request_fingerprint(request)
+    if normalised_fp is None:
+        normalised_fp = (normalised_fingerprint(request, *settings.fingerprint_inputs)
+                         if request.parsed else request_fp)
+    usage = usage or Usage()
+    return NewEntry(
+        project=project, provider=request.provider, host=host, method=request.method,
+        endpoint=request.endpoint, model=request.model, request_fp=request_fp,
+        normalised_fp=normalised_fp, canonical=request.to_json(),
+        last_text=redact_text(scrub_volatile(request.last_text(), settings.scrub_patterns)),
+        status=status, headers=clean_headers(headers), body=redact_bytes(body), streamed=streamed,
+        prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, upstream_ms=upstream_ms,
+    )
+
+
+class Recordings:
+    def __init__(self, store: Store, index: FingerprintIndex, answers: AnswerCache, lexical: LexicalIndex,
+                 review: ReviewQueue, embeddings: Any = None):
+        self.store = store
+        self.index = index
+        self.answers = answers
+        self.lexical = lexical
+        self.review = review
+        self.embeddings = embeddings
+
+    def reload(self) -> None:
+        """Load the index, the open review requests and the most recent answers from the store."""
+        settings = {p: settings_from_mapping(v) for p, v in self.store.all_project_settings().items()}
+        self.index.load(self.store.index_rows(), self.store.alias_rows(), settings)
+        self.review.reload()
+        self.answers.clear()
+        for entry in self.store.recent_entries(PRELOAD_BYTES):
+            self.answers.put(entry)
+        self.lexical.maybe_rebuild()
+
+    def record(self, new: NewEntry, started: Any = None) -> int:
+        """Store an answer; close the review candidates of this request queued by earlier calls."""
+        entry_id = self.store.upsert_entry(new)
+        self.lexical.written(entry_id, new.project, new.last_text)
+        if self.embeddings is not None:
+            self.embeddings.entry_written(entry_id, new.project, new.canonical, self.index.settings_for(new.project))
+        self.review.answered(new.project, new.normalised_fp, created_before=started)
+        self.index.add(entry_id, new.project, new.request_fp, new.normalised_fp)
+        self.answers.forget(entry_id)
+        if (entry := self.store.get_entry(entry_id)) is not None:
+            self.answers.put(entry)
+        return entry_id
+
+    def delete_entry(self, entry_id: int) -> bool:
+        found = self.store.delete_entry(entry_id)
+        if found:
+            self.lexical.deleted(entry_id)
+            if self.embeddings is not None:
+                self.embeddings.index.invalidate()
+            self.reload()
+        return found
+
+    def list_entries(self, project: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        rows = self.store.list_entries(project, limit)
+        for row in rows:
+            row["last_text"] = shorten(row.get("last_text") or "", 80)
+        return rows
+
+    def show_entry(self, entry_id: int) -> dict[str, Any] | None:
+        entry = self.store.get_entry(entry_id)
+        if entry is None:
+            return None
+        return {
+            "id": entry.id, "project": entry.project, "provider": entry.provider, "host": entry.host,
+            "method": entry.method, "endpoint": entry.endpoint, "model": entry.model,
+            "request_fp": entry.request_fp, "normalised_fp": entry.normalised_fp,
+            "status": entry.status, "streamed": entry.streamed, "prompt_tokens": entry.prompt_tokens,
+            "completion_tokens": entry.completion_tokens, "upstream_ms": entry.upstream_ms,
+            "created_at": entry.created_at, "updated_at": entry.updated_at,
+            "headers": entry.headers, "request": entry.canonical,
+            "response": entry.body.decode("utf-8", errors="replace"),
+        }
+
+    def config_show(self, project: str) -> dict[str, Any]:
+        validate_project(project)
+        return settings_to_json(self.index.settings_for(project))
+
+    def config_set(self, project: str, key: str, value: Any) -> dict[str, Any]:
+        """Validate and store one setting; fingerprint inputs re-fingerprint the project."""
+        validate_project(project)
+        parsed = parse_setting(key, value)
+        self.store.set_project_setting(project, key, list(parsed) if isinstance(parsed, tuple) else parsed)
+        new = replace(self.index.settings_for(project), **{key: parsed})
+        self.index.set_settings(project, new)
+        changed = 0
+        if key in FINGERPRINT_KEYS:
+            changed = self.refingerprint(project, new)
+        return {"project": project, "key": key, "value": settings_to_json(new)[key], "refingerprinted": changed}
+
+    def refingerprint(self, project: str, settings: ProjectSettings) -> int:
+        """Recompute normalised fingerprints (and the aliases pointing at them) from stored requests."""
+        old_fps = {entry_id: fp for entry_id, p, _, fp in self.store.index_rows() if p == project}
+        updates = []
+        for entry_id, canonical in self.store.project_canonicals(project, limit=10**9):
+            fp = normalised_fingerprint(CanonicalRequest.from_json(canonical), *settings.fingerprint_inputs)
+            if fp != old_fps.get(entry_id):
+                updates.append((entry_id, fp))
+        self.store.set_normalised_fps(updates)
+        # An alias is keyed by its request's normalised fp: recompute it from the stored request.
+        aliases = [
+            (normalised_fingerprint(CanonicalRequest.from_json(request), *settings.fingerprint_inputs)
+             if request else fp, entry_id, request)
+            for fp, entry_id, request in self.store.alias_requests(project)
+        ]
+        self.store.replace_aliases(project, aliases)
+        self.reload()
+        return len(updates)

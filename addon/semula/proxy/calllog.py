@@ -1,0 +1,87 @@
+"""What each call leaves behind: a call-log row, one console line and the flow's comment in mitmweb.
+
+All three say the same thing (decision, tier, score, entry, why) for the notebooks, the terminal
+and the web UI.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from semula.core.decision import Decision
+from semula.providers.base import Usage
+from semula.proxy.flowstate import FlowState
+
+COMMENT_ERROR_CHARS = 300
+
+
+def call_row(state: FlowState, method: str, mode: str, status: int | None, *, upstream_ms: float | None,
+             usage: Usage | None, entry_id: int | None, recorded: bool) -> dict[str, Any]:
+    decision = state.decision
+    assert decision is not None
+    canonical = state.canonical
+    served = decision.action == "serve"
+    near = state.outcome.near if state.outcome else None
+    row = {
+        "project": state.project,
+        "provider": canonical.provider if canonical else (state.adapter.name if state.adapter else None),
+        "host": state.host, "method": method, "path": state.path,
+        "model": canonical.model if canonical else None, "mode": mode,
+        "decision": decision.decision, "tier": decision.tier, "score": decision.score, "entry_id": entry_id,
+        "bypass_reason": decision.bypass_reason or (state.outcome.fuzzy_bypass_reason if state.outcome else None),
+        "streamed": state.streamed, "status": status,
+        "decision_ms": state.decision_ms, "upstream_ms": upstream_ms,
+        "recorded_upstream_ms": state.served.upstream_ms if served else None,
+        "recorded_prompt_tokens": state.served.usage.prompt_tokens if served else None,
+        "recorded_completion_tokens": state.served.usage.completion_tokens if served else None,
+        "request_fp": state.request_fp, "normalised_fp": state.normalised_fp,
+        "prompt_tokens": usage.prompt_tokens if usage else None,
+        "completion_tokens": usage.completion_tokens if usage else None,
+        "recorded": recorded, "error": state.error,
+    }
+    if near is not None and near.best is not None:
+        best = near.best
+        row.update(candidate_tier=best.verdict.tier, candidate_score=best.verdict.score,
+                   candidate_entry_id=best.entry_id, guard_reason=best.verdict.guard_reason)
+    return row
+
+
+def console_line(state: FlowState, row: dict[str, Any], recorded: bool) -> str:
+    decision = state.decision
+    assert decision is not None
+    took = f"{state.decision_ms:.1f} ms" if state.decision_ms is not None else "-"
+    entry_text = f" #{row['entry_id']}" if row["entry_id"] is not None else ""
+    tier = f" {decision.tier}" if decision.tier != "none" else ""
+    extra = f" ({decision.bypass_reason})" if decision.bypass_reason else ""
+    if recorded:
+        extra += " · recorded"
+    elif state.error and decision.action != "refuse":
+        extra += f" · {state.error}"
+    status = row["status"] if row["status"] is not None else "no response"
+    return (f"semula: {state.project} {row['provider']} {row['method']} {state.host}{state.path} → "
+            f"{decision.decision}{tier}{entry_text}{extra} · {status} · {took}")
+
+
+def flow_comment(decision: Decision, entry: int | None, state: FlowState) -> str:
+    parts = [f"semula {decision.decision}", f"tier {decision.tier}"]
+    if decision.score is not None:
+        parts.append(f"score {decision.score:.3f}")
+    if entry is not None:
+        parts.append(f"entry #{entry}")
+    parts.append(f"project {state.project}")
+    if decision.bypass_reason:
+        parts.append(f"bypass: {decision.bypass_reason}")
+    if state.error:
+        parts.append(state.error[:COMMENT_ERROR_CHARS])
+    return " · ".join(parts)
+
+
+def semula_headers(decision: Decision, entry_id: int | None = None) -> dict[str, str]:
+    """The x-semula-* headers every answered call carries."""
+    entry = decision.entry_id if decision.entry_id is not None else entry_id
+    return {
+        "x-semula-decision": decision.decision,
+        "x-semula-tier": decision.tier,
+        "x-semula-score": "" if decision.score is None else f"{decision.score:.3f}",
+        "x-semula-entry": "" if entry is None else str(entry),
+    }

@@ -1,0 +1,33 @@
+"""Who is calling: the project from the proxy user name, and the API key's hash for namespacing."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+
+from semula.providers.base import RawRequest
+
+KEY_HEADERS = ("authorization", "x-api-key", "api-key", "x-goog-api-key")
+
+
+def proxy_user(header_value: str | None) -> str | None:
+    """The user name of a Basic Proxy-Authorization header (no password needed)."""
+    if not header_value or not header_value.lower().startswith("basic "):
+        return None
+    try:
+        decoded = base64.b64decode(header_value[6:].strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    user = decoded.split(":", 1)[0]
+    return user or None
+
+
+def api_key_hash(raw: RawRequest) -> str | None:
+    for name in KEY_HEADERS:
+        if value := raw.headers.get(name):
+            return hashlib.sha256(value.removeprefix("Bearer ").encode()).hexdigest()[:12]
+    for name, value in raw.query:
+        if name == "key":
+            return hashlib.sha256(value.encode()).hexdigest()[:12]
+    return None

@@ -1,0 +1,108 @@
+"""The addon's life: start the logs, the store and the admin endpoint; say it is ready; stop cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from mitmproxy import ctx
+
+from semula.core.modes import Mode
+from semula.core.settings import AddonSettings
+from semula.proxy.admin import AdminServer, read_admin_info
+from semula.proxy.storethread import StoreThread
+from semula.store.logschema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
+from semula.store.parquetlog import ParquetLog
+
+log = logging.getLogger("semula")
+
+
+class Lifecycle:
+    """Start-up and shut-down of the addon's parts; the hooks live in `SemulaAddon`."""
+
+    def __init__(self, settings: AddonSettings) -> None:
+        self.settings = settings
+        self.mode = Mode.AUTO
+        self.store = StoreThread()
+        self.calls: ParquetLog | None = None
+        self.reviews: ParquetLog | None = None
+        self.embedder: Any = None
+        self.admin: AdminServer | None = None
+        self.is_running = False
+
+    def _admin_dispatch(self, method: str, params: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    async def running(self) -> None:
+        data_dir = Path(self.settings.data_dir)
+        if ctx.options.semula_embeddings and not await self._load_embedder(data_dir):
+            return
+        self.calls = ParquetLog(data_dir / "calls", CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION)
+        self.reviews = ParquetLog(data_dir / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION)
+        self.store.configure(self.settings.data_dir, self._log_review, self.embedder)
+        await self.store.ensure_open(force=True)
+        listen = self._listen_address()
+        confdir = Path(os.path.expanduser(ctx.options.confdir))
+        other = read_admin_info(data_dir)
+        if other is not None and other.get("pid") != os.getpid():
+            print(f"semula: another semula proxy (pid {other.get('pid')}, {other.get('proxy')}) holds {data_dir}: "
+                  "this one cannot use its store and forwards calls unrecorded (replay: refuses them). "
+                  "Stop the other proxy, point clients at it, or use another --data-dir.", flush=True)
+        elif self.settings.admin:
+            try:
+                self.admin = AdminServer(data_dir, self._admin_dispatch, {
+                    "proxy": listen, "mode": self.mode.value, "data_dir": str(data_dir),
+                    "project": self.settings.default_project, "confdir": str(confdir),
+                })
+            except OSError as e:
+                log.warning("semula: admin endpoint not started (%s); CLI commands cannot reach this proxy", e)
+        self.is_running = True
+        store_note = "" if self.store.engine else f" · store unavailable: {self.store.problem}"
+        print(
+            f"semula ready: {listen} · mode {self.mode.value} · data dir {data_dir} · "
+            f"CA {confdir / 'mitmproxy-ca-cert.pem'}{store_note}",
+            flush=True,
+        )
+
+    async def _load_embedder(self, data_dir: Path) -> bool:
+        """With the tier switched on, a missing extra or model refuses to start: never silently without it."""
+        from semula.embeddings.model import Embedder, EmbeddingsUnavailable, config_from_env
+
+        try:
+            config = config_from_env(data_dir, option_enabled=True)
+            self.embedder = await asyncio.get_running_loop().run_in_executor(None, Embedder.load, config)
+        except (EmbeddingsUnavailable, ValueError) as e:
+            print(f"semula: cannot start: the embedding tier is on (SEMULA_EMBEDDINGS / semula_embeddings) "
+                  f"but {e}", flush=True)
+            log.error("semula: refusing to start without the embedding tier: %s", e)
+            ctx.master.shutdown()
+            return False
+        log.info("semula: embedding tier on with model %s", self.embedder.name)
+        return True
+
+    def _listen_address(self) -> str:
+        try:
+            addrs = ctx.master.addons.get("proxyserver").listen_addrs()
+            host, port = addrs[0][0], addrs[0][1]
+        except Exception:
+            host, port = ctx.options.listen_host or "127.0.0.1", ctx.options.listen_port or 8080
+        if host in ("", "0.0.0.0", "::"):
+            host = "127.0.0.1"
+        return f"http://{host}:{port}"
+
+    def _log_review(self, row: dict[str, Any]) -> None:
+        if self.reviews is not None:
+            self.reviews.append(row)
+
+    def done(self) -> None:
+        if self.admin:
+            self.admin.close()
+            self.admin = None
+        for log_writer in (self.calls, self.reviews):
+            if log_writer:
+                log_writer.close()
+        self.calls = self.reviews = None
+        self.store.close()

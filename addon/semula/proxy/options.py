@@ -1,0 +1,58 @@
+"""The addon's mitmproxy options, declared once, and the frozen settings built from them.
+
+`configure` validates what changed and raises `OptionsError` with the valid values; the core
+never reads `ctx.options`, it receives `AddonSettings`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mitmproxy import exceptions
+
+from semula.core.modes import Mode
+from semula.core.settings import DEFAULT_PROJECT, AddonSettings, SettingsError, parse_switch, validate_project
+from semula.providers import DEFAULT_PROVIDER_HOSTS
+
+
+def _embeddings_default() -> bool:
+    try:
+        return parse_switch("SEMULA_EMBEDDINGS", os.environ.get("SEMULA_EMBEDDINGS"))
+    except ValueError:
+        return False  # `semula proxy` refuses a misspelt switch before mitmproxy starts
+
+
+def declare(loader: Any) -> None:
+    loader.add_option("semula_mode", str, Mode.AUTO.value, "semula mode", choices=[m.value for m in Mode])
+    loader.add_option(
+        "semula_data_dir", str, os.environ.get("SEMULA_DATA_DIR", ".semula"),
+        "semula data dir: DuckDB store, Parquet call log, admin.json",
+    )
+    loader.add_option("semula_project", str, DEFAULT_PROJECT, "semula default project (namespace)")
+    loader.add_option(
+        "semula_hosts", Sequence[str], list(DEFAULT_PROVIDER_HOSTS),
+        "provider hosts semula intercepts (exact names or *.suffix)",
+    )
+    loader.add_option("semula_record_errors", bool, False, "also record 4xx/5xx answers (default: only complete 2xx)")
+    loader.add_option("semula_namespace_by_key", bool, False, "add a hash of the API key to the project namespace")
+    loader.add_option("semula_admin", bool, True, "serve the admin endpoint used by the semula CLI")
+    loader.add_option("semula_embeddings", bool, _embeddings_default(),
+                      "opt-in embedding tier (fastembed); also SEMULA_EMBEDDINGS=on")
+
+
+def read(options: Any) -> tuple[Mode, AddonSettings]:
+    """Validate the semula_* options into the mode and the frozen settings."""
+    try:
+        mode = Mode.parse(options.semula_mode)
+        validate_project(options.semula_project)
+    except (ValueError, SettingsError) as e:
+        raise exceptions.OptionsError(f"semula: {e}") from None
+    data_dir = str(Path(options.semula_data_dir).expanduser().resolve())
+    return mode, AddonSettings(
+        mode=mode.value, data_dir=data_dir, default_project=options.semula_project,
+        hosts=tuple(options.semula_hosts), record_errors=options.semula_record_errors,
+        namespace_by_key=options.semula_namespace_by_key, admin=options.semula_admin,
+    )

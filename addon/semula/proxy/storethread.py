@@ -1,0 +1,143 @@
+"""The store thread: everything that touches the store runs here, and fails open here.
+
+One worker thread owns the engine (DuckDB allows one writer, and the near-match search must
+not race a write). Whatever goes wrong with the store, `run` logs one line, drops the handle
+so that the next call reopens it, and returns None: the caller treats the call as a miss
+(auto/record: upstream; replay: the clear error), never a 5xx of semula's own making.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from semula.core.canonical import CanonicalRequest
+from semula.core.cascade import NearSearch
+from semula.core.decision import Match
+from semula.core.settings import ProjectSettings
+from semula.engine.engine import Engine
+from semula.store.duckdb_store import Store, StoreError
+
+log = logging.getLogger("semula")
+T = TypeVar("T")
+
+STORE_RETRY_SECONDS = 5.0
+ADMIN_TIMEOUT_SECONDS = 600
+# An identical request waits this long for a recording in flight instead of going upstream again.
+PENDING_WAIT_SECONDS = 120.0
+
+
+class StoreThread:
+    def __init__(self) -> None:
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="semula-store")
+        self.engine: Engine | None = None
+        self.problem: str | None = "the store is not open yet"
+        self._next_attempt = 0.0
+        self._open: Callable[[], Engine] | None = None
+
+    def configure(self, data_dir: str, review_log: Callable[[dict[str, Any]], None], embedder: Any) -> None:
+        def open_engine() -> Engine:
+            engine = Engine(Store.open(data_dir), review_log=review_log, embedder=embedder)
+            gc.freeze()  # the preloaded answers are long-lived: keep them out of every collection
+            return engine
+
+        self._open = open_engine
+
+    async def ensure_open(self, force: bool = False) -> None:
+        """Open the store if it is not open; after a failure, retry at most every few seconds."""
+        if self.engine is not None or self._open is None or (not force and time.monotonic() < self._next_attempt):
+            return
+        self._next_attempt = time.monotonic() + STORE_RETRY_SECONDS
+        try:
+            self.engine = await asyncio.get_running_loop().run_in_executor(self.executor, self._open)
+            self.problem = None
+        except Exception as e:
+            if self.problem != str(e):
+                log.warning(
+                    "semula: store unavailable: %s — calls are forwarded unrecorded in auto/record mode "
+                    "and refused in replay mode; retrying every %.0f s", e, STORE_RETRY_SECONDS,
+                )
+            self.problem = str(e)
+
+    async def run(self, what: str, fn: Callable[..., T], *args: Any) -> T | None:
+        """Run `fn` on the store thread; on failure log why, drop the handle, return None."""
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+        except Exception as e:
+            self.failed(what, e)
+            return None
+
+    def failed(self, what: str, e: Exception) -> None:
+        self.problem = str(e)
+        log.warning("semula: %s failed: %s (failing open; the store is reopened on the next call)", what, e)
+        engine, self.engine = self.engine, None
+        if engine:
+            self.executor.submit(engine.close)
+
+    def background(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
+        """Queue work nobody waits for; a failure is logged, never raised."""
+        def quietly() -> None:
+            try:
+                fn(*args)
+            except Exception as e:
+                log.warning("semula: %s failed: %s", what, e)
+
+        self.executor.submit(quietly)
+
+    def admin(self, operation: Callable[[Engine], T]) -> T:
+        """Run an admin operation from another thread, opening the store if needed."""
+        def run() -> T:
+            if self.engine is None:
+                if self._open is None:
+                    raise StoreError("the proxy has not started its store yet")
+                try:
+                    self.engine = self._open()
+                    self.problem = None
+                except Exception as e:
+                    raise StoreError(f"the proxy cannot open its store: {e}") from e
+            return operation(self.engine)
+
+        return self.executor.submit(run).result(timeout=ADMIN_TIMEOUT_SECONDS)
+
+    def close(self) -> None:
+        engine, self.engine = self.engine, None
+        if engine:
+            self.executor.submit(engine.close).result(timeout=60)
+        self.executor.shutdown(wait=True)
+
+
+class ProxyLookups:
+    """The cascade's lookups in the proxy: memory on the event loop, the near search on the store thread."""
+
+    def __init__(self, engine: Engine, thread: StoreThread, pending: dict[tuple[str, str], asyncio.Event]):
+        self.engine = engine
+        self.thread = thread
+        self.pending = pending
+
+    def certain(self, project: str, request_fp: str, normalised_fp: str | None) -> Match | None:
+        return self.engine.match(project, request_fp, normalised_fp)
+
+    async def recording_in_flight(self, project: str, fingerprint: str) -> bool:
+        event = self.pending.get((project, fingerprint))
+        if event is None:
+            return False
+        try:
+            await asyncio.wait_for(event.wait(), PENDING_WAIT_SECONDS)
+        except TimeoutError:
+            pass
+        return True
+
+    async def near(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
+                   settings: ProjectSettings, fuzzy_bypass_reason: str | None) -> NearSearch:
+        try:
+            return await asyncio.get_running_loop().run_in_executor(
+                self.thread.executor, self.engine.near, project, request, request_fp, normalised_fp, settings,
+                fuzzy_bypass_reason)
+        except Exception as e:
+            log.warning("semula: near-match search failed (%s); treating the call as a miss", e)
+            return NearSearch()
