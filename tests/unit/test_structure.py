@@ -18,15 +18,15 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "addon" / "semula"
 MAX_LINES, MAX_CLASS = 500, 350
 
-# Breaches being fixed elsewhere. When those of a kind are gone, delete that test's `@known(...)` line; when all are,
+# Breaches being fixed elsewhere (a cycle as reported; a module or class by the start of its line). When those of a kind are gone, delete that test's `@known(...)` line; when all are,
 # delete KNOWN_BREACHES, known() and test_no_breach_beyond_the_known_ones too.
 KNOWN_BREACHES = frozenset({
     "import cycle: semula.engine.cache -> semula.engine.review -> semula.engine.cache",
-    "module semula/proxy/addon.py has more than 500 lines",
-    "module semula/core/guard.py has more than 500 lines",
-    "module semula/store/duckdb_store.py has more than 500 lines",
-    "module semula/embeddings/model.py has more than 500 lines",
-    "class SemulaAddon in semula/proxy/addon.py has more than 350 lines",
+    "module semula/proxy/addon.py",
+    "module semula/core/guard.py",
+    "module semula/store/duckdb_store.py",
+    "module semula/embeddings/model.py",
+    "class SemulaAddon in semula/proxy/addon.py",
 })
 
 
@@ -117,16 +117,16 @@ def import_cycles(root: Path) -> list[str]:
 
 
 def size_breaches(root: Path) -> tuple[list[str], list[str]]:
-    """(modules over MAX_LINES, classes over MAX_CLASS), one line each, the count kept out of the line."""
+    """(modules over MAX_LINES, classes over MAX_CLASS), one line each."""
     long_modules, long_classes = [], []
     for path in modules(root).values():
         text = path.read_text()
         shown = path.relative_to(root.parent).as_posix()
         if text.count("\n") > MAX_LINES:
-            long_modules.append(f"module {shown} has more than {MAX_LINES} lines")
+            long_modules.append(f"module {shown} has {text.count(chr(10))} lines (> {MAX_LINES})")
         for node in ast.walk(ast.parse(text, str(path))):
-            if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > MAX_CLASS:
-                long_classes.append(f"class {node.name} in {shown} has more than {MAX_CLASS} lines")
+            if isinstance(node, ast.ClassDef) and (length := node.end_lineno - node.lineno + 1) > MAX_CLASS:
+                long_classes.append(f"class {node.name} in {shown} has {length} lines (> {MAX_CLASS})")
     return long_modules, long_classes
 
 
@@ -157,7 +157,7 @@ def test_no_class_over_max_lines() -> None:
 
 
 def test_no_breach_beyond_the_known_ones() -> None:
-    new = sorted(set(breaches()) - KNOWN_BREACHES)
+    new = [b for b in breaches() if b not in KNOWN_BREACHES and not b.startswith(tuple(k + " " for k in KNOWN_BREACHES))]
     assert not new, "\n".join(new)
 
 
@@ -222,6 +222,6 @@ def test_sizes_are_counted_like_the_shared_check(tmp_path: Path) -> None:
         "big.py": "class Big:\n" + body + "    y = 2\n" + "\n" * (MAX_LINES - MAX_CLASS),
     })
     assert size_breaches(pkg) == (
-        [f"module pkg/big.py has more than {MAX_LINES} lines"],
-        [f"class Big in pkg/big.py has more than {MAX_CLASS} lines"],
+        [f"module pkg/big.py has {MAX_LINES + 1} lines (> {MAX_LINES})"],
+        [f"class Big in pkg/big.py has {MAX_CLASS + 1} lines (> {MAX_CLASS})"],
     )
