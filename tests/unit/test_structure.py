@@ -166,7 +166,8 @@ def test_no_breach_beyond_the_known_ones() -> None:
 
 
 def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
+    """A package ``pkg`` under root with these files (and its ``__init__.py``)."""
+    for rel, text in {"__init__.py": "", **files}.items():
         path = root / "pkg" / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -175,7 +176,6 @@ def write(root: Path, files: dict[str, str]) -> Path:
 
 def test_every_kind_of_import_is_an_edge(tmp_path: Path) -> None:
     pkg = write(tmp_path, {
-        "__init__.py": "",
         "a/__init__.py": "from . import x\n",
         "a/x.py": "def f():\n    from ..b import y\n",
         "a/z.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.b.y import Thing\n",
@@ -193,32 +193,26 @@ def test_every_kind_of_import_is_an_edge(tmp_path: Path) -> None:
     assert graph["pkg.b.w"] == set()
 
 
-def test_a_cycle_is_reported_with_its_path(tmp_path: Path) -> None:
-    pkg = write(tmp_path, {
-        "__init__.py": "",
-        "a.py": "from pkg import b\n",
-        "b.py": "def late():\n    from pkg.c import thing\n",
-        "c.py": "from .a import other\n",
-        "d.py": "import pkg.a\n",
-    })
-    assert import_cycles(pkg) == ["import cycle: pkg.a -> pkg.b -> pkg.c -> pkg.a"]
-
-
-def test_a_package_re_exporting_its_submodules_is_no_cycle(tmp_path: Path) -> None:
-    pkg = write(tmp_path, {
-        "__init__.py": "",
-        "p/__init__.py": "from pkg.p.one import f\nfrom pkg.p.two import g\n",
-        "p/one.py": "from pkg.p import two\n",
-        "p/two.py": "x = 1\n",
-        "q.py": "from pkg.p import f\n",
-    })
-    assert import_cycles(pkg) == []
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        # a cycle through a late import, reported with its path
+        ({"a.py": "from pkg import b\n", "b.py": "def late():\n    from pkg.c import thing\n",
+          "c.py": "from .a import other\n", "d.py": "import pkg.a\n"},
+         ["import cycle: pkg.a -> pkg.b -> pkg.c -> pkg.a"]),
+        # a package re-exporting its own submodules, which import it back, is no cycle
+        ({"p/__init__.py": "from pkg.p.one import f\nfrom pkg.p.two import g\n", "p/one.py": "from pkg.p import two\n",
+          "p/two.py": "x = 1\n", "q.py": "from pkg.p import f\n"},
+         []),
+    ],
+)
+def test_import_cycles(tmp_path: Path, files: dict[str, str], expected: list[str]) -> None:
+    assert import_cycles(write(tmp_path, files)) == expected
 
 
 def test_sizes_are_counted_like_the_shared_check(tmp_path: Path) -> None:
     body = "    x = 1\n" * (MAX_CLASS - 1)
     pkg = write(tmp_path, {
-        "__init__.py": "",
         "fits.py": "class Fits:\n" + body + "\n" * (MAX_LINES - MAX_CLASS),
         "big.py": "class Big:\n" + body + "    y = 2\n" + "\n" * (MAX_LINES - MAX_CLASS),
     })
