@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
@@ -18,10 +19,12 @@ def chat(content: Any, **params: Any) -> CanonicalRequest:
 
 
 def new_entry(c: CanonicalRequest, project: str = "p", scrub_patterns=(), ignore_params=(),
-              body: bytes = b'{"ok": true}') -> NewEntry:
-    return NewEntry(project, c.provider, "api.openai.com", c.method, c.endpoint, c.model, request_fingerprint(c),
-                    normalised_fingerprint(c, scrub_patterns, ignore_params), c.to_json(), c.last_text(), 200,
-                    [("content-type", "application/json")], body, False, 1, 2, 3.0)
+              body: bytes = b'{"ok": true}', **fields: Any) -> NewEntry:
+    """A recording of ``c``; ``fields`` override any NewEntry field (e.g. request_fp)."""
+    entry = NewEntry(project, c.provider, "api.openai.com", c.method, c.endpoint, c.model, request_fingerprint(c),
+                     normalised_fingerprint(c, scrub_patterns, ignore_params), c.to_json(), c.last_text(), 200,
+                     [("content-type", "application/json")], body, False, 1, 2, 3.0)
+    return replace(entry, **fields) if fields else entry
 
 
 def fingerprints(c: CanonicalRequest, scrub_patterns=(), ignore_params=()) -> tuple[str, str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from entries import chat, new_entry
 from semula.core.canonical import CanonicalRequest, Message
 from semula.embeddings.model import (
     Embedder,
@@ -25,7 +26,7 @@ from semula.embeddings.model import (
     put_vectors,
     vector_counts,
 )
-from semula.store.duckdb_store import NewEntry, Store
+from semula.store.duckdb_store import Store
 from tests.shared_paths import shared_dir
 
 pytest.importorskip("fastembed", reason="the embeddings extra (fastembed) is not installed")
@@ -251,24 +252,13 @@ def test_worker_catches_up_after_a_burst_and_survives_a_failing_embedder(embedde
         worker.close()
 
 
-def _entry(project: str, text: str, fp: str) -> NewEntry:
-    canonical = CanonicalRequest(
-        provider="openai", method="POST", endpoint="/v1/chat/completions", query=(), headers=(),
-        model="gpt-4o", system=None, messages=(Message("user", text),), tools=(), params={}, stream=False,
-        body=None,
-    )
-    return NewEntry(project, "openai", "api.openai.com", "POST", "/v1/chat/completions", "gpt-4o", fp,
-                    "n" + fp, canonical.to_json(), text, 200, [("content-type", "application/json")], b"{}",
-                    False, 1, 1, 1.0)
-
-
 def test_vectors_round_trip_through_duckdb(tmp_path):
     store = Store.open(tmp_path)
     create_tables(store.con)
     create_tables(store.con)  # idempotent
-    a = store.upsert_entry(_entry("p", "sort a list", "fa"))
-    b = store.upsert_entry(_entry("p", "read a file", "fb"))
-    c = store.upsert_entry(_entry("other", "capital of France", "fc"))
+    a = store.upsert_entry(new_entry(chat("sort a list"), "p"))
+    b = store.upsert_entry(new_entry(chat("read a file"), "p"))
+    c = store.upsert_entry(new_entry(chat("capital of France"), "other"))
     rng = np.random.default_rng(0)
     va, vb, vc = (v / np.linalg.norm(v) for v in rng.normal(size=(3, 384)).astype(np.float32))
 

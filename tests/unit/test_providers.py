@@ -8,6 +8,7 @@ import pytest
 
 from semula.core.canonical import Message, request_fingerprint
 from semula.providers import (
+    ADAPTERS,
     DEFAULT_PROVIDER_HOSTS,
     AdapterError,
     RawRequest,
@@ -61,6 +62,31 @@ def canonicalise(host: str, path: str, body: Any, **kwargs: Any):
 )
 def test_host_matches(host: str, patterns: tuple[str, ...], expected: bool) -> None:
     assert host_matches(host, patterns) is expected
+
+
+def test_default_hosts_are_the_adapters_hosts() -> None:
+    expected: list[str] = []
+    for adapter in ADAPTERS:
+        for pattern in adapter.hosts:
+            if pattern not in expected:
+                expected.append(pattern)
+    assert list(DEFAULT_PROVIDER_HOSTS) == expected
+
+
+AZURE_CHAT = "/openai/deployments/gpt4o/chat/completions"
+
+
+@pytest.mark.parametrize(
+    ("host", "path", "name"),
+    [
+        ("api.together.ai", "/v1/chat/completions", "together"),
+        ("myres.cognitiveservices.azure.com", AZURE_CHAT, "azure"),
+        ("myproj.services.ai.azure.com", AZURE_CHAT, "azure"),
+    ],
+)
+def test_hosts_the_adapters_understand_are_intercepted_by_default(host: str, path: str, name: str) -> None:
+    assert adapter_for(host, path).name == name
+    assert host_matches(host, DEFAULT_PROVIDER_HOSTS)
 
 
 @pytest.mark.parametrize(

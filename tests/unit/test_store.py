@@ -9,13 +9,15 @@ import time
 
 import pytest
 
+import entries
 from semula.store.duckdb_store import NewEntry, Store, StoreError
+
+HELLO = entries.chat("hello")
 
 
 def new_entry(fp: str = "fp1:a", body: bytes = b"{}", project: str = "p") -> NewEntry:
-    return NewEntry(project, "openai", "api.openai.com", "POST", "/v1/chat/completions", "gpt-4o", fp,
-                    "nfp1:" + fp, {"k": fp}, "hello", 200, [("content-type", "application/json")], body,
-                    False, 3, 4, 12.5)
+    """A recording with the given (opaque) fingerprint."""
+    return entries.new_entry(HELLO, project, body=body, request_fp=fp, normalised_fp="nfp1:" + fp)
 
 
 def test_migrations_are_recorded_and_run_once(tmp_path):

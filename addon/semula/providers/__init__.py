@@ -36,19 +36,6 @@ __all__ = [
     "host_matches",
 ]
 
-DEFAULT_PROVIDER_HOSTS: tuple[str, ...] = (
-    "api.openai.com",
-    "api.anthropic.com",
-    "generativelanguage.googleapis.com",
-    "*.openai.azure.com",
-    "api.mistral.ai",
-    "api.groq.com",
-    "openrouter.ai",
-    "api.together.xyz",
-    "api.deepseek.com",
-    "api.x.ai",
-)
-
 ADAPTERS: tuple[Adapter, ...] = (
     OpenAIAdapter(),
     AnthropicAdapter(),
@@ -56,6 +43,8 @@ ADAPTERS: tuple[Adapter, ...] = (
     AzureOpenAIAdapter(),
     *(OpenAIAdapter(name, hosts) for name, hosts in COMPATIBLE_HOSTS.items()),
 )
+# What is intercepted by default: every host an adapter understands, in adapter order.
+DEFAULT_PROVIDER_HOSTS: tuple[str, ...] = tuple(dict.fromkeys(h for a in ADAPTERS for h in a.hosts))
 GENERIC: Adapter = GenericAdapter()
 
 

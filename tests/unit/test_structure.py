@@ -1,0 +1,222 @@
+"""The package's shape: no import cycles between its modules, no module over MAX_LINES lines, no class over
+MAX_CLASS lines.
+
+Counted as the shared structure check counts: every ``import`` anywhere in a file (in functions, under
+``if TYPE_CHECKING:``), relative imports resolved, ``from semula.x import y`` an import of ``semula.x`` and, when
+``semula.x.y`` is a module, of that too; a module's lines are its newline characters, a class's lines run from its
+``class`` line to its last. A package's ``__init__`` re-exporting its own submodules is not a cycle with them.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import deque
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "addon" / "semula"
+MAX_LINES, MAX_CLASS = 500, 350
+
+# Breaches being fixed elsewhere (a cycle as reported; a module or class by the start of its line). When those of a
+# kind are gone, delete that test's `@known(...)` line; when all are, delete KNOWN_BREACHES, known() and
+# test_no_breach_beyond_the_known_ones too.
+KNOWN_BREACHES = frozenset({
+    "import cycle: semula.engine.cache -> semula.engine.review -> semula.engine.cache",
+    "module semula/proxy/addon.py",
+    "module semula/core/guard.py",
+    "module semula/store/duckdb_store.py",
+    "module semula/embeddings/model.py",
+    "class SemulaAddon in semula/proxy/addon.py",
+})
+
+
+def known(kind: str) -> pytest.MarkDecorator:
+    listed = sorted(b for b in KNOWN_BREACHES if b.startswith(kind))
+    return pytest.mark.xfail(strict=False, reason="known breaches, being fixed: " + "; ".join(listed))
+
+
+def modules(root: Path) -> dict[str, Path]:
+    """Dotted module name -> file, for every module under the package folder ``root``."""
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def imported(name: str, path: Path, tree: ast.Module) -> set[str]:
+    """Every dotted name this module's import statements may load (some are not modules of the package)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+                base = package[: len(package) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            names.add(target)
+            names.update(f"{target}.{alias.name}" for alias in node.names)
+    return names
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    mods = modules(root)
+    graph = {}
+    for name, path in mods.items():
+        tree = ast.parse(path.read_text(), str(path))
+        graph[name] = {m for m in imported(name, path, tree) if m in mods and m != name}
+    return graph
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in graph[todo.pop()]:
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def cycle_through(graph: dict[str, set[str]], start: str, within: set[str]) -> list[str]:
+    """The shortest import path from start back to start, staying within ``within``."""
+    parent: dict[str, str] = {}
+    queue = deque([start])
+    while queue:
+        here = queue.popleft()
+        for nxt in sorted(graph[here] & within):
+            if nxt == start:
+                path = [here]
+                while path[-1] != start:
+                    path.append(parent[path[-1]])
+                return [start, *reversed(path[:-1]), start]
+            if nxt not in parent:
+                parent[nxt] = here
+                queue.append(nxt)
+    raise AssertionError(f"no cycle through {start}")
+
+
+def import_cycles(root: Path) -> list[str]:
+    """One line per group of modules that import each other, with one cycle's path."""
+    graph = import_graph(root)
+    reach = {name: reachable(graph, name) for name in graph}
+    found, done = [], set()
+    for name in sorted(graph):
+        if name in done or name not in reach[name]:
+            continue
+        group = {other for other in reach[name] if name in reach[other]}
+        done |= group
+        # A package and its own submodules importing each other (re-exports) is not a cycle.
+        inner = sorted(m for m in group if not any(o.startswith(m + ".") for o in group))
+        if len(inner) > 1:
+            found.append("import cycle: " + " -> ".join(cycle_through(graph, inner[0], group)))
+    return found
+
+
+def size_breaches(root: Path) -> tuple[list[str], list[str]]:
+    """(modules over MAX_LINES, classes over MAX_CLASS), one line each."""
+    long_modules, long_classes = [], []
+    for path in modules(root).values():
+        text = path.read_text()
+        shown = path.relative_to(root.parent).as_posix()
+        if text.count("\n") > MAX_LINES:
+            long_modules.append(f"module {shown} has {text.count(chr(10))} lines (> {MAX_LINES})")
+        for node in ast.walk(ast.parse(text, str(path))):
+            if isinstance(node, ast.ClassDef) and (length := node.end_lineno - node.lineno + 1) > MAX_CLASS:
+                long_classes.append(f"class {node.name} in {shown} has {length} lines (> {MAX_CLASS})")
+    return long_modules, long_classes
+
+
+def breaches(root: Path = PACKAGE) -> list[str]:
+    long_modules, long_classes = size_breaches(root)
+    return import_cycles(root) + long_modules + long_classes
+
+
+# ---------------------------------------------------------------- the package
+
+
+@known("import cycle")
+def test_no_import_cycles() -> None:
+    cycles = import_cycles(PACKAGE)
+    assert not cycles, "\n".join(cycles)
+
+
+@known("module ")
+def test_no_module_over_max_lines() -> None:
+    long_modules, _ = size_breaches(PACKAGE)
+    assert not long_modules, "\n".join(long_modules)
+
+
+@known("class ")
+def test_no_class_over_max_lines() -> None:
+    _, long_classes = size_breaches(PACKAGE)
+    assert not long_classes, "\n".join(long_classes)
+
+
+def test_no_breach_beyond_the_known_ones() -> None:
+    new = [b for b in breaches() if b not in KNOWN_BREACHES and not b.startswith(tuple(k + " " for k in KNOWN_BREACHES))]
+    assert not new, "\n".join(new)
+
+
+# ---------------------------------------------------------------- the checker itself
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    """A package ``pkg`` under root with these files (and its ``__init__.py``)."""
+    for rel, text in {"__init__.py": "", **files}.items():
+        path = root / "pkg" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root / "pkg"
+
+
+def test_every_kind_of_import_is_an_edge(tmp_path: Path) -> None:
+    pkg = write(tmp_path, {
+        "a/__init__.py": "from . import x\n",
+        "a/x.py": "def f():\n    from ..b import y\n",
+        "a/z.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.b.y import Thing\n",
+        "b/__init__.py": "",
+        "b/y.py": "import pkg.c\nfrom pkg.b import w\nfrom .w import name\n",
+        "b/w.py": "import os\n",
+        "c.py": "from pkg.a import x\n",
+    })
+    graph = import_graph(pkg)
+    assert graph["pkg.a"] == {"pkg.a.x"}
+    assert graph["pkg.a.x"] == {"pkg.b", "pkg.b.y"}
+    assert graph["pkg.a.z"] == {"pkg.b.y"}
+    assert graph["pkg.b.y"] == {"pkg.c", "pkg.b", "pkg.b.w"}
+    assert graph["pkg.c"] == {"pkg.a", "pkg.a.x"}
+    assert graph["pkg.b.w"] == set()
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        # a cycle through a late import, reported with its path
+        ({"a.py": "from pkg import b\n", "b.py": "def late():\n    from pkg.c import thing\n",
+          "c.py": "from .a import other\n", "d.py": "import pkg.a\n"},
+         ["import cycle: pkg.a -> pkg.b -> pkg.c -> pkg.a"]),
+        # a package re-exporting its own submodules, which import it back, is no cycle
+        ({"p/__init__.py": "from pkg.p.one import f\nfrom pkg.p.two import g\n", "p/one.py": "from pkg.p import two\n",
+          "p/two.py": "x = 1\n", "q.py": "from pkg.p import f\n"},
+         []),
+    ],
+)
+def test_import_cycles(tmp_path: Path, files: dict[str, str], expected: list[str]) -> None:
+    assert import_cycles(write(tmp_path, files)) == expected
+
+
+def test_sizes_are_counted_like_the_shared_check(tmp_path: Path) -> None:
+    body = "    x = 1\n" * (MAX_CLASS - 1)
+    pkg = write(tmp_path, {
+        "fits.py": "class Fits:\n" + body + "\n" * (MAX_LINES - MAX_CLASS),
+        "big.py": "class Big:\n" + body + "    y = 2\n" + "\n" * (MAX_LINES - MAX_CLASS),
+    })
+    assert size_breaches(pkg) == (
+        [f"module pkg/big.py has {MAX_LINES + 1} lines (> {MAX_LINES})"],
+        [f"class Big in pkg/big.py has {MAX_CLASS + 1} lines (> {MAX_CLASS})"],
+    )
