@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from semula.store.duckdb_store import NewEntry, Store, StoreError
+from semula.store.duckdb_store import Store
+from semula.store.types import NewEntry, StoreError
 
 
 def new_entry(fp: str = "fp1:a", body: bytes = b"{}", project: str = "p") -> NewEntry:

@@ -22,7 +22,8 @@ from semula.core.canonical import CanonicalRequest, normalised_fingerprint, requ
 from semula.providers import adapter_for
 from semula.providers.base import RawRequest
 from semula.core.settings import ProjectSettings, settings_from_mapping
-from semula.store.duckdb_store import NewEntry, Store
+from semula.store.duckdb_store import Store
+from semula.store.types import NewEntry
 
 HOSTS = {"openai": "api.openai.com", "anthropic": "api.anthropic.com", "gemini": "generativelanguage.googleapis.com"}
 

@@ -45,7 +45,8 @@ from semula.providers.base import Adapter, AdapterError, RawRequest, Usage
 from semula.core.redact import clean_headers, clean_query, redact_bytes, redact_text
 from semula.core.settings import DEFAULT_PROJECT, AddonSettings, ProjectSettings, SettingsError, validate_project
 from semula.providers.sse import split_frames
-from semula.store.duckdb_store import NewEntry, Store, StoreError
+from semula.store.duckdb_store import Store
+from semula.store.types import NewEntry, StoreError
 
 log = logging.getLogger("semula")
 
