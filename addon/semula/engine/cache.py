@@ -18,7 +18,6 @@ from typing import Any
 from semula.core.canonical import CanonicalRequest, normalised_fingerprint
 from semula.core.decision import Match
 from semula.core.explain import Nearest, nearest_recordings
-from semula.store.fts import LexicalIndex
 from semula.engine.review import NearSearch, ReviewQueue
 from semula.core.settings import (
     FINGERPRINT_KEYS,
@@ -38,12 +37,12 @@ class Cache:
     def __init__(self, store: Store, review_log: Callable[[dict[str, Any]], None] | None = None,
                  embedder: Any = None):
         self.store = store
-        self.lexical = LexicalIndex(store.con)
+        self.lexical = store.lexical_index()
         self.embeddings = None
         if embedder is not None:
             from semula.embeddings.tier import EmbeddingTier
 
-            self.embeddings = EmbeddingTier(store.con, embedder)
+            self.embeddings = EmbeddingTier(store.vectors, embedder)
         self.review = ReviewQueue(self, review_log)
         self._lock = threading.Lock()
         self._exact: dict[tuple[str, str], int] = {}
