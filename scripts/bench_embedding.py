@@ -6,7 +6,7 @@ off, and the embedding_serve_threshold sweep on the request-pair corpora.
                                                  [--out benchmark/results/embedding.md] [--quick]
 
 1. Per store size (one project; the synthetic, varied chat requests of scripts/bench_lexical.py),
-   vectors for every entry are embedded in batches and stored with `put_vectors` before any timing.
+   vectors for every entry are embedded in batches and stored with `VectorTable.put` before any timing.
    Then ~`--queries` misses (half paraphrase-like: a stored prompt with 1-3 words changed; half
    unrelated prompts) go through the whole miss decision (`cache.match` + fuzzy bypass +
    `cache.near`), once with the tier on and once off (the same Cache with `cache.embeddings`
@@ -56,7 +56,7 @@ import bench_lexical as lex  # noqa: E402  (the sibling benchmark: workload, see
 from semula.core.bypass import fuzzy_bypass  # noqa: E402
 from semula.engine.cache import Cache  # noqa: E402
 from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint  # noqa: E402
-from semula.embeddings.model import Embedder, EmbeddingConfig, embedding_text, put_vectors  # noqa: E402
+from semula.embeddings.model import Embedder, EmbeddingConfig, embedding_text  # noqa: E402
 from semula.engine.evaluate import canonical_of, evaluate, load_pairs  # noqa: E402
 from semula.core.nearmatch import near_match, pipeline_outcome  # noqa: E402
 from semula.core.settings import ProjectSettings  # noqa: E402
@@ -162,7 +162,7 @@ def run_size(size: int, prompts: list[str], entries: list[Any], vectors: np.ndar
             cache = Cache(store, embedder=embedder)
             tier = cache.embeddings
             lex.wait_for_index(cache)
-            put_vectors(store.con, embedder.name, [(id_of[e.request_fp], vectors[i]) for i, e in enumerate(entries[:size])])
+            store.vectors.put(embedder.name, [(id_of[e.request_fp], vectors[i]) for i, e in enumerate(entries[:size])])
             r["seed_s"] = time.perf_counter() - t
             tier.index.invalidate(PROJECT)
             t = time.perf_counter()
@@ -427,7 +427,7 @@ def render(args: argparse.Namespace, sizes: list[int], n_queries: int, machine_r
     L.append(
         "- **Workload**: the synthetic chat requests of `scripts/bench_lexical.py` (one project, 20-60 word prompts, "
         "two system prompts/models), bulk-inserted exactly as `cache.record` would write them. Vectors for every entry "
-        f"were stored with `put_vectors` before timing. The first {backfill['real']:,} entries were really embedded in "
+        f"were stored with `VectorTable.put` before timing. The first {backfill['real']:,} entries were really embedded in "
         f"batches of 64 ({backfill['n']} texts in {backfill['s']:.1f} s = {backfill['n'] / backfill['s']:.0f} texts/s, "
         f"{1000 * backfill['s'] / backfill['n']:.1f} ms/text on this loaded machine); "
         + (f"to fit the run time, the other {backfill['total'] - backfill['real']:,} entries of the largest store got random "
@@ -505,7 +505,7 @@ def render(args: argparse.Namespace, sizes: list[int], n_queries: int, machine_r
                      f"{fmt(p(r['after_write_ms'], 50))} / {fmt(max(r['after_write_ms']))}",
                      f"{fmt(p(r['after_write_index_ms'], 50))}", f"{fmt(p(r['after_write_encode_ms'], 50))}",
                      f"{fmt(p(r['busy_ms'], 50))} / {fmt(max(r['busy_ms']))}"])
-    L.append(table(["entries", "vectors", "cold index load p50 ms (load_vectors + set)",
+    L.append(table(["entries", "vectors", "cold index load p50 ms (VectorTable.load + set)",
                     "miss right after a write p50 / max ms", "its index search (incl. reload) p50",
                     "its encode p50", "miss while the worker embeds 64 writes p50 / max ms"], rows))
     L.append("")

@@ -55,7 +55,8 @@ from semula.core.nearmatch import sweep, sweep_markdown  # noqa: E402
 from semula.core.normalise import scrub_volatile  # noqa: E402
 from semula.core.redact import clean_headers, redact_bytes, redact_text  # noqa: E402
 from semula.core.settings import ProjectSettings  # noqa: E402
-from semula.store.duckdb_store import NewEntry, Store  # noqa: E402
+from semula.store.duckdb_store import Store  # noqa: E402
+from semula.store.types import NewEntry  # noqa: E402
 
 PROJECT = "bench"
 CORPUS = Path("/work/shared/corpus")

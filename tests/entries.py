@@ -9,7 +9,7 @@ from typing import Any
 from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
 from semula.providers import adapter_for
 from semula.providers.base import RawRequest
-from semula.store.duckdb_store import NewEntry
+from semula.store.types import NewEntry
 
 
 def chat(content: Any, **params: Any) -> CanonicalRequest:

@@ -263,7 +263,7 @@ def test_replay_miss_openai_is_404_in_openai_shape_and_not_retried(recording: Re
     message = body["message"]
     assert_miss_message(message, project="default")
     assert chat_entry in message, f"nearest recording id {chat_entry} should be named: {message}"
-    assert "differ" in message and "message" in message.split("differ", 1)[1], f"should name the differing field: {message}"
+    assert "message 1 (user) text differs" in message, f"should name the differing field: {message}"
     assert fake_provider.count() == before
 
     rows = wait_for_rows(replay.data_dir, lambda r: r.get("mode") == "replay" and r.get("status") == 404

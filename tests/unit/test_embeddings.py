@@ -11,21 +11,8 @@ import pytest
 
 from entries import chat, new_entry
 from semula.core.canonical import CanonicalRequest, Message
-from semula.embeddings.model import (
-    Embedder,
-    EmbeddingConfig,
-    EmbeddingsUnavailable,
-    EmbeddingWorker,
-    VectorIndex,
-    config_from_env,
-    create_tables,
-    embedding_text,
-    entries_without_vectors,
-    fetch,
-    load_vectors,
-    put_vectors,
-    vector_counts,
-)
+from semula.embeddings.model import Embedder, EmbeddingConfig, EmbeddingsUnavailable, config_from_env, embedding_text, fetch
+from semula.embeddings.worker import EmbeddingWorker, VectorIndex
 from semula.store.duckdb_store import Store
 from tests.shared_paths import shared_dir
 
@@ -254,37 +241,37 @@ def test_worker_catches_up_after_a_burst_and_survives_a_failing_embedder(embedde
 
 def test_vectors_round_trip_through_duckdb(tmp_path):
     store = Store.open(tmp_path)
-    create_tables(store.con)
-    create_tables(store.con)  # idempotent
+    store.vectors.ensure_table()
+    store.vectors.ensure_table()  # idempotent
     a = store.upsert_entry(new_entry(chat("sort a list"), "p"))
     b = store.upsert_entry(new_entry(chat("read a file"), "p"))
     c = store.upsert_entry(new_entry(chat("capital of France"), "other"))
     rng = np.random.default_rng(0)
     va, vb, vc = (v / np.linalg.norm(v) for v in rng.normal(size=(3, 384)).astype(np.float32))
 
-    assert [e[0] for e in entries_without_vectors(store.con, "m1", 10)] == [a, b, c]
-    assert put_vectors(store.con, "m1", [(b, vb), (a, va), (c, vc)]) == 3
-    put_vectors(store.con, "m2", [(a, va[:16])])
-    assert entries_without_vectors(store.con, "m1", 10) == []
-    missing = entries_without_vectors(store.con, "m2", 10)
+    assert [e[0] for e in store.vectors.entries_without("m1", 10)] == [a, b, c]
+    assert store.vectors.put("m1", [(b, vb), (a, va), (c, vc)]) == 3
+    store.vectors.put("m2", [(a, va[:16])])
+    assert store.vectors.entries_without("m1", 10) == []
+    missing = store.vectors.entries_without("m2", 10)
     assert [(i, p) for i, p, _ in missing] == [(b, "p"), (c, "other")]
     assert embedding_text(missing[0][2]) == "read a file"
 
-    ids, matrix = load_vectors(store.con, "m1", "p")
+    ids, matrix = store.vectors.load("m1", "p")
     assert ids.tolist() == [a, b] and matrix.dtype == np.float32
     np.testing.assert_array_equal(matrix, np.vstack([va, vb]))
-    ids2, matrix2 = load_vectors(store.con, "m2", "p")
+    ids2, matrix2 = store.vectors.load("m2", "p")
     assert ids2.tolist() == [a] and matrix2.shape == (1, 16)
-    empty_ids, empty = load_vectors(store.con, "m1", "nobody")
+    empty_ids, empty = store.vectors.load("m1", "nobody")
     assert empty_ids.shape == (0,) and empty.shape[0] == 0
 
-    put_vectors(store.con, "m1", [(a, vb)])  # re-embedding replaces
-    np.testing.assert_array_equal(load_vectors(store.con, "m1", "p")[1][0], vb)
+    store.vectors.put("m1", [(a, vb)])  # re-embedding replaces
+    np.testing.assert_array_equal(store.vectors.load("m1", "p")[1][0], vb)
     store.delete_entry(b)  # a deleted entry's vector no longer loads
-    assert load_vectors(store.con, "m1", "p")[0].tolist() == [a]
-    assert vector_counts(store.con) == {"m1": 3, "m2": 1}
+    assert store.vectors.load("m1", "p")[0].tolist() == [a]
+    assert store.vectors.counts() == {"m1": 3, "m2": 1}
     store.close()
 
     reopened = Store.open(tmp_path)
-    assert load_vectors(reopened.con, "m1", "other")[0].tolist() == [c]
+    assert reopened.vectors.load("m1", "other")[0].tolist() == [c]
     reopened.close()

@@ -8,7 +8,8 @@ import pytest
 
 from entries import chat
 from semula.core.canonical import CanonicalRequest, Message
-from semula.core.explain import Nearest, around_difference, differences, miss_message, nearest_recordings
+from semula.core.checks import around_difference
+from semula.core.explain import Nearest, differences, miss_message, nearest_recordings
 from semula.core.nearmatch import Verdict
 
 QUESTION = "What is the capital of France?"
@@ -35,28 +36,28 @@ class Candidate:
         (chat(QUESTION), []),
         (chat("what is the capital of france"), []),  # equal once normalised
         (replace(RECORDED, endpoint="/v1/responses"),
-         ["endpoint openai /v1/responses ≠ openai /v1/chat/completions"]),
+         ["endpoint differs: openai /v1/chat/completions → openai /v1/responses"]),
         (replace(RECORDED, provider="azure"),
-         ["endpoint azure /v1/chat/completions ≠ openai /v1/chat/completions"]),
-        (chat(QUESTION, model="gpt-4o-mini"), ["model gpt-4o-mini ≠ gpt-4o"]),
-        (chat(QUESTION, stream=True), ["stream True ≠ False"]),
-        (replace(RECORDED, query=(("api-version", "2024-10-21"),)), ['query {"api-version":"2024-10-21"} ≠ {}']),
-        (replace(RECORDED, headers=(("anthropic-beta", "tools"),)), ['headers {"anthropic-beta":"tools"} ≠ {}']),
-        (chat(QUESTION, temperature=0.5), ["parameter temperature=0.5 only in this request"]),
-        (chat(QUESTION, seed=LONG), [f"parameter seed={'x' * 39}… only in this request"]),  # cut to 40
-        (chat(QUESTION, tools=TOOLS), ["tools differ"]),
-        (replace(RECORDED, system="Answer in one word."), ["system prompt differs"]),
+         ["endpoint differs: openai /v1/chat/completions → azure /v1/chat/completions"]),
+        (chat(QUESTION, model="gpt-4o-mini"), ["model differs: gpt-4o → gpt-4o-mini"]),
+        (chat(QUESTION, stream=True), ["stream differs: False → True"]),
+        (replace(RECORDED, query=(("api-version", "2024-10-21"),)), ['query differs: {} → {"api-version":"2024-10-21"}']),
+        (replace(RECORDED, headers=(("anthropic-beta", "tools"),)), ['headers differ: {} → {"anthropic-beta":"tools"}']),
+        (chat(QUESTION, temperature=0.5), ["parameters differ: temperature=0.5 only in this request"]),
+        (chat(QUESTION, seed=LONG), [f"parameters differ: seed={'x' * 39}… only in this request"]),  # cut to 40
+        (chat(QUESTION, tools=TOOLS), ["tools differ: +lookup"]),
+        (replace(RECORDED, system="Answer in one word."), ["context differs (system prompt)"]),
         (replace(RECORDED, messages=(*RECORDED.messages, Message("assistant", "Paris"))),
-         ["turns user/assistant ≠ user"]),
-        (replace(RECORDED, messages=()), ["turns none ≠ user"]),
+         ["shape differs: roles user → user,assistant"]),
+        (replace(RECORDED, messages=()), ["shape differs: roles user → none"]),
         (chat("What is the capital of Spain?"),
-         ["message 1 (user) text: '…e capital of Spain?' ≠ '…e capital of France?'"]),
+         ["message 1 (user) text differs: '…e capital of France?' → '…e capital of Spain?'"]),
         (replace(RECORDED, messages=(Message("user", QUESTION, ({"type": "image_url", "image_url": "a.png"},)),)),
          ["message 1 (user) non-text parts differ"]),
         (replace(RECORDED, parsed=False, body={"raw": 1}), ["body differs"]),
         (chat("What is the capital of Spain?", model="gpt-4o-mini", temperature=0.5),
-         ["model gpt-4o-mini ≠ gpt-4o", "parameter temperature=0.5 only in this request",
-          "message 1 (user) text: '…e capital of Spain?' ≠ '…e capital of France?'"]),
+         ["model differs: gpt-4o → gpt-4o-mini", "parameters differ: temperature=0.5 only in this request",
+          "message 1 (user) text differs: '…e capital of France?' → '…e capital of Spain?'"]),
     ],
 )
 def test_differences(incoming: CanonicalRequest, expected: list[str]) -> None:
@@ -66,9 +67,9 @@ def test_differences(incoming: CanonicalRequest, expected: list[str]) -> None:
 @pytest.mark.parametrize(
     ("incoming", "recorded", "expected"),
     [
-        (chat(QUESTION), chat(QUESTION, temperature=0.5), ["parameter temperature=0.5 only in the recording"]),
-        (chat(QUESTION, temperature=0.7), chat(QUESTION, temperature=0.5), ["parameter temperature 0.7 ≠ 0.5"]),
-        (chat(QUESTION, stop=["a", "b"]), chat(QUESTION, stop=["b", "a"]), ['parameter stop ["a","b"] ≠ ["b","a"]']),
+        (chat(QUESTION), chat(QUESTION, temperature=0.5), ["parameters differ: temperature=0.5 only in the recording"]),
+        (chat(QUESTION, temperature=0.7), chat(QUESTION, temperature=0.5), ["parameters differ: temperature 0.5 → 0.7"]),
+        (chat(QUESTION, stop=["a", "b"]), chat(QUESTION, stop=["b", "a"]), ['parameters differ: stop ["b","a"] → ["a","b"]']),
         (chat(QUESTION, response_format={"type": "json_object"}), chat(QUESTION, response_format={"type": "json_object"}),
          []),
         (replace(RECORDED, parsed=False, body={"raw": 1}), replace(RECORDED, parsed=False, body={"raw": 1}), []),
@@ -118,9 +119,9 @@ def test_nearest_recordings_rank_by_similarity_then_fewer_differences() -> None:
     nearest = nearest_recordings(incoming, candidates)
     assert [n.entry_id for n in nearest] == [3, 2, 4]
     assert nearest[0] == Nearest(3, 1.0, ())
-    assert nearest[1] == Nearest(2, 1.0, ("model gpt-4o ≠ gpt-4o-mini", "parameter temperature=0.5 only in this request"))
+    assert nearest[1] == Nearest(2, 1.0, ("model differs: gpt-4o-mini → gpt-4o", "parameters differ: temperature=0.5 only in this request"))
     assert nearest[2].similarity == round(2 * 5 / 12, 3)
-    assert nearest[2].differences == ("message 1 (user) text: '…e capital of France?' ≠ '…e capital of Spain?'",)
+    assert nearest[2].differences == ("message 1 (user) text differs: '…e capital of Spain?' → '…e capital of France?'",)
 
 
 @pytest.mark.parametrize(
@@ -141,7 +142,7 @@ def test_nearest_recordings_of_nothing() -> None:
 
 HOW_TO_RECORD = ("To record it, run the test once with the proxy in auto or record mode "
                  "(e.g. `semula exec --mode auto -- <test command>`), then replay again.")
-NEAR = Nearest(42, 0.875, ("model gpt-4o-mini ≠ gpt-4o", "parameter temperature=0.5 only in this request"))
+NEAR = Nearest(42, 0.875, ("model differs: gpt-4o → gpt-4o-mini", "parameters differ: temperature=0.5 only in this request"))
 VERDICT = Verdict("lexical", 0.8123, serve=False, review=True, reason="below the serve threshold 1.00")
 
 
@@ -150,15 +151,15 @@ VERDICT = Verdict("lexical", 0.8123, serve=False, review=True, reason="below the
     [
         (("ci", "replay", [NEAR], []), [
             "semula: no recording matches this request (project 'ci', mode replay).",
-            "Nearest recording: #42 (similarity 0.88); differs in: model gpt-4o-mini ≠ gpt-4o; "
-            "parameter temperature=0.5 only in this request.",
+            "Nearest recording: #42 (similarity 0.88): model differs: gpt-4o → gpt-4o-mini; "
+            "parameters differ: temperature=0.5 only in this request.",
             HOW_TO_RECORD,
         ]),
         (("fresh", "replay", [], []), [
             "(project 'fresh', mode replay)", "Project 'fresh' has no recordings yet.", HOW_TO_RECORD,
         ]),
         (("ci", "replay", [Nearest(7, 1.0, ())], []), [
-            "Nearest recording: #7 (similarity 1.00); differs in: no field differs after normalisation.",
+            "Nearest recording: #7 (similarity 1.00): no field differs after normalisation.",
         ]),
         (("ci", "replay", [NEAR], ["team-b", "team-a"]), [
             "An identical request is recorded in project(s) 'team-a', 'team-b': select the project with "
@@ -190,8 +191,8 @@ def test_miss_message_names_project_mode_nearest_fields_and_how_to_record() -> N
     message = miss_message("checkout-tests", "replay", nearest, [])
     assert message.startswith("semula: no recording matches this request (project 'checkout-tests', mode replay).")
     assert "Nearest recording: #12 (similarity 1.00)" in message
-    assert "model gpt-4o-mini ≠ gpt-4o" in message
-    assert "parameter temperature=0.5 only in this request" in message
+    assert "model differs: gpt-4o → gpt-4o-mini" in message
+    assert "parameters differ: temperature=0.5 only in this request" in message
     assert message.endswith(HOW_TO_RECORD)
 
 

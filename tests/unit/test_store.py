@@ -10,7 +10,8 @@ import time
 import pytest
 
 import entries
-from semula.store.duckdb_store import NewEntry, Store, StoreError
+from semula.store.duckdb_store import Store
+from semula.store.types import NewEntry, StoreError
 
 HELLO = entries.chat("hello")
 

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from semula.proxy.admin import AdminError, NoProxy, call, dumps
-from semula.store.duckdb_store import StoreError
+from semula.store.types import StoreError
 
 console = Console()
 

@@ -11,19 +11,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from semula.proxy.admin import read_admin_info
 from semula.cli.common import console, data_dir_option
-from semula.embeddings.model import (
-    Embedder,
-    EmbeddingsUnavailable,
-    config_from_env,
-    count_without_vectors,
-    create_tables,
-    embedding_text,
-    entries_without_vectors,
-    fetch,
-    put_vectors,
-    vector_counts,
-)
-from semula.store.duckdb_store import STORE_FILE, Store, StoreError
+from semula.embeddings.model import Embedder, EmbeddingsUnavailable, config_from_env, embedding_text, fetch
+from semula.store.duckdb_store import STORE_FILE, Store
+from semula.store.types import StoreError
+from semula.store.vectors import read_vector_status
 
 
 @click.group()
@@ -78,34 +69,22 @@ def embeddings_status(data_dir: Path) -> None:
     if not store_path.is_file():
         console.print(f"vectors:    no store at {store_path}")
         return
-    import duckdb
-
     try:
-        con = duckdb.connect(str(store_path), read_only=True)
-    except duckdb.Error as e:
-        console.print(f"vectors:    cannot open {store_path}: {str(e).splitlines()[0]}")
+        status = read_vector_status(store_path, config.model_name)
+    except StoreError as e:  # "cannot open …" or "cannot read …"
+        console.print(f"vectors:    {e}")
         return
-    try:
-        has_table = con.execute(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'entry_vector'").fetchone()[0]
-        entries = con.execute("SELECT count(*) FROM entries").fetchone()[0]
-        if not has_table:
-            console.print(f"vectors:    none yet ({entries} entries; the table is made when the proxy starts)")
-            return
-        counts = vector_counts(con)
-        console.print(f"entries:    {entries}")
-        if not counts:
-            console.print("vectors:    none")
-        for model, n in counts.items():
-            console.print(f"vectors:    {n} for {model}")
-        if config.model_name not in counts or counts[config.model_name] < entries:
-            missing = count_without_vectors(con, config.model_name)
-            console.print(f"            {missing} entries have no {config.model_name} vector: "
-                          "run `semula embeddings backfill`")
-    except duckdb.Error as e:
-        console.print(f"vectors:    cannot read {store_path}: {str(e).splitlines()[0]}")
-    finally:
-        con.close()
+    if status.counts is None:
+        console.print(f"vectors:    none yet ({status.entries} entries; the table is made when the proxy starts)")
+        return
+    console.print(f"entries:    {status.entries}")
+    if not status.counts:
+        console.print("vectors:    none")
+    for model, n in status.counts.items():
+        console.print(f"vectors:    {n} for {model}")
+    if status.missing is not None:
+        console.print(f"            {status.missing} entries have no {config.model_name} vector: "
+                      "run `semula embeddings backfill`")
 
 
 @embeddings.command("backfill")
@@ -127,9 +106,9 @@ def embeddings_backfill(data_dir: Path, batch_size: int) -> None:
         raise click.ClickException(str(e)) from None
     done = 0
     try:
-        con = store.con
-        create_tables(con)
-        total = count_without_vectors(con, embedder.name)
+        table = store.vectors
+        table.ensure_table()
+        total = table.count_without(embedder.name)
         if total == 0:
             console.print(f"every entry already has a {embedder.name} vector")
             return
@@ -139,20 +118,18 @@ def embeddings_backfill(data_dir: Path, batch_size: int) -> None:
                       console=console) as progress:
             task = progress.add_task("backfill", total=total)
             while True:
-                batch = entries_without_vectors(con, embedder.name, batch_size)
+                batch = table.entries_without(embedder.name, batch_size)
                 if not batch:
                     break
                 texts = [embedding_text(canonical, _scrub_patterns(store, project, patterns))
                          for _, project, canonical in batch]
                 vectors = embedder.embed(texts)
-                put_vectors(con, embedder.name, [(entry_id, vectors[i]) for i, (entry_id, _, _) in enumerate(batch)])
+                table.put(embedder.name, [(entry_id, vectors[i]) for i, (entry_id, _, _) in enumerate(batch)])
                 done += len(batch)
                 progress.advance(task, len(batch))
         seconds = time.perf_counter() - started
         console.print(f"[green]ok[/green]: {done} entries embedded with {embedder.name} in {seconds:.1f} s")
-    except StoreError as e:
-        raise click.ClickException(str(e)) from None
-    except Exception as e:  # duckdb errors, model errors: say what happened, keep what was written
+    except Exception as e:  # store errors, model errors: say what happened, keep what was written
         raise click.ClickException(f"backfill stopped after {done} entries: {type(e).__name__}: {e}") from None
     finally:
         store.close()

@@ -66,7 +66,7 @@ def miss_message(project: str, mode: str, nearest: list[Nearest], other_projects
     if nearest:
         best = nearest[0]
         what = "; ".join(best.differences[:6]) or "no field differs after normalisation"
-        parts.append(f"Nearest recording: #{best.entry_id} (similarity {best.similarity:.2f}); differs in: {what}.")
+        parts.append(f"Nearest recording: #{best.entry_id} (similarity {best.similarity:.2f}): {what}.")
     elif not problem:
         parts.append(f"Project '{project}' has no recordings yet.")
     if candidate is not None:

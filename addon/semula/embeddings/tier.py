@@ -1,8 +1,8 @@
 """The opt-in embedding tier, wired to a store: vectors after writes, cosine search after misses.
 
 Vectors are made by a background worker after an entry is written (writes never wait for the
-model) and stored through the worker's own DuckDB cursor. A request is embedded only after
-exact, normalised, alias and lexical all missed: hits never touch the model.
+model) and stored through the worker's own handle on the store's vector table. A request is
+embedded only after exact, normalised, alias and lexical all missed: hits never touch the model.
 """
 
 from __future__ import annotations
@@ -13,26 +13,28 @@ from typing import Any
 import numpy as np
 
 from semula.core.canonical import CanonicalRequest
-from semula.embeddings.model import Embedder, EmbeddingWorker, VectorIndex, embedding_text, load_vectors, put_vectors
 from semula.core.settings import ProjectSettings
+from semula.embeddings.model import Embedder, embedding_text
+from semula.embeddings.worker import EmbeddingWorker, VectorIndex
+from semula.store.base import VectorStore
 
 log = logging.getLogger("semula")
 WORKER_BATCH = 8
 
 
 class EmbeddingTier:
-    def __init__(self, con: Any, embedder: Embedder):
+    def __init__(self, vectors: VectorStore, embedder: Embedder):
         self.embedder = embedder
-        self.con = con  # the store thread's connection: searches run there
-        self._writer = con.cursor()  # the worker thread's own handle
-        self.index = VectorIndex(lambda project: load_vectors(self.con, embedder.name, project))
+        self.vectors = vectors  # bound to the store thread: searches load through it
+        self._writer = vectors.for_thread()  # the worker thread's own handle
+        self.index = VectorIndex(lambda project: self.vectors.load(embedder.name, project))
         # Small batches: a miss waits behind the worker's batch for the one model session.
         self.worker = EmbeddingWorker(embedder, self._write, batch_size=WORKER_BATCH)
         self._projects: dict[int, str] = {}
         self.searches = 0
 
     def _write(self, model: str, rows: list[tuple[int, np.ndarray]]) -> Any:
-        written = put_vectors(self._writer, model, rows)
+        written = self._writer.put(model, rows)
         by_project: dict[str, list[tuple[int, np.ndarray]]] = {}
         for entry_id, vector in rows:
             if (project := self._projects.pop(entry_id, None)) is not None:

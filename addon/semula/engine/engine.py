@@ -20,22 +20,22 @@ from semula.engine.index import AnswerCache, FingerprintIndex
 from semula.engine.near import NearSearcher
 from semula.engine.recordings import Recordings
 from semula.engine.review import ReviewQueue
-from semula.store.duckdb_store import Entry, Store
-from semula.store.fts import LexicalIndex
+from semula.store.base import RecordingStore
+from semula.store.types import Entry
 
 NEAREST_CANDIDATES = 2000
 
 
 class Engine:
-    def __init__(self, store: Store, review_log: Callable[[dict[str, Any]], None] | None = None,
+    def __init__(self, store: RecordingStore, review_log: Callable[[dict[str, Any]], None] | None = None,
                  embedder: Any = None):
         self.store = store
-        self.lexical = LexicalIndex(store.con)
+        self.lexical = store.lexical_index()
         self.embeddings = None
         if embedder is not None:
             from semula.embeddings.tier import EmbeddingTier
 
-            self.embeddings = EmbeddingTier(store.con, embedder)
+            self.embeddings = EmbeddingTier(store.vectors, embedder)
         self.index = FingerprintIndex()
         self.answers = AnswerCache()
         self.review = ReviewQueue(store, self.index, self.lexical, review_log)

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from semula.core.decision import Match
 from semula.core.settings import ProjectSettings
-from semula.store.duckdb_store import Entry
+from semula.store.types import Entry
 
 RESPONSE_CACHE_BYTES = 256 * 1024 * 1024
 PRELOAD_BYTES = 64 * 1024 * 1024  # answers loaded at start so that first hits skip the store too

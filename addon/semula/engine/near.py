@@ -17,14 +17,13 @@ from semula.core.decision import Match
 from semula.core.nearmatch import near_match
 from semula.core.settings import ProjectSettings, threshold_for
 from semula.engine.review import ReviewQueue
-from semula.store.duckdb_store import Store
-from semula.store.fts import LexicalIndex
+from semula.store.base import LexicalProposer, RecordingStore
 
 log = logging.getLogger("semula")
 
 
 class NearSearcher:
-    def __init__(self, store: Store, lexical: LexicalIndex, review: ReviewQueue, embeddings: Any = None):
+    def __init__(self, store: RecordingStore, lexical: LexicalProposer, review: ReviewQueue, embeddings: Any = None):
         self.store = store
         self.lexical = lexical
         self.review = review

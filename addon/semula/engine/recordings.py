@@ -26,8 +26,8 @@ from semula.core.settings import (
 from semula.engine.index import PRELOAD_BYTES, AnswerCache, FingerprintIndex
 from semula.engine.review import ReviewQueue, shorten
 from semula.providers.base import Usage
-from semula.store.duckdb_store import NewEntry, Store
-from semula.store.fts import LexicalIndex
+from semula.store.base import LexicalProposer, RecordingStore
+from semula.store.types import NewEntry
 
 
 def recording_of(project: str, request: CanonicalRequest, settings: ProjectSettings, *, host: str, body: bytes,
@@ -51,7 +51,7 @@ def recording_of(project: str, request: CanonicalRequest, settings: ProjectSetti
 
 
 class Recordings:
-    def __init__(self, store: Store, index: FingerprintIndex, answers: AnswerCache, lexical: LexicalIndex,
+    def __init__(self, store: RecordingStore, index: FingerprintIndex, answers: AnswerCache, lexical: LexicalProposer,
                  review: ReviewQueue, embeddings: Any = None):
         self.store = store
         self.index = index

@@ -19,8 +19,7 @@ from typing import Any
 from semula.core.canonical import CanonicalRequest
 from semula.core.cascade import Candidate
 from semula.engine.index import FingerprintIndex
-from semula.store.duckdb_store import Store
-from semula.store.fts import LexicalIndex
+from semula.store.base import LexicalProposer, RecordingStore
 from semula.store.logschema import REVIEW_LOG_SCHEMA_VERSION
 
 MAX_CANDIDATES = 3
@@ -47,7 +46,7 @@ def word_diff(old: str, new: str) -> str:
 
 
 class ReviewQueue:
-    def __init__(self, store: Store, index: FingerprintIndex, lexical: LexicalIndex,
+    def __init__(self, store: RecordingStore, index: FingerprintIndex, lexical: LexicalProposer,
                  log: Callable[[dict[str, Any]], None] | None = None):
         self.store = store
         self.index = index

@@ -21,7 +21,8 @@ from semula.core.cascade import NearSearch
 from semula.core.decision import Match
 from semula.core.settings import ProjectSettings
 from semula.engine.engine import Engine
-from semula.store.duckdb_store import Store, StoreError
+from semula.store.duckdb_store import Store
+from semula.store.types import StoreError
 
 log = logging.getLogger("semula")
 T = TypeVar("T")

@@ -2,7 +2,9 @@
 
 One connection, used from one thread (the caller's store worker). Every DuckDB error is
 mapped here to `StoreError`; what to do about it (fail open, refuse) is the caller's call.
-Schema changes are named, ordered migrations recorded in a table; they only go forward.
+The schema comes from `migrations` (named, ordered, forward-only). The store also hands out
+the DuckDB-backed pieces the engine needs (`lexical_index()`, `vectors`), so nothing outside
+`semula.store` touches the connection. `base.RecordingStore` is the interface it implements.
 """
 
 from __future__ import annotations
@@ -10,54 +12,28 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
+from semula.store import migrations
+from semula.store.duckdb_errors import describe_duckdb_error, store_errors
+from semula.store.fts import LexicalIndex
+from semula.store.types import Entry, NewEntry, StoreError  # Entry, NewEntry: also imported from here by engine/cache.py
+from semula.store.vectors import VectorTable
+
 STORE_FILE = "semula.duckdb"
-
-
-class StoreError(Exception):
-    """The store cannot be opened, read or written. The message says why and what to do."""
-
-
-@dataclass(frozen=True)
-class NewEntry:
-    project: str
-    provider: str
-    host: str
-    method: str
-    endpoint: str
-    model: str | None
-    request_fp: str
-    normalised_fp: str
-    canonical: dict[str, Any]
-    last_text: str
-    status: int
-    headers: list[tuple[str, str]]
-    body: bytes
-    streamed: bool
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    upstream_ms: float | None
-
-
-@dataclass(frozen=True)
-class Entry(NewEntry):
-    """A stored recording: what was written, plus its id and times."""
-
-    id: int = 0
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
-
 
 ENTRY_COLUMNS = (
     "id, project, provider, host, method, endpoint, model, request_fp, normalised_fp, canonical, "
     "last_text, status, headers, body, streamed, prompt_tokens, completion_tokens, upstream_ms, "
     "created_at, updated_at"
+)
+CANDIDATE_COLUMNS = (
+    "id, project, tier, score, guard_reason, reason, request_fp, request_normalised_fp, request_canonical, "
+    "request_text, entry_id, status, created_at, decided_at"
 )
 
 
@@ -74,101 +50,6 @@ def _candidate(row: tuple) -> dict[str, Any]:
     out = dict(zip(names, row))
     out["request_canonical"] = json.loads(out["request_canonical"])
     return out
-
-
-def _m001_core(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute("CREATE SEQUENCE entry_id_seq START 1")
-    con.execute(
-        """
-        CREATE TABLE entries (
-            id BIGINT PRIMARY KEY DEFAULT nextval('entry_id_seq'),
-            project VARCHAR NOT NULL,
-            provider VARCHAR NOT NULL,
-            host VARCHAR NOT NULL,
-            method VARCHAR NOT NULL,
-            endpoint VARCHAR NOT NULL,
-            model VARCHAR,
-            request_fp VARCHAR NOT NULL,
-            normalised_fp VARCHAR NOT NULL,
-            canonical VARCHAR NOT NULL,
-            last_text VARCHAR NOT NULL,
-            status INTEGER NOT NULL,
-            headers VARCHAR NOT NULL,
-            body BLOB NOT NULL,
-            streamed BOOLEAN NOT NULL,
-            prompt_tokens BIGINT,
-            completion_tokens BIGINT,
-            upstream_ms DOUBLE,
-            created_at TIMESTAMP NOT NULL,
-            updated_at TIMESTAMP NOT NULL
-        )
-        """
-    )
-    con.execute(
-        """
-        CREATE TABLE aliases (
-            project VARCHAR NOT NULL,
-            normalised_fp VARCHAR NOT NULL,
-            entry_id BIGINT NOT NULL,
-            created_at TIMESTAMP NOT NULL,
-            PRIMARY KEY (project, normalised_fp)
-        )
-        """
-    )
-    con.execute(
-        """
-        CREATE TABLE project_settings (
-            project VARCHAR NOT NULL,
-            key VARCHAR NOT NULL,
-            value VARCHAR NOT NULL,
-            PRIMARY KEY (project, key)
-        )
-        """
-    )
-
-
-def _m002_review(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute("CREATE SEQUENCE candidate_id_seq START 1")
-    con.execute(
-        """
-        CREATE TABLE review_candidates (
-            id BIGINT PRIMARY KEY DEFAULT nextval('candidate_id_seq'),
-            project VARCHAR NOT NULL,
-            tier VARCHAR NOT NULL,
-            score DOUBLE NOT NULL,
-            guard_reason VARCHAR,
-            reason VARCHAR,
-            request_fp VARCHAR NOT NULL,
-            request_normalised_fp VARCHAR NOT NULL,
-            request_canonical VARCHAR NOT NULL,
-            request_text VARCHAR NOT NULL,
-            entry_id BIGINT NOT NULL,
-            status VARCHAR NOT NULL,          -- open | approved | rejected | closed
-            created_at TIMESTAMP NOT NULL,
-            decided_at TIMESTAMP
-        )
-        """
-    )
-    # An alias keeps the request it was approved for, so a settings change can re-fingerprint it.
-    con.execute("ALTER TABLE aliases ADD COLUMN request_canonical VARCHAR")
-
-
-def _m003_embeddings(con: duckdb.DuckDBPyConnection) -> None:
-    from semula.embeddings.model import create_tables  # numpy only; fastembed is imported lazily
-
-    create_tables(con)
-
-
-MIGRATIONS: tuple[tuple[str, Callable[[duckdb.DuckDBPyConnection], None]], ...] = (
-    ("001_core", _m001_core),
-    ("002_review", _m002_review),
-    ("003_embeddings", _m003_embeddings),
-)
-
-CANDIDATE_COLUMNS = (
-    "id, project, tier, score, guard_reason, reason, request_fp, request_normalised_fp, request_canonical, "
-    "request_text, entry_id, status, created_at, decided_at"
-)
 
 
 def fts_extension_path() -> Path:
@@ -193,24 +74,18 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-def describe_duckdb_error(e: Exception, path: Path) -> str:
-    text = str(e)
-    if "lock" in text.lower():
-        return (
-            f"the store {path} is locked by another process ({text.splitlines()[0]}); "
-            "stop that process, or use the running proxy's admin endpoint (semula CLI does this itself)"
-        )
-    if "read-only" in text.lower() or "permission" in text.lower():
-        return f"the store {path} is not writable ({text.splitlines()[0]}); check the data dir's permissions"
-    return f"the store {path} failed: {text.splitlines()[0] if text else type(e).__name__}"
-
-
 class Store:
     """Thin DuckDB adapter. Not thread-safe: call it from one thread."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, path: Path):
-        self.con = con
+        self.con = con  # tests may inspect the database through it; code goes through the methods
         self.path = path
+        self.vectors = VectorTable(con, path)
+
+    def lexical_index(self, on_error: Callable[[Exception], None] | None = None) -> LexicalIndex:
+        """A new full-text index over this store's entries; its owner closes it before the store."""
+        with self._errors():
+            return LexicalIndex(self.con, on_error)
 
     @classmethod
     def open(cls, data_dir: Path | str) -> Store:
@@ -257,10 +132,8 @@ class Store:
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
-        try:
+        with store_errors(lambda e: describe_duckdb_error(e, self.path)):
             yield
-        except duckdb.Error as e:
-            raise StoreError(describe_duckdb_error(e, self.path)) from e
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -274,24 +147,8 @@ class Store:
             self.con.commit()
 
     def migrate(self) -> list[str]:
-        self.con.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations (name VARCHAR PRIMARY KEY, applied_at TIMESTAMP)"
-        )
-        done = {row[0] for row in self.con.execute("SELECT name FROM schema_migrations").fetchall()}
-        applied = []
-        for name, migration in MIGRATIONS:
-            if name in done:
-                continue
-            self.con.begin()
-            try:
-                migration(self.con)
-                self.con.execute("INSERT INTO schema_migrations VALUES (?, ?)", [name, _now()])
-            except BaseException:
-                self.con.rollback()
-                raise
-            self.con.commit()
-            applied.append(name)
-        return applied
+        """Apply pending migrations; returns their names. DuckDB errors propagate (open maps them)."""
+        return migrations.migrate(self.con)
 
     # --- entries -------------------------------------------------------------------------
 

@@ -1,0 +1,146 @@
+"""The store's schema: named, ordered, forward-only migrations, all in one place.
+
+Each migration runs once, in its own transaction, and is recorded by name in `schema_migrations`;
+an existing store opens unchanged because names and DDL never change once released. A schema
+change is a new migration appended to `MIGRATIONS`, never an edit of an old one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import duckdb
+
+Migration = Callable[[duckdb.DuckDBPyConnection], None]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def _m001_core(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("CREATE SEQUENCE entry_id_seq START 1")
+    con.execute(
+        """
+        CREATE TABLE entries (
+            id BIGINT PRIMARY KEY DEFAULT nextval('entry_id_seq'),
+            project VARCHAR NOT NULL,
+            provider VARCHAR NOT NULL,
+            host VARCHAR NOT NULL,
+            method VARCHAR NOT NULL,
+            endpoint VARCHAR NOT NULL,
+            model VARCHAR,
+            request_fp VARCHAR NOT NULL,
+            normalised_fp VARCHAR NOT NULL,
+            canonical VARCHAR NOT NULL,
+            last_text VARCHAR NOT NULL,
+            status INTEGER NOT NULL,
+            headers VARCHAR NOT NULL,
+            body BLOB NOT NULL,
+            streamed BOOLEAN NOT NULL,
+            prompt_tokens BIGINT,
+            completion_tokens BIGINT,
+            upstream_ms DOUBLE,
+            created_at TIMESTAMP NOT NULL,
+            updated_at TIMESTAMP NOT NULL
+        )
+        """
+    )
+    con.execute(
+        """
+        CREATE TABLE aliases (
+            project VARCHAR NOT NULL,
+            normalised_fp VARCHAR NOT NULL,
+            entry_id BIGINT NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (project, normalised_fp)
+        )
+        """
+    )
+    con.execute(
+        """
+        CREATE TABLE project_settings (
+            project VARCHAR NOT NULL,
+            key VARCHAR NOT NULL,
+            value VARCHAR NOT NULL,
+            PRIMARY KEY (project, key)
+        )
+        """
+    )
+
+
+def _m002_review(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("CREATE SEQUENCE candidate_id_seq START 1")
+    con.execute(
+        """
+        CREATE TABLE review_candidates (
+            id BIGINT PRIMARY KEY DEFAULT nextval('candidate_id_seq'),
+            project VARCHAR NOT NULL,
+            tier VARCHAR NOT NULL,
+            score DOUBLE NOT NULL,
+            guard_reason VARCHAR,
+            reason VARCHAR,
+            request_fp VARCHAR NOT NULL,
+            request_normalised_fp VARCHAR NOT NULL,
+            request_canonical VARCHAR NOT NULL,
+            request_text VARCHAR NOT NULL,
+            entry_id BIGINT NOT NULL,
+            status VARCHAR NOT NULL,          -- open | approved | rejected | closed
+            created_at TIMESTAMP NOT NULL,
+            decided_at TIMESTAMP
+        )
+        """
+    )
+    # An alias keeps the request it was approved for, so a settings change can re-fingerprint it.
+    con.execute("ALTER TABLE aliases ADD COLUMN request_canonical VARCHAR")
+
+
+def create_vector_table(con: duckdb.DuckDBPyConnection) -> None:
+    """The embedding tier's vectors, one row per (entry, model). Idempotent."""
+    con.execute(
+        """
+        CREATE TABLE IF NOT EXISTS entry_vector (
+            entry_id BIGINT NOT NULL,
+            model VARCHAR NOT NULL,
+            dim INTEGER NOT NULL,
+            vector BLOB NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (entry_id, model)
+        )
+        """
+    )
+
+
+def _m003_embeddings(con: duckdb.DuckDBPyConnection) -> None:
+    create_vector_table(con)
+
+
+MIGRATIONS: tuple[tuple[str, Migration], ...] = (
+    ("001_core", _m001_core),
+    ("002_review", _m002_review),
+    ("003_embeddings", _m003_embeddings),
+)
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Apply every migration `con`'s database has not had yet, in order; returns the names applied.
+
+    DuckDB errors propagate: the caller maps them (it knows the store's path).
+    """
+    con.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name VARCHAR PRIMARY KEY, applied_at TIMESTAMP)")
+    done = {row[0] for row in con.execute("SELECT name FROM schema_migrations").fetchall()}
+    applied = []
+    for name, migration in MIGRATIONS:
+        if name in done:
+            continue
+        con.begin()
+        try:
+            migration(con)
+            con.execute("INSERT INTO schema_migrations VALUES (?, ?)", [name, _now()])
+        except BaseException:
+            con.rollback()
+            raise
+        con.commit()
+        applied.append(name)
+    return applied

@@ -1,0 +1,45 @@
+"""What the store takes and gives back, apart from any database: so the engine, the proxy and a
+second store implementation share them without importing DuckDB.
+
+`NewEntry` is built positionally by callers (the addon, tests, benchmarks): keep its field order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+
+class StoreError(Exception):
+    """The store cannot be opened, read or written. The message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class NewEntry:
+    project: str
+    provider: str
+    host: str
+    method: str
+    endpoint: str
+    model: str | None
+    request_fp: str
+    normalised_fp: str
+    canonical: dict[str, Any]
+    last_text: str
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    streamed: bool
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    upstream_ms: float | None
+
+
+@dataclass(frozen=True)
+class Entry(NewEntry):
+    """A stored recording: what was written, plus its id and times."""
+
+    id: int = 0
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
