@@ -293,11 +293,6 @@ def put_vectors(con: Any, model: str, rows: Iterable[tuple[int, np.ndarray]]) ->
     return len(params)
 
 
-def delete_vectors(con: Any, entry_ids: Sequence[int]) -> None:
-    if entry_ids:
-        con.execute("DELETE FROM entry_vector WHERE entry_id IN (SELECT unnest(?::BIGINT[]))", [list(entry_ids)])
-
-
 def load_vectors(con: Any, model: str, project: str) -> tuple[np.ndarray, np.ndarray]:
     """(ids, matrix) of the project's live entries that have a vector from `model`, by entry id."""
     rows = con.execute(
