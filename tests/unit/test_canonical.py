@@ -15,7 +15,6 @@ from semula.core.canonical import (
     context_fingerprint,
     normalised_fingerprint,
     request_fingerprint,
-    shape_signature,
 )
 from semula.providers import RawRequest, adapter_for
 
@@ -203,19 +202,6 @@ def test_context_fingerprint_tail_n() -> None:
     assert context_fingerprint(base) != context_fingerprint(other)
     assert context_fingerprint(base, tail_n=2) == context_fingerprint(other, tail_n=2)
     assert context_fingerprint(base, tail_n=3) != context_fingerprint(other, tail_n=3)
-
-
-def test_shape_signature() -> None:
-    c = canonical(CHAT)
-    roles, tools, params, model, endpoint = shape_signature(c)
-    assert roles == ("user", "assistant", "user")
-    assert json.loads(tools)[0]["function"]["name"] == "reserve_book"
-    assert json.loads(params) == {"temperature": 0, "max_tokens": 800}
-    assert (model, endpoint) == ("gpt-4o-mini", "/v1/chat/completions")
-    assert shape_signature(c, tail_n=1)[0] == ("user",)
-    assert shape_signature(c, tail_n=0)[0] == ()
-    reordered = canonical(_reorder(CHAT))
-    assert shape_signature(reordered) == shape_signature(c)
 
 
 def test_fingerprint_prefixes() -> None:

@@ -11,7 +11,6 @@ from semula.core.redact import (
     redact_bytes,
     redact_json,
     redact_text,
-    safe_url,
 )
 
 OPENAI_KEY = "sk-proj-" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5bC7d"  # 40 chars after the prefix
@@ -116,18 +115,3 @@ def test_header_sets_are_lowercase() -> None:
 def test_clean_query(pairs: list[tuple[str, str]], expected: list[tuple[str, str]]) -> None:
     assert clean_query(pairs) == expected
     assert SECRET_QUERY_PARAMS == {"key", "api_key", "api-key", "access_token", "token"}
-
-
-@pytest.mark.parametrize(
-    ("args", "expected"),
-    [
-        (
-            ("https", "generativelanguage.googleapis.com", "/v1beta/models/g:streamGenerateContent", [("key", GOOGLE_KEY), ("alt", "sse")]),
-            "https://generativelanguage.googleapis.com/v1beta/models/g:streamGenerateContent?alt=sse",
-        ),
-        (("https", "api.openai.com", "/v1/chat/completions", []), "https://api.openai.com/v1/chat/completions"),
-        (("http", "h", f"/p/{OPENAI_KEY}", []), "http://h/p/[REDACTED]"),
-    ],
-)
-def test_safe_url(args: tuple, expected: str) -> None:
-    assert safe_url(*args) == expected

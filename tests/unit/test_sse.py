@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from semula.providers.sse import FrameBuffer, SSEEvent, join_frames, parse_frame, split_frames
+from semula.providers.sse import FrameBuffer, SSEEvent, parse_frame, split_frames
 
 OPENAI_STREAM = (
     b'data: {"id":"chatcmpl-1","choices":[{"delta":{"content":"Hel"}}]}\n\n'
@@ -91,15 +91,3 @@ def test_a_chunk_ending_in_carriage_return_waits_for_the_next_byte() -> None:
 def test_parse_frame(frame: bytes, event: SSEEvent) -> None:
     assert parse_frame(frame) == event
 
-
-@pytest.mark.parametrize("body", [OPENAI_STREAM, ANTHROPIC_STREAM_CRLF, CR_ONLY_STREAM])
-def test_join_frames_round_trips(body: bytes) -> None:
-    frames = split_frames(body)
-    joined = join_frames(frames)
-    assert joined.endswith(b"\n\n")
-    assert split_frames(joined) == frames
-
-
-def test_join_frames_shape() -> None:
-    assert join_frames([b"data: a", b"event: x\ndata: b"]) == b"data: a\n\nevent: x\ndata: b\n\n"
-    assert join_frames([]) == b""

@@ -5,9 +5,8 @@ Provider adapters turn OpenAI, Anthropic and Gemini bodies into one
 exact fingerprint hashes the (redacted) body so that only byte-insignificant
 differences (key order, whitespace, never-matters fields) are ignored. The
 normalised fingerprint hashes normalised, scrubbed text instead, so requests
-that differ only in form share it. The context fingerprint and shape
-signature leave out the last user text for the near-match tiers, which
-compare that text separately.
+that differ only in form share it. The context fingerprint leaves out the
+last user text for the near-match tiers, which compare that text separately.
 """
 
 from __future__ import annotations
@@ -29,7 +28,6 @@ __all__ = [
     "context_fingerprint",
     "normalised_fingerprint",
     "request_fingerprint",
-    "shape_signature",
 ]
 
 FINGERPRINT_VERSION = "fp1"
@@ -245,15 +243,3 @@ def context_fingerprint(
     the request to be the same; ``tail_n`` limits the history that counts.
     """
     return "cfp1:" + _sha256(_normalised_view(c, scrub_patterns, ignore_params, True, tail_n))
-
-
-def shape_signature(c: CanonicalRequest, tail_n: int | None = None) -> tuple[Any, ...]:
-    """(roles in order, tools, params, model, endpoint): what a near match must share."""
-    _, kept = _tail(c.messages, tail_n)
-    return (
-        tuple(m.role for m in kept),
-        canonical_json(list(c.tools)),
-        canonical_json(dict(c.params)),
-        c.model,
-        c.endpoint,
-    )

@@ -14,6 +14,7 @@ from typing import Any
 from semula.core.canonical import CanonicalRequest, canonical_json, context_fingerprint
 from semula.core.normalise import normalise_text, scrub_volatile
 from semula.core.settings import ProjectSettings
+from semula.core.text import shorten
 
 
 def _tail_roles(c: CanonicalRequest, tail_n: int | None) -> tuple[str, ...]:
@@ -143,10 +144,8 @@ MISS_CHECKS = (model_differs, stream_differs, query_differs, headers_differ, par
 
 
 def short(value: object, width: int = 40) -> str:
-    """A value on one line, at most ``width`` characters."""
-    text = value if isinstance(value, str) else canonical_json(value)
-    text = " ".join(str(text).split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    """A value on one line, at most ``width`` characters: strings as they are, the rest as canonical JSON."""
+    return shorten(value if isinstance(value, str) else canonical_json(value), width)
 
 
 def around_difference(a: str, b: str, width: int = 40) -> tuple[str, str]:

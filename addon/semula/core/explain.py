@@ -6,7 +6,6 @@ a failed CI run is built from this, so each difference names the field and both 
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +13,7 @@ from semula.core.canonical import CanonicalRequest, canonical_json
 from semula.core.checks import MISS_CHECKS
 from semula.core.normalise import words
 from semula.core.settings import ProjectSettings
+from semula.core.text import dice
 
 
 @dataclass(frozen=True)
@@ -21,14 +21,6 @@ class Nearest:
     entry_id: int
     similarity: float  # 0..1, word overlap of the whole conversation's text
     differences: tuple[str, ...]
-
-
-def dice(a: list[str], b: list[str]) -> float:
-    """Sørensen–Dice over word multisets; two empty texts are not evidence of sameness."""
-    if not a or not b:
-        return 0.0
-    ca, cb = Counter(a), Counter(b)
-    return 2 * sum((ca & cb).values()) / (len(a) + len(b))
 
 
 def differences(incoming: CanonicalRequest, recorded: CanonicalRequest) -> list[str]:

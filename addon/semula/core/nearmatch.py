@@ -37,9 +37,12 @@ from semula.core.canonical import (
     request_fingerprint,
 )
 from semula.core.checks import SHAPE_CHECKS, roles_differ
-from semula.core.guard import NUMBER_WORDS, guard
+from semula.core.guard import guard
+from semula.core.guard_words import NUMBER_WORDS
 from semula.core.normalise import normalise_text, scrub_volatile, words
 from semula.core.settings import ProjectSettings
+# dice is re-exported: store.fts and scripts/sweep_lexical.py import it from here.
+from semula.core.text import CJK_CHAR, common_prefix, common_suffix, dice, dice_counts, overlap
 
 __all__ = [
         "SweepRow",
@@ -60,7 +63,6 @@ STEM = False
 SPELL_NUMBERS = True
 
 _WORD = re.compile(r"\w+")
-_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
 
 _DIGIT_WORDS: dict[str, str] = {
     w: str(v) for w, (v, role) in NUMBER_WORDS.items() if role in ("unit", "tens") and isinstance(v, int)
@@ -81,7 +83,7 @@ def _words(text: str, scrub_patterns: Sequence[str]) -> list[str]:
     """:func:`semula.core.normalise.words`, without its per-word CJK test when the
     text holds no CJK at all (that test dominates on a 1 MB prompt)."""
     prepared = normalise_text(scrub_volatile(text, scrub_patterns)).lower()
-    if _CJK_CHAR.search(prepared) is None:
+    if CJK_CHAR.search(prepared) is None:
         return _WORD.findall(prepared)
     return words(text, scrub_patterns)
 
@@ -102,14 +104,6 @@ def lexical_words(
     return out
 
 
-def dice(a: Sequence[str], b: Sequence[str]) -> float:
-    """Sørensen-Dice over word multisets: 2·|A∩B| / (|A|+|B|), 0 for an empty side."""
-    if not a or not b:
-        return 0.0
-    common = sum((Counter(a) & Counter(b)).values())
-    return 2.0 * common / (len(a) + len(b))
-
-
 # Above this many characters per text the score is computed on the part where
 # the texts differ (see _long_score); below it, on all the words.
 LONG_TEXT_CHARS = 32_768
@@ -122,7 +116,7 @@ def lexical_score(a_text: str, b_text: str, scrub_patterns: Sequence[str] = ()) 
     a, b = _word_counts(a_text, tuple(scrub_patterns)), _word_counts(b_text, tuple(scrub_patterns))
     if not a[1] or not b[1]:
         return 0.0, False
-    return 2.0 * sum((a[0] & b[0]).values()) / (a[1] + b[1]), True
+    return dice_counts(a[0], a[1], b[0], b[1]), True
 
 
 def _word_counts(text: str, scrub_patterns: tuple[str, ...]) -> tuple[Counter[str], int]:
@@ -150,17 +144,6 @@ def _balanced(text: str, end: int) -> bool:
     )
 
 
-def _common_prefix(a: str, b: str) -> int:
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:  # slice comparison runs at memcmp speed
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
 def _space_before(text: str, pos: int) -> int:
     """Start of the word after the last whitespace before ``pos`` (0 if none)."""
     return max(text.rfind(" ", 0, pos), text.rfind("\n", 0, pos)) + 1
@@ -181,8 +164,8 @@ def _safe_cuts(a: str, b: str) -> tuple[int, int] | None:
     """(head, tail): both texts share their first ``head`` and last ``tail``
     characters, each cut sits right after whitespace, and every code span,
     JSON object and array opened before a cut closes before it."""
-    shared_head = _common_prefix(a, b)
-    shared_tail = min(_common_prefix(a[::-1], b[::-1]), len(a) - shared_head, len(b) - shared_head)
+    shared_head = common_prefix(a, b)
+    shared_tail = common_suffix(a, b, min(len(a), len(b)) - shared_head)
     head = 0
     if shared_head > _CUT_MARGIN:
         head = _space_before(a, shared_head - _CUT_MARGIN)
@@ -227,7 +210,7 @@ def _long_score(a: str, b: str, scrub_patterns: Sequence[str]) -> tuple[float, b
     middle_a = lexical_words(a[head : len(a) - tail], scrub_patterns)
     middle_b = lexical_words(b[head : len(b) - tail], scrub_patterns)
     shared = len(a[:head].split()) + len(a[len(a) - tail :].split())
-    common = sum((Counter(middle_a) & Counter(middle_b)).values())
+    common = overlap(Counter(middle_a), Counter(middle_b))
     total = 2 * shared + len(middle_a) + len(middle_b)
     score = 2.0 * (shared + common) / total if total else 0.0
     return score, shared > 0 or (bool(middle_a) and bool(middle_b))

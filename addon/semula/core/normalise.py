@@ -21,6 +21,8 @@ import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 
+from semula.core.text import CJK_CHAR, CJK_RANGES
+
 __all__ = [
     "VOLATILE_PATTERNS",
     "compile_scrub_patterns",
@@ -349,10 +351,9 @@ def scrub_volatile(text: str, extra_patterns: Sequence[str] = ()) -> str:
 
 _WORD = re.compile(r"\w+")
 # Scripts written without spaces: one token per character, so word overlap
-# still works (Hangul is spaced, so it stays as words).
-_CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"  # kana, Han
-_CJK_CHAR = re.compile(f"[{_CJK}]")
-_CJK_SPLIT = re.compile(f"[{_CJK}]|[^{_CJK}]+")
+# still works (Hangul is spaced, so it stays as words). Kana and Han only, not
+# Thai: see semula.core.text for why the lexical words keep that subset.
+_CJK_SPLIT = re.compile(f"[{CJK_RANGES}]|[^{CJK_RANGES}]+")
 
 
 def words(text: str, scrub_patterns: Sequence[str] = ()) -> list[str]:
@@ -360,7 +361,7 @@ def words(text: str, scrub_patterns: Sequence[str] = ()) -> list[str]:
     prepared = normalise_text(scrub_volatile(text, scrub_patterns)).lower()
     out: list[str] = []
     for word in _WORD.findall(prepared):
-        if _CJK_CHAR.search(word):
+        if CJK_CHAR.search(word):
             out.extend(_CJK_SPLIT.findall(word))
         else:
             out.append(word)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import urlencode
 
 __all__ = [
     "HOP_BY_HOP_HEADERS",
@@ -25,7 +24,6 @@ __all__ = [
     "redact_bytes",
     "redact_json",
     "redact_text",
-    "safe_url",
 ]
 
 REDACTED = "[REDACTED]"
@@ -139,12 +137,3 @@ def clean_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
 def clean_query(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """Drop query parameters that carry credentials (Gemini's ``key``)."""
     return [(k, v) for k, v in pairs if k.lower() not in SECRET_QUERY_PARAMS]
-
-
-def safe_url(scheme: str, host: str, path: str, query_pairs: Iterable[tuple[str, str]]) -> str:
-    """A URL for log lines, without secret parameters or key-like strings."""
-    query = clean_query(query_pairs)
-    url = f"{scheme}://{host}{path}"
-    if query:
-        url += "?" + urlencode(query)
-    return redact_text(url)

@@ -31,7 +31,6 @@ class EmbeddingTier:
         # Small batches: a miss waits behind the worker's batch for the one model session.
         self.worker = EmbeddingWorker(embedder, self._write, batch_size=WORKER_BATCH)
         self._projects: dict[int, str] = {}
-        self.searches = 0
 
     def _write(self, model: str, rows: list[tuple[int, np.ndarray]]) -> Any:
         written = self._writer.put(model, rows)
@@ -49,14 +48,10 @@ class EmbeddingTier:
             self._projects[entry_id] = project
             self.worker.submit(entry_id, project, text)
 
-    def entry_deleted(self, project: str) -> None:
-        self.index.invalidate(project)
-
     def search(self, project: str, request: CanonicalRequest, settings: ProjectSettings, k: int = 5) -> list[tuple[int, float]]:
         text = embedding_text(request, settings.scrub_patterns)
         if not text.strip():
             return []
-        self.searches += 1
         vector = self.embedder.embed([text])[0]
         return self.index.search(project, vector, k)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["FrameBuffer", "SSEEvent", "join_frames", "parse_frame", "split_frames"]
+__all__ = ["FrameBuffer", "SSEEvent", "parse_frame", "split_frames"]
 
 _LINE_ENDINGS = re.compile(rb"\r\n|\r")
 _BLANK_LINES = re.compile(rb"\n\n+")
@@ -74,11 +74,6 @@ def split_frames(data: bytes) -> list[bytes]:
     """Split a whole (decoded) SSE body into frames, dropping empty ones."""
     buffer = FrameBuffer()
     return buffer.feed(data) + buffer.finish()
-
-
-def join_frames(frames: list[bytes]) -> bytes:
-    """The body to replay: each frame followed by a blank line."""
-    return b"".join(frame + b"\n\n" for frame in frames)
 
 
 def parse_frame(frame: bytes) -> SSEEvent:

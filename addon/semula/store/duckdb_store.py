@@ -231,9 +231,6 @@ class Store:
         with self._errors():
             return self.con.execute("SELECT id, project, request_fp, normalised_fp FROM entries").fetchall()
 
-    def now(self) -> datetime:
-        return _now()
-
     def alias_rows(self) -> list[tuple[str, str, int]]:
         with self._errors():
             return self.con.execute("SELECT project, normalised_fp, entry_id FROM aliases").fetchall()
