@@ -1,6 +1,6 @@
 """A no-op replay addon for mitmdump: the ceiling for an addon that answers from memory.
 
-Used by scripts/bench_replay.py. It loads a pickle (path in $SEMULA_BENCH_ANSWERS) mapping
+Used by scripts/bench/replay.py. It loads a pickle (path in $SEMULA_BENCH_ANSWERS) mapping
 request body bytes -> (status, [(header, value), ...], body bytes) and, in the `request`
 hook, answers each request with the stored response: one dict lookup and one
 `Response.make`. No parsing, no fingerprinting, no logging. A body it does not know gets a

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from semula.core.canonical import CanonicalRequest
-from semula.core.nearmatch import Verdict, dice, lexical_score, lexical_words, near_match
+from semula.core.nearmatch import Verdict, lexical_score, lexical_words, near_match
+from semula.core.text import dice
 from semula.core.pair import pipeline_outcome
 from semula.core.normalise import words
 from semula.providers import RawRequest, adapter_for

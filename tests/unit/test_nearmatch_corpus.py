@@ -9,7 +9,7 @@ is served by a fingerprint; review recall of `same` pairs is at least 0.9.
 
 The review floor and the word handling were tuned on the odd-numbered pair
 ids; the even-numbered ones are checked separately so that overfitting shows
-(scripts/sweep_lexical.py prints the tables).
+(scripts/sweep_lexical.py writes the tables).
 """
 
 from __future__ import annotations
@@ -25,11 +25,13 @@ import pytest
 
 from semula.core.canonical import CanonicalRequest
 from semula.core.guard import guard
-from semula.core.nearmatch import near_match, sweep
+from semula.core.nearmatch import near_match
 from semula.core.pair import PairOutcome, pipeline_outcome
 from semula.engine.evaluate import canonical_of
 from semula.core.settings import ProjectSettings
-from shared_paths import corpus_file
+from shared_paths import REPO, corpus_file, import_path
+
+sweep = import_path("bench_sweep", REPO / "scripts" / "bench" / "sweep.py").sweep
 
 CORPUS = corpus_file("dev-pairs.jsonl").parent
 DEFAULTS = ProjectSettings()

@@ -23,7 +23,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
 from semula.core.guard_diff import MAX_CHANGED_TOKENS, TextDiff, text_diff
-from semula.core.guard_features import analyse  # noqa: F401 - re-exported: scripts clear its cache
 from semula.core.guard_tokens import Feature
 from semula.core.guard_words import NEGATING_PREFIXES, PREFIX_SWAPS
 

@@ -23,36 +23,25 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
-from semula.core.bypass import fuzzy_bypass
-from semula.core.canonical import (
-    CanonicalRequest,
-    canonical_json,
-    context_fingerprint,
-    normalised_fingerprint,
-    request_fingerprint,
-)
+from semula.core.canonical import CanonicalRequest
 from semula.core.checks import SHAPE_CHECKS, roles_differ
 from semula.core.guard import guard
 from semula.core.guard_words import NUMBER_WORDS
 from semula.core.normalise import normalise_text, scrub_volatile, words
 from semula.core.settings import ProjectSettings
-# dice is re-exported: store.fts and scripts/sweep_lexical.py import it from here.
+
 from semula.core.text import CJK_CHAR, common_prefix, common_suffix, dice, dice_counts, overlap
 
 __all__ = [
-        "SweepRow",
     "Verdict",
     "dice",
     "lexical_score",
     "lexical_words",
     "near_match",
-        "sweep",
-    "sweep_markdown",
 ]
 
 # Word handling, tuned on the odd-numbered dev pairs (benchmark/results/lexical.md):
@@ -310,77 +299,3 @@ def near_match(
         and roles_differ(incoming, stored, settings) is None
     )
     return Verdict(tier=tier, score=score, serve=serve, review=review, reason=reason, guard_reason=guard_reason)
-
-
-# ------------------------------------------------------------------ evaluation
-
-
-@dataclass(frozen=True)
-class SweepRow:
-    serve_threshold: float
-    guard: bool
-    dev_hit_rate: float
-    dev_false_hit_rate: float
-    dev_false_hits: int
-    public_hit_rate: float | None
-
-
-LabelledPair = tuple[str, CanonicalRequest, CanonicalRequest]  # (expect, stored, incoming)
-
-
-def _served(pairs: Sequence[LabelledPair], settings: ProjectSettings) -> dict[tuple[str, bool], int]:
-    """Served pairs per (expect, guard on)."""
-    from semula.core.pair import pipeline_outcome  # the sweep leaves this module (scripts/bench)
-
-    served: Counter[tuple[str, bool]] = Counter()
-    for expect, stored, incoming in pairs:
-        outcome = pipeline_outcome(stored, incoming, settings)
-        served[(expect, True)] += outcome.action == "served"
-        served[(expect, False)] += outcome.served_without_guard
-    return served
-
-
-def sweep(
-    dev_pairs: Sequence[LabelledPair],
-    public_pairs: Sequence[LabelledPair] = (),
-    thresholds: Iterable[float] = tuple(round(0.8 + 0.02 * i, 2) for i in range(11)),
-    settings: ProjectSettings | None = None,
-) -> list[SweepRow]:
-    """Hit and false-hit rates per serve threshold, with the guard on and off."""
-    base = settings or ProjectSettings()
-    dev_totals = Counter(expect for expect, _, _ in dev_pairs)
-    public_same = sum(expect == "same" for expect, _, _ in public_pairs)
-    rate = lambda n, total: n / total if total else 0.0  # noqa: E731
-    rows = []
-    for threshold in thresholds:
-        chosen = replace(base, lexical_serve_threshold=threshold)
-        dev = _served(dev_pairs, chosen)
-        public = _served(public_pairs, chosen) if public_pairs else None
-        for use_guard in (True, False):
-            false_hits = dev[("different", use_guard)]
-            rows.append(
-                SweepRow(
-                    serve_threshold=threshold,
-                    guard=use_guard,
-                    dev_hit_rate=rate(dev[("same", use_guard)], dev_totals["same"]),
-                    dev_false_hit_rate=rate(false_hits, dev_totals["different"]),
-                    dev_false_hits=false_hits,
-                    public_hit_rate=rate(public[("same", use_guard)], public_same) if public is not None else None,
-                )
-            )
-    return rows
-
-
-def sweep_markdown(rows: Sequence[SweepRow]) -> str:
-    """The sweep as a markdown table (for benchmark/results/lexical.md)."""
-    lines = [
-        "| serve threshold | guard | dev hit rate | dev false-hit rate | public hit rate |",
-        "|---:|:---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        public = f"{r.public_hit_rate:.3f}" if r.public_hit_rate is not None else "-"
-        lines.append(
-            f"| {r.serve_threshold:.2f} | {'on' if r.guard else 'off'} | {r.dev_hit_rate:.3f} | "
-            f"{r.dev_false_hit_rate:.3f} ({r.dev_false_hits}) | {public} |"
-        )
-    return "\n".join(lines)

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import time
 from dataclasses import replace
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -140,11 +141,7 @@ class SemulaAddon(Lifecycle):
             bypass = bypass or Bypass("invalid_project", str(e))
         if self.settings.namespace_by_key and (key_hash := api_key_hash(raw)):
             state.project = f"{state.project}.k{key_hash}"
-        loop = asyncio.get_running_loop()
-        offload = None
-        if len(raw.body) > BIG_BODY_BYTES:  # parsing a multi-megabyte prompt must not stall the other flows
-            async def offload(fn, *args):  # noqa: ANN001, ANN202
-                return await loop.run_in_executor(None, fn, *args)
+        offload = _off_the_loop if len(raw.body) > BIG_BODY_BYTES else None  # a multi-megabyte prompt
         if bypass is None and self.mode is not Mode.PASSTHROUGH:
             try:
                 state.canonical = await offload(_canonicalise, adapter, raw) if offload else _canonicalise(adapter, raw)
@@ -357,6 +354,11 @@ class SemulaAddon(Lifecycle):
         """Mode, data dir and store state of the semula addon."""
         store = "open" if self.store.engine else f"unavailable: {self.store.problem}"
         return f"mode {self.mode.value} · data dir {self.settings.data_dir} · store {store}"
+
+
+async def _off_the_loop(fn: Callable[..., Any], *args: Any) -> Any:
+    """Parse and fingerprint a large body on a worker thread: it must not stall the other flows."""
+    return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
 
 
 def _no_outcome() -> Outcome:

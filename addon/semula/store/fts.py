@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import duckdb
 
-from semula.core.nearmatch import dice, lexical_words
+from semula.core.nearmatch import lexical_words
+from semula.core.text import dice
 
 log = logging.getLogger("semula")
 

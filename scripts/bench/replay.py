@@ -1,0 +1,360 @@
+"""Replay throughput of semula's exact-hit path against what mitmproxy itself allows.
+
+Three variants answer the same N distinct OpenAI chat requests through mitmdump, driven by
+concurrent keep-alive httpx clients: `semula proxy --mode replay` on a store of E entries; a
+no-op addon answering from a dict (scripts/bench_noop_addon.py); `mitmdump --server-replay`.
+Runs are interleaved; every answer is checked. Then semula's hooks are timed in-process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import json
+import os
+import pickle
+import random
+import shutil
+import signal
+import ssl
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench import common
+from bench.common import REPO, log, pct
+
+HOST, PATH = "api.openai.com", "/v1/chat/completions"
+URL = f"https://{HOST}{PATH}"
+PROJECT = "default"
+VARIANTS = ("semula", "noop", "replay")
+NOOP_ADDON = REPO / "scripts" / "bench_noop_addon.py"
+CLIENT_HEADERS = {"content-type": "application/json", "authorization": "Bearer sk-bench-not-a-real-key"}
+SYSTEM_PROMPT = ("You are a careful assistant for the semula replay benchmark. Answer in one short paragraph, "
+                 "cite no sources, and never invent numbers you were not given.")
+WORDS = ("proxy replay record cache answer token stream model prompt request latency budget test suite fixture "
+         "deterministic network provider fingerprint canonical normalise exact tier hit miss recording entry project "
+         "namespace header body json schema parquet duckdb mitmproxy addon client").split()
+Answer = tuple[int, list[tuple[str, str]], bytes]
+
+
+def request_body(i: int) -> bytes:
+    rng = random.Random(i)
+    question = " ".join(rng.choice(WORDS) for _ in range(rng.randint(25, 60)))
+    return json.dumps({"model": "gpt-4o-mini", "temperature": 0, "max_tokens": 256, "messages": [
+        {"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": f"Question {i}: {question}?"}]},
+        separators=(",", ":")).encode()
+
+
+def canonical(body: bytes) -> Any:
+    from semula.providers import adapter_for
+    from semula.providers.base import RawRequest
+
+    headers = {k.lower(): v for k, v in CLIENT_HEADERS.items()}
+    return adapter_for(HOST, PATH).canonicalise(RawRequest("POST", HOST, PATH, (), headers, body))
+
+
+def proxy_args(port: int, confdir: Path) -> list[str]:
+    """What every mitmdump gets (semula proxy sets the same itself)."""
+    from semula.providers import DEFAULT_PROVIDER_HOSTS, allow_hosts_regexes
+
+    args = ["--listen-host", "127.0.0.1", "--listen-port", str(port), "--set", f"confdir={confdir}",
+            "--set", "connection_strategy=lazy", "--set", "flow_detail=0"]
+    for regex in allow_hosts_regexes(DEFAULT_PROVIDER_HOSTS):
+        args += ["--set", f"allow_hosts={regex}"]
+    return args
+
+
+def mitmdump() -> str:
+    return str(Path(sys.executable).parent / "mitmdump")
+
+
+async def drive(port: int, ca: Path, bodies: list[bytes], expected: dict[bytes, bytes] | None, concurrency: int,
+                semula: bool = False, warmup: int = 0) -> dict[str, Any]:
+    """Warm the connections, then send every body once from `concurrency` workers; time and check each."""
+    latencies: list[float] = []
+    failures: list[str] = []
+    async with httpx.AsyncClient(proxy=f"http://127.0.0.1:{port}", verify=ssl.create_default_context(cafile=str(ca)),
+                                 timeout=60.0, headers=CLIENT_HEADERS,
+                                 limits=httpx.Limits(max_connections=concurrency)) as client:
+
+        async def worker(queue: list[bytes], timed: bool) -> None:
+            while queue:
+                body = queue.pop()
+                t0 = time.perf_counter()
+                try:
+                    r = await client.post(URL, content=body)
+                except Exception as e:  # noqa: BLE001 - counted as a failure
+                    failures.append(f"{type(e).__name__}: {e}")
+                    continue
+                if timed:
+                    latencies.append(common.ms_since(t0))
+                ok = r.status_code == 200 and (expected is None or r.content == expected[body])
+                if ok and semula:
+                    ok = r.headers.get("x-semula-decision") == "hit" and r.headers.get("x-semula-tier") == "exact"
+                if not ok:
+                    failures.append(f"{r.status_code} {dict(r.headers)} {r.content[:200]!r}")
+
+        warm = list(reversed(bodies[:warmup]))
+        await asyncio.gather(*(worker(warm, False) for _ in range(concurrency)))
+        queue, cpu0, begin, t0 = list(reversed(bodies)), time.process_time(), datetime.now(UTC), time.perf_counter()
+        await asyncio.gather(*(worker(queue, True) for _ in range(concurrency)))
+        wall = time.perf_counter() - t0
+        return {"wall_s": wall, "latencies": latencies, "failures": len(failures), "failure": failures[:1],
+                "client_cores": (time.process_time() - cpu0) / wall, "window": (begin, datetime.now(UTC))}
+
+
+def record_flows(procs: common.Processes, work: Path, confdir: Path, ca: Path, bodies: list[bytes],
+                 concurrency: int) -> tuple[Path, dict[bytes, Answer]]:
+    """Record the benchmark requests once through mitmdump -w + map_remote to the fake provider."""
+    from mitmproxy import http, io
+
+    fake, fake_port = common.start_fake_provider(procs, work)
+    flows, port = work / "flows.mitm", common.free_port()
+    rec = procs.start([mitmdump(), *proxy_args(port, confdir), "-w", str(flows), "--set", "ssl_insecure=true",
+                       "--set", f"map_remote=|//{HOST}/|//127.0.0.1:{fake_port}/"], work / "record.log")
+    try:
+        common.wait_ready(rec, work / "record.log", None, port)
+        result = asyncio.run(drive(port, ca, bodies, None, concurrency))
+        if result["failures"]:
+            raise RuntimeError(f"recording: {result['failures']} requests failed, e.g. {result['failure']}")
+    finally:
+        procs.stop(rec)
+        procs.stop(fake)
+    answers: dict[bytes, Answer] = {}
+    with open(flows, "rb") as f:
+        for flow in io.FlowReader(f).stream():
+            if isinstance(flow, http.HTTPFlow) and flow.response is not None:
+                r = flow.response
+                answers[flow.request.get_content(strict=False) or b""] = (
+                    r.status_code, list(r.headers.items()), r.get_content(strict=False) or b"")
+    return flows, answers
+
+
+def seed(data_dir: Path, bodies: list[bytes], answers: dict[bytes, Answer], bench: list[bytes]) -> float:
+    """Seed one entry per body, then check every benchmark request is an exact hit holding its answer."""
+    from semula.core.canonical import normalised_fingerprint, request_fingerprint
+    from semula.engine.cache import Cache
+
+    t0 = time.perf_counter()
+    entries = [common.new_entry(canonical(b), i, PROJECT, HOST, *answers[b]) for i, b in enumerate(bodies)]
+    store, _, _ = common.seeded_store(data_dir, entries)
+    seconds = time.perf_counter() - t0
+    cache = Cache(store)
+    try:
+        settings = cache.settings_for(PROJECT)
+        for body in bench:
+            c = canonical(body)
+            match = cache.match(PROJECT, request_fingerprint(c), normalised_fingerprint(c, *settings.fingerprint_inputs))
+            entry = cache.entry(match.entry_id) if match and match.tier == "exact" else None
+            if entry is None or entry.body != answers[body][2]:
+                raise RuntimeError(f"a seeded request is not an exact hit holding its answer: {match}")
+        common.settle_index(cache)
+    finally:
+        cache.close()
+    return seconds
+
+
+def run_variant(procs: common.Processes, variant: str, run: int, work: Path, confdir: Path, ca: Path,
+                data_dir: Path, flows: Path, bodies: list[bytes], expected: dict[bytes, bytes],
+                concurrency: int, warmup: int) -> dict[str, Any]:
+    port, log_path = common.free_port(), work / f"{variant}-{run}.log"
+    argv, marker = {
+        "semula": ([sys.executable, "-m", "semula", "proxy", "--mode", "replay", "--listen-host", "127.0.0.1",
+                    "--listen-port", str(port), "--data-dir", str(data_dir), "--set", f"confdir={confdir}"],
+                   "semula ready:"),
+        "noop": ([mitmdump(), *proxy_args(port, confdir), "-s", str(NOOP_ADDON)], None),
+        # The flows name the fake provider's 127.0.0.1:port: host and port are left out of the match.
+        "replay": ([mitmdump(), *proxy_args(port, confdir), "--server-replay", str(flows), "--set",
+                    "server_replay_reuse=true", "--set", "server_replay_ignore_host=true", "--set",
+                    "server_replay_ignore_port=true", "--set", "server_replay_extra=404"], None),
+    }[variant]
+    proc = procs.start(argv, log_path, {"SEMULA_BENCH_ANSWERS": str(work / "noop-answers.pickle"),
+                                        "PYTHONPATH": str(REPO / "addon")})
+    try:
+        common.wait_ready(proc, log_path, marker, port)
+        settle = common.wait_idle(proc.pid)  # start-up work (semula's index build) done before timing
+        cpu0 = common.cpu_seconds(proc.pid)
+        r = asyncio.run(drive(port, ca, bodies, expected, concurrency, variant == "semula", warmup))
+        cpu_ms = (common.cpu_seconds(proc.pid) - cpu0) * 1000 / (len(bodies) + warmup)
+    finally:
+        procs.stop(proc)
+    lat = r.pop("latencies")
+    return {**r, "variant": variant, "run": run, "rps": len(bodies) / r["wall_s"], "p50": pct(lat, 50),
+            "p99": pct(lat, 99), "proxy_cpu_ms": cpu_ms, "settle_s": settle}
+
+
+def decision_ms(data_dir: Path, windows: list[tuple[datetime, datetime]]) -> dict[str, Any]:
+    """semula's logged decision_ms of the hits inside the timed windows (warm-up excluded)."""
+    import pyarrow.dataset as ds
+
+    files = [str(f) for f in sorted((data_dir / "calls").glob("**/*.parquet"))]
+    rows = ds.dataset(files, format="parquet").to_table(columns=["ts", "decision", "decision_ms"]).to_pylist() if files else []
+    inside = [r for r in rows if any(b <= r["ts"] <= e for b, e in windows)]
+    values = [r["decision_ms"] for r in inside if r["decision"] == "hit" and r["decision_ms"] is not None]
+    return {**common.summary(values, (50, 90, 99)), "others": sum(r["decision"] != "hit" for r in inside)}
+
+
+def hook_breakdown(data_dir: Path, flows_path: Path, bodies: list[bytes], answers: Path, reps: int = 3) -> dict[str, float]:
+    """ms per request, best of `reps` passes with the GC off: semula's four hooks on a hit, in this process,
+    the no-op addon's hook, and the steps of a hit timed alone (public functions only)."""
+    import contextlib
+    import gc
+
+    from mitmproxy import http, io
+    from mitmproxy.test import taddons, tflow
+
+    from semula.core.canonical import normalised_fingerprint, request_fingerprint
+    from semula.proxy.addon import SemulaAddon
+
+    with open(flows_path, "rb") as f:
+        template = next(fl for fl in io.FlowReader(f).stream() if isinstance(fl, http.HTTPFlow))
+    fields = [(k, HOST.encode() if k.lower() == b"host" else v) for k, v in template.request.headers.fields]
+
+    def best(fn: Any) -> float:
+        times = []
+        for _ in range(reps):
+            flows = [tflow.tflow(req=http.Request.make("POST", URL, b, http.Headers(list(fields)))) for b in bodies]
+            gc.collect()
+            gc.disable()
+            try:
+                t0 = time.perf_counter()
+                for fl in flows:
+                    fn(fl)
+                times.append(common.ms_since(t0) / len(flows))
+            finally:
+                gc.enable()
+        return min(times)
+
+    out: dict[str, float] = {}
+    addon, loop = SemulaAddon(), asyncio.new_event_loop()
+    with taddons.context(addon) as tctx, open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+        tctx.configure(addon, semula_mode="replay", semula_data_dir=str(data_dir), semula_admin=False)
+        try:
+            loop.run_until_complete(addon.running())
+            common.join_rebuilds()
+            cache = addon.cache
+            assert cache is not None, addon.store_problem
+
+            def hooks(fl: Any) -> None:
+                addon.requestheaders(fl)
+                loop.run_until_complete(addon.request(fl))
+                addon.responseheaders(fl)
+                loop.run_until_complete(addon.response(fl))
+                if fl.response is None or fl.response.headers.get("x-semula-decision") != "hit":
+                    raise RuntimeError("in-process hook run: not a hit")
+
+            loop_ms = best(lambda fl: loop.run_until_complete(asyncio.sleep(0)))
+            out["semula hooks (one hit)"] = best(hooks) - 2 * loop_ms
+            settings = cache.settings_for(PROJECT)
+            canon = {b: canonical(b) for b in bodies}
+            fps = {b: (request_fingerprint(canon[b]), normalised_fingerprint(canon[b], *settings.fingerprint_inputs))
+                   for b in bodies}
+            body = lambda fl: fl.request.content  # noqa: E731
+            out["adapter.canonicalise"] = best(lambda fl: canonical(body(fl)))
+            out["request_fingerprint"] = best(lambda fl: request_fingerprint(canon[body(fl)]))
+            out["normalised_fingerprint"] = best(
+                lambda fl: normalised_fingerprint(canon[body(fl)], *settings.fingerprint_inputs))
+            out["cache.match + cache.cached_entry"] = best(
+                lambda fl: cache.cached_entry(cache.match(PROJECT, *fps[body(fl)]).entry_id))
+        finally:
+            addon.done()
+            loop.close()
+    os.environ["SEMULA_BENCH_ANSWERS"] = str(answers)
+    spec = importlib.util.spec_from_file_location("bench_noop_addon", NOOP_ADDON)
+    noop = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(noop)
+    out["no-op addon request hook"] = best(noop.addons[0].request)
+    return out
+
+
+def measure(args: argparse.Namespace, procs: common.Processes, work: Path) -> dict[str, Any]:
+    confdir, data_dir = work / "confdir", work / "semula-data"
+    ca = common.ensure_ca(confdir)
+    all_bodies = [request_body(i) for i in range(args.entries)]
+    step = args.entries // args.requests
+    bench = [all_bodies[i * step] for i in range(args.requests)]
+    t0 = time.perf_counter()
+    flows, recorded = record_flows(procs, work, confdir, ca, bench, args.concurrency)
+    record_s = time.perf_counter() - t0
+    log(f"recorded {len(recorded)} answers in {record_s:.1f} s")
+    answers = {b: (200, [("content-type", "application/json")], common.answer_body(i)) for i, b in enumerate(all_bodies)}
+    answers.update({b: recorded[b] for b in bench})
+    seed_s = seed(data_dir, all_bodies, answers, bench)
+    log(f"seeded {args.entries} entries in {seed_s:.1f} s; every benchmark request is an exact hit")
+    from semula.core.redact import clean_headers
+
+    with open(work / "noop-answers.pickle", "wb") as f:  # what semula serves: clean headers, same body
+        pickle.dump({b: (s, clean_headers(h), c) for b, (s, h, c) in ((b, answers[b]) for b in bench)}, f)
+    expected = {b: recorded[b][2] for b in bench}
+    runs = []
+    for run in range(1, args.runs + 1):
+        for variant in VARIANTS:
+            r = run_variant(procs, variant, run, work, confdir, ca, data_dir, flows, bench, expected,
+                            args.concurrency, args.warmup)
+            log(f"run {run} {variant:<7} {r['rps']:6.0f} req/s  p50 {r['p50']:5.1f} ms  p99 {r['p99']:5.1f} ms  "
+                f"proxy CPU {r['proxy_cpu_ms']:.2f} ms/req  failures {r['failures']} {r['failure']}")
+            runs.append(r)
+    windows = [r["window"] for r in runs if r["variant"] == "semula"]
+    for r in runs:
+        del r["window"]
+    dms = decision_ms(data_dir, windows)
+    breakdown = None if args.no_breakdown else hook_breakdown(data_dir, flows, bench, work / "noop-answers.pickle")
+    median = {v: {k: statistics.median(r[k] for r in runs if r["variant"] == v)
+                  for k in ("rps", "p50", "p99", "proxy_cpu_ms", "client_cores")} for v in VARIANTS}
+    for v in VARIANTS:
+        rates = [r["rps"] for r in runs if r["variant"] == v]
+        median[v]["failures"] = sum(r["failures"] for r in runs if r["variant"] == v)
+        median[v]["spread"] = (max(rates) - min(rates)) / statistics.median(rates)
+    return {"params": {"requests": args.requests, "entries": args.entries, "concurrency": args.concurrency,
+                       "runs": args.runs, "warmup": args.warmup, "body_bytes": round(statistics.fmean(map(len, bench)))},
+            "timings": {"record_s": record_s, "seed_s": seed_s}, "runs": runs, "median": median,
+            "decision_ms": dms, "breakdown": breakdown, "load_after": common.loadavg()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--entries", type=int, default=10000)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=None, help="untimed requests per run (default 4×concurrency)")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 200 requests, 1000 entries, 1 run")
+    parser.add_argument("--out", type=Path, default=None, help="results markdown (default benchmark/results/replay.md)")
+    parser.add_argument("--json", type=Path, default=None, help="figures (default: --out with .json)")
+    parser.add_argument("--keep", action="store_true", help="keep the work dir (store, flows, proxy logs)")
+    parser.add_argument("--no-breakdown", action="store_true", help="skip timing semula's hooks in-process")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.requests, args.entries, args.runs = 200, 1000, 1
+    if args.requests > args.entries:
+        parser.error("--requests must not exceed --entries (the requests are a subset of the entries)")
+    args.warmup = min(4 * args.concurrency if args.warmup is None else args.warmup, args.requests)
+    import httpx
+    import mitmproxy.version
+
+    info = common.machine(mitmproxy=mitmproxy.version.VERSION, httpx=httpx.__version__)
+    procs, work = common.Processes(), Path(tempfile.mkdtemp(prefix="semula-bench-"))
+    previous = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        data = measure(args, procs, work)
+        common.finish("replay", {"command": " ".join(["scripts/bench_replay.py", *sys.argv[1:]]),
+                                 "machine": info, **data}, args.out, args.json, args.quick)
+        return 1 if any(r["failures"] for r in data["runs"]) else 0
+    except KeyboardInterrupt:
+        log("interrupted: stopping the proxies")
+        return 130
+    finally:
+        procs.stop_all()
+        signal.signal(signal.SIGTERM, previous)
+        if args.keep:
+            log(f"work dir kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
