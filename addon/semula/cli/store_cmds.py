@@ -97,19 +97,21 @@ def stats(data_dir: Path, project: str | None, as_json: bool) -> None:
     """Counts by decision and tier, from the Parquet call log."""
     import duckdb
 
-    files = list((data_dir / "calls").glob("**/*.parquet"))
-    if not files:
+    from semula.store.logread import load_log
+    from semula.store.logschema import CALL_LOG_SCHEMA
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    if not load_log(con, "calls", data_dir / "calls", CALL_LOG_SCHEMA):
         if as_json:
             return print_json({"calls": 0, "by_decision_tier": []})
         click.echo(f"no calls logged yet in {data_dir / 'calls'}")
         return
-    con = duckdb.connect()
     where, params = ("WHERE project = ?", [project]) if project else ("", [])
-    source = f"read_parquet('{data_dir / 'calls'}/**/*.parquet', hive_partitioning=true, union_by_name=true)"
     rows = con.execute(
         f"""SELECT decision, tier, count(*) AS calls, round(median(decision_ms), 3) AS decision_ms_p50,
                    sum(CASE WHEN recorded THEN 1 ELSE 0 END) AS recorded
-            FROM {source} {where} GROUP BY ALL ORDER BY calls DESC""", params,
+            FROM calls {where} GROUP BY ALL ORDER BY calls DESC""", params,
     ).fetchall()
     out = [dict(zip(["decision", "tier", "calls", "decision_ms_p50", "recorded"], r)) for r in rows]
     total = sum(r["calls"] for r in out)

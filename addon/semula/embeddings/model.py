@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from semula.core.settings import parse_switch
 from semula.core.canonical import CanonicalRequest
 from semula.core.normalise import scrub_volatile
 from semula.core.redact import redact_text
@@ -32,8 +33,6 @@ MAX_TOKENS = 128
 _PRE_CUT_CHARS = 16_384
 EXTRA_HINT = "the embeddings extra is not installed: pip install 'semula[embeddings]'"
 
-_ON = {"1", "on", "true", "yes"}
-_OFF = {"0", "off", "false", "no", ""}
 
 
 class EmbeddingsUnavailable(Exception):
@@ -53,26 +52,17 @@ class EmbeddingConfig:
     cache_dir: Path = Path(".semula/models")
 
 
-def _flag(name: str, value: str | None) -> bool:
-    v = (value or "").strip().lower()
-    if v in _ON:
-        return True
-    if v in _OFF:
-        return False
-    raise ValueError(f"{name}={value!r} is not a switch: use on or off")
-
-
 def config_from_env(data_dir: Path | str, option_enabled: bool | None = None,
                     environ: Mapping[str, str] | None = None) -> EmbeddingConfig:
     """The tier's settings from SEMULA_EMBEDDINGS* variables; an explicit option wins over the env flag."""
     env = os.environ if environ is None else environ
-    enabled = option_enabled if option_enabled is not None else _flag("SEMULA_EMBEDDINGS", env.get("SEMULA_EMBEDDINGS"))
+    enabled = option_enabled if option_enabled is not None else parse_switch("SEMULA_EMBEDDINGS", env.get("SEMULA_EMBEDDINGS"))
     model_path = (env.get("SEMULA_EMBEDDINGS_MODEL_PATH") or "").strip() or None
     return EmbeddingConfig(
         enabled=enabled,
         model_name=(env.get("SEMULA_EMBEDDINGS_MODEL") or "").strip() or DEFAULT_MODEL,
         model_path=model_path,
-        offline=_flag("SEMULA_EMBEDDINGS_OFFLINE", env.get("SEMULA_EMBEDDINGS_OFFLINE")),
+        offline=parse_switch("SEMULA_EMBEDDINGS_OFFLINE", env.get("SEMULA_EMBEDDINGS_OFFLINE")),
         cache_dir=Path(data_dir) / "models",
     )
 
