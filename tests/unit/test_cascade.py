@@ -1,0 +1,131 @@
+"""core.cascade: the one function that picks the answering tier, with fake lookups (a table of cases)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from entries import chat
+from semula.core.canonical import normalised_fingerprint, request_fingerprint
+from semula.core.cascade import Candidate, NearSearch, cascade, run_now
+from semula.core.decision import Bypass, Match
+from semula.core.modes import Mode
+from semula.core.nearmatch import Verdict
+from semula.core.settings import ProjectSettings
+
+REQUEST = chat("What is the capital of France?")
+SETTINGS = ProjectSettings()
+EXACT = request_fingerprint(REQUEST)
+NORMALISED = normalised_fingerprint(REQUEST, *SETTINGS.fingerprint_inputs)
+SERVE = Verdict("lexical", 1.0, serve=True, review=False, reason=None)
+REVIEW = Verdict("lexical", 0.8, serve=False, review=True, reason="score 0.80 < serve threshold 1.00")
+
+
+@dataclass
+class FakeLookups:
+    exact: dict[str, int] = field(default_factory=dict)
+    normalised: dict[str, int] = field(default_factory=dict)
+    near_result: NearSearch = field(default_factory=NearSearch)
+    in_flight: bool = False
+    calls: list[str] = field(default_factory=list)
+
+    def certain(self, project: str, request_fp: str, normalised_fp: str | None) -> Match | None:
+        self.calls.append("certain" if normalised_fp is None else "certain+normalised")
+        if request_fp in self.exact:
+            return Match("exact", self.exact[request_fp])
+        if normalised_fp in self.normalised:
+            return Match("normalised", self.normalised[normalised_fp])
+        return None
+
+    async def recording_in_flight(self, project: str, fingerprint: str) -> bool:
+        self.calls.append("in_flight")
+        if self.in_flight:
+            self.exact[EXACT] = 9  # the recording landed while we waited
+        return self.in_flight
+
+    async def near(self, project, request, request_fp, normalised_fp, settings, fuzzy_bypass_reason) -> NearSearch:
+        self.calls.append(f"near:{fuzzy_bypass_reason}")
+        return self.near_result
+
+
+def run(mode: Mode, lookups: FakeLookups | None, **kwargs):
+    request = kwargs.pop("request", REQUEST)
+    settings = kwargs.pop("settings", SETTINGS)
+    return run_now(cascade(mode, "p", request, settings, lookups, **kwargs))
+
+
+@pytest.mark.parametrize(
+    ("mode", "lookups", "decision", "tier", "action"),
+    [
+        (Mode.AUTO, FakeLookups(exact={EXACT: 1}), "hit", "exact", "serve"),
+        (Mode.REPLAY, FakeLookups(normalised={NORMALISED: 2}), "hit", "normalised", "serve"),
+        (Mode.AUTO, FakeLookups(near_result=NearSearch(served=Match("lexical", 3, 1.0))), "hit", "lexical", "serve"),
+        (Mode.AUTO, FakeLookups(), "miss", "none", "forward"),
+        (Mode.REPLAY, FakeLookups(), "miss", "none", "refuse"),
+        (Mode.RECORD, FakeLookups(exact={EXACT: 1}), "miss", "none", "forward"),
+        (Mode.PASSTHROUGH, FakeLookups(exact={EXACT: 1}), "passthrough", "none", "forward"),
+        (Mode.AUTO, FakeLookups(in_flight=True), "hit", "exact", "serve"),
+    ],
+)
+def test_tiers_in_order(mode, lookups, decision, tier, action) -> None:
+    outcome = run(mode, lookups)
+    assert (outcome.decision.decision, outcome.decision.tier, outcome.decision.action) == (decision, tier, action)
+
+
+def test_an_exact_hit_never_computes_the_normalised_fingerprint() -> None:
+    lookups = FakeLookups(exact={EXACT: 1})
+    outcome = run(Mode.AUTO, lookups)
+    assert outcome.normalised_fp is None and lookups.calls == ["certain"]
+
+
+def test_a_miss_carries_fingerprints_and_review_candidates() -> None:
+    queued = (Candidate(4, REVIEW, candidate_id=7),)
+    outcome = run(Mode.AUTO, FakeLookups(near_result=NearSearch(best=queued[0], queued=queued)))
+    assert outcome.decision.record and outcome.request_fp == EXACT and outcome.normalised_fp == NORMALISED
+    assert outcome.near is not None and outcome.near.queued == queued
+
+
+def test_waiting_for_a_recording_in_flight_is_auto_mode_only() -> None:
+    lookups = FakeLookups(in_flight=True)
+    run(Mode.REPLAY, lookups)
+    assert "in_flight" not in lookups.calls
+
+
+def test_a_bypass_skips_every_lookup_and_is_refused_in_replay() -> None:
+    bypass = Bypass("no_cache_header", "header x-semula-no-cache")
+    lookups = FakeLookups(exact={EXACT: 1})
+    assert run(Mode.AUTO, lookups, bypass=bypass).decision.decision == "bypass"
+    assert lookups.calls == []
+    assert run(Mode.REPLAY, lookups, bypass=bypass).decision.action == "refuse"
+
+
+def test_a_fuzzy_bypass_reaches_the_near_search_as_its_reason() -> None:
+    hot = chat("What is the capital of France?", temperature=0.9)
+    lookups = FakeLookups()
+    outcome = run(Mode.AUTO, lookups, request=hot)
+    assert outcome.fuzzy_bypass_reason and lookups.calls[-1] == f"near:{outcome.fuzzy_bypass_reason}"
+
+
+def test_no_store_forwards_in_auto_and_refuses_in_replay_with_the_reason() -> None:
+    auto = run(Mode.AUTO, None, store_problem="disk full")
+    replay = run(Mode.REPLAY, None, store_problem="disk full")
+    assert (auto.decision.decision, auto.decision.action) == ("error", "forward")
+    assert replay.decision.action == "refuse" and "disk full" in replay.decision.reason
+
+
+def test_an_unparsable_request_is_decided_by_its_bypass() -> None:
+    bypass = Bypass("unparsable_body", "cannot match this request: not JSON")
+    outcome = run(Mode.REPLAY, FakeLookups(), request=None, bypass=bypass)
+    assert outcome.decision.action == "refuse" and outcome.request_fp is None
+
+
+def test_run_now_refuses_a_cascade_that_waits() -> None:
+    import asyncio
+
+    async def waits() -> int:
+        await asyncio.sleep(0)
+        return 1
+
+    with pytest.raises(RuntimeError, match="event loop"):
+        run_now(waits())

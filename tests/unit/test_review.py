@@ -1,0 +1,84 @@
+"""engine.review: the queue's rules, on a real temporary store (no proxy)."""
+
+from __future__ import annotations
+
+import pytest
+
+from entries import chat, new_entry
+from semula.core.canonical import normalised_fingerprint, request_fingerprint
+from semula.core.cascade import Candidate
+from semula.core.nearmatch import Verdict
+from semula.engine.engine import Engine
+from semula.store.duckdb_store import Store
+
+REVIEW = Verdict("lexical", 0.8, serve=False, review=True, reason="score 0.80 < serve threshold 1.00")
+NOT_REVIEWABLE = Verdict("lexical", 0.3, serve=False, review=False, reason="score 0.30 < serve threshold 1.00")
+INCOMING = chat("What is the capital city of France?")
+FP, NFP = request_fingerprint(INCOMING), normalised_fingerprint(INCOMING, (), ())
+
+
+@pytest.fixture
+def engine(tmp_path):
+    events: list[dict] = []
+    engine = Engine(Store.open(tmp_path), review_log=events.append)
+    engine.events = events
+    yield engine
+    engine.close()
+
+
+def recorded(engine: Engine, *texts: str) -> list[int]:
+    return [engine.record(new_entry(chat(text))) for text in texts]
+
+
+def queue(engine: Engine, ids: list[int], verdict: Verdict = REVIEW, paired: dict[int, str] | None = None):
+    candidates = [Candidate(i, verdict) for i in ids]
+    return engine.review.queue("p", INCOMING, FP, NFP, candidates, paired or {})
+
+
+def test_at_most_three_candidates_per_request_and_only_reviewable_ones(engine: Engine) -> None:
+    ids = recorded(engine, "one", "two", "three", "four")
+    assert queue(engine, ids[:1], NOT_REVIEWABLE) == []
+    queued = queue(engine, ids)
+    assert [c.entry_id for c in queued] == ids[:3] and all(c.candidate_id for c in queued)
+    assert engine.review.has_open("p", NFP)
+    assert [e["event"] for e in engine.events] == ["queued"] * 3
+
+
+def test_a_pairing_already_queued_or_rejected_is_not_queued_again(engine: Engine) -> None:
+    ids = recorded(engine, "one", "two")
+    assert queue(engine, ids, paired={ids[0]: "rejected"})[0].entry_id == ids[1]
+
+
+def test_approve_writes_an_alias_closes_the_others_and_serves_at_once(engine: Engine) -> None:
+    ids = recorded(engine, "one", "two")
+    first, second = queue(engine, ids)
+    result = engine.approve(first.candidate_id)
+    assert result["alias_to"] == ids[0] and result["closed"] == [second.candidate_id]
+    assert engine.match("p", FP, NFP).tier == "alias"
+    assert not engine.review.has_open("p", NFP)
+    with pytest.raises(ValueError, match="already approved"):
+        engine.approve(first.candidate_id)
+
+
+def test_reject_is_kept_and_the_request_closes_when_nothing_is_open(engine: Engine) -> None:
+    (only,) = queue(engine, recorded(engine, "one"))
+    engine.review.reject(only.candidate_id)
+    assert engine.store.paired_entries("p", NFP) == {only.entry_id: "rejected"}
+    assert not engine.review.has_open("p", NFP)
+
+
+def test_recording_the_request_itself_closes_its_open_candidates(engine: Engine) -> None:
+    queue(engine, recorded(engine, "one"))
+    engine.record(new_entry(INCOMING))
+    assert not engine.review.has_open("p", NFP)
+    assert engine.events[-1]["event"] == "closed"
+
+
+def test_list_and_show_give_both_texts_and_a_word_diff(engine: Engine) -> None:
+    (only,) = queue(engine, recorded(engine, "What is the capital of France?"))
+    (row,) = engine.review.list()
+    assert row["id"] == only.candidate_id and row["recorded"] == "What is the capital of France?"
+    shown = engine.review.show(only.candidate_id)
+    assert shown["diff"] == "What is the capital {+city+} of France?"
+    with pytest.raises(ValueError, match="no review candidate"):
+        engine.review.show(999)
