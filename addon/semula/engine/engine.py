@@ -15,6 +15,7 @@ from semula.core.canonical import CanonicalRequest
 from semula.core.cascade import NearSearch
 from semula.core.decision import Match
 from semula.core.explain import Nearest, nearest_recordings
+from semula.core.redact import FingerprintKey
 from semula.core.settings import ProjectSettings
 from semula.engine.index import AnswerCache, FingerprintIndex
 from semula.engine.near import NearSearcher
@@ -28,8 +29,11 @@ NEAREST_CANDIDATES = 2000
 
 class Engine:
     def __init__(self, store: RecordingStore, review_log: Callable[[dict[str, Any]], None] | None = None,
-                 embedder: Any = None):
+                 embedder: Any = None, key: FingerprintKey | None = None):
         self.store = store
+        # The salt of every redacted secret's tag: the store's own unless the caller brings one.
+        # Whoever canonicalises requests for this engine must use it (`Adapter.canonicalise(raw, key)`).
+        self.fingerprint_key = key or FingerprintKey(store.fingerprint_salt())
         self.lexical = store.lexical_index()
         self.embeddings = None
         if embedder is not None:
@@ -41,6 +45,7 @@ class Engine:
         self.review = ReviewQueue(store, self.index, self.lexical, review_log)
         self.searcher = NearSearcher(store, self.lexical, self.review, self.embeddings)
         self.recordings = Recordings(store, self.index, self.answers, self.lexical, self.review, self.embeddings)
+        self.recordings.upgrade_fingerprints()
         self.recordings.reload()
 
     def close(self) -> None:
