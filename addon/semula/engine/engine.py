@@ -20,6 +20,7 @@ from semula.engine.index import AnswerCache, FingerprintIndex
 from semula.engine.near import NearSearcher
 from semula.engine.recordings import Recordings
 from semula.engine.review import ReviewQueue
+from semula.engine.upkeep import upgrade
 from semula.store.base import RecordingStore
 from semula.store.types import Entry
 
@@ -41,6 +42,7 @@ class Engine:
         self.review = ReviewQueue(store, self.index, self.lexical, review_log)
         self.searcher = NearSearcher(store, self.lexical, self.review, self.embeddings)
         self.recordings = Recordings(store, self.index, self.answers, self.lexical, self.review, self.embeddings)
+        upgrade(store, lambda project, settings: self.recordings.refingerprint(project, settings, reload=False))
         self.recordings.reload()
 
     def close(self) -> None:

@@ -251,6 +251,28 @@ class Store:
             for entry_id, fp in updates:
                 con.execute("UPDATE entries SET normalised_fp = ? WHERE id = ?", [fp, entry_id])
 
+    def canonicals_after(self, after_id: int, limit: int = 1000) -> list[tuple[int, str, dict[str, Any]]]:
+        """(id, project, canonical) of the entries after `after_id`, in id order: a batch of a full pass."""
+        with self._errors():
+            rows = self.con.execute("SELECT id, project, canonical FROM entries WHERE id > ? ORDER BY id LIMIT ?",
+                                    [after_id, limit]).fetchall()
+        return [(int(i), p, json.loads(c)) for i, p, c in rows]
+
+    def set_last_texts(self, updates: list[tuple[int, str]]) -> None:
+        with self.transaction() as con:
+            for entry_id, text in updates:
+                con.execute("UPDATE entries SET last_text = ? WHERE id = ?", [text, entry_id])
+
+    def meta(self, key: str) -> str | None:
+        with self._errors():
+            row = self.con.execute("SELECT value FROM store_meta WHERE key = ?", [key]).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction() as con:
+            con.execute("DELETE FROM store_meta WHERE key = ?", [key])
+            con.execute("INSERT INTO store_meta VALUES (?, ?)", [key, value])
+
     def projects(self) -> list[str]:
         with self._errors():
             rows = self.con.execute(

@@ -116,10 +116,17 @@ def _m003_embeddings(con: duckdb.DuckDBPyConnection) -> None:
     create_vector_table(con)
 
 
+def _m004_store_meta(con: duckdb.DuckDBPyConnection) -> None:
+    # Versions of derived data (normalised fingerprints, the searchable text): when the code's
+    # version differs, the engine recomputes that data from the stored requests on open.
+    con.execute("CREATE TABLE store_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)")
+
+
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_core", _m001_core),
     ("002_review", _m002_review),
     ("003_embeddings", _m003_embeddings),
+    ("004_store_meta", _m004_store_meta),
 )
 
 
