@@ -21,6 +21,7 @@ from semula.engine.index import AnswerCache, FingerprintIndex
 from semula.engine.near import NearSearcher
 from semula.engine.recordings import Recordings
 from semula.engine.review import ReviewQueue
+from semula.engine.upkeep import upgrade
 from semula.store.base import RecordingStore
 from semula.store.types import Entry
 
@@ -46,6 +47,7 @@ class Engine:
         self.searcher = NearSearcher(store, self.lexical, self.review, self.embeddings)
         self.recordings = Recordings(store, self.index, self.answers, self.lexical, self.review, self.embeddings)
         self.recordings.upgrade_fingerprints()
+        upgrade(store, lambda project, settings: self.recordings.refingerprint(project, settings, reload=False))
         self.recordings.reload()
 
     def close(self) -> None:

@@ -13,8 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from semula.core.canonical import FINGERPRINT_VERSION, CanonicalRequest, normalised_fingerprint, request_fingerprint
-from semula.core.normalise import scrub_volatile
-from semula.core.redact import clean_headers, redact_bytes, redact_text
+from semula.core.redact import clean_headers, redact_bytes
 from semula.core.settings import (
     FINGERPRINT_KEYS,
     ProjectSettings,
@@ -25,6 +24,7 @@ from semula.core.settings import (
 )
 from semula.engine.index import PRELOAD_BYTES, AnswerCache, FingerprintIndex
 from semula.engine.review import ReviewQueue, shorten
+from semula.engine.upkeep import searchable_text
 from semula.providers.base import Usage
 from semula.store.base import LexicalProposer, RecordingStore
 from semula.store.types import NewEntry
@@ -49,7 +49,7 @@ def recording_of(project: str, request: CanonicalRequest, settings: ProjectSetti
         project=project, provider=request.provider, host=host, method=request.method,
         endpoint=request.endpoint, model=request.model, request_fp=request_fp,
         normalised_fp=normalised_fp, canonical=request.to_json(),
-        last_text=redact_text(scrub_volatile(request.last_text(), settings.scrub_patterns)),
+        last_text=searchable_text(request, settings.scrub_patterns),
         status=status, headers=clean_headers(headers), body=redact_bytes(body), streamed=streamed,
         prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, upstream_ms=upstream_ms,
     )
@@ -134,7 +134,7 @@ class Recordings:
             changed = self.refingerprint(project, new)
         return {"project": project, "key": key, "value": settings_to_json(new)[key], "refingerprinted": changed}
 
-    def refingerprint(self, project: str, settings: ProjectSettings) -> int:
+    def refingerprint(self, project: str, settings: ProjectSettings, reload: bool = True) -> int:
         """Recompute normalised fingerprints (and the aliases pointing at them) from stored requests."""
         old_fps = {entry_id: fp for entry_id, p, _, fp in self.store.index_rows() if p == project}
         updates = []
@@ -144,7 +144,8 @@ class Recordings:
                 updates.append((entry_id, fp))
         self.store.set_normalised_fps(updates)
         self._refingerprint_aliases(project, settings)
-        self.reload()
+        if reload:
+            self.reload()
         return len(updates)
 
     def _refingerprint_aliases(self, project: str, settings: ProjectSettings) -> None:
