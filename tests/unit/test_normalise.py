@@ -384,6 +384,8 @@ def test_layout_pair_files(pair: dict[str, Any]) -> None:
     from semula.core.canonical import normalised_fingerprint
     from semula.engine.evaluate import canonical_of
 
-    stored, incoming = canonical_of(pair["stored"]), canonical_of(pair["incoming"])
+    from entries import TEST_KEY
+
+    stored, incoming = canonical_of(pair["stored"], TEST_KEY), canonical_of(pair["incoming"], TEST_KEY)
     shared = normalised_fingerprint(stored) == normalised_fingerprint(incoming)
     assert shared is (pair["expect"] == "same"), pair["note"]

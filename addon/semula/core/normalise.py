@@ -15,7 +15,6 @@ wrong hit costs a confusing test failure.
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections.abc import Sequence
