@@ -23,6 +23,7 @@ from semula.core.guard import (
     negation_differs,
     numbers_differ,
     quoted_differ,
+    symbols_differ,
     text_diff,
     units_differ,
 )
@@ -105,6 +106,21 @@ REFUSED = [
     _case("Rename getUser", "Rename GetUser", "identifier: getUser→GetUser", "camelCase case"),
     _case("Say 'good night' in Italian", "Say 'good evening' in Italian", "alternative: night→evening", "quote"),
     _case('Translate "a b c"', 'Translate "a b d"', "quoted: a b c→a b d", "quoted catch-all"),
+    # symbols: operators, comparisons, brackets, arrows, set and math signs, emoji
+    _case("What is a == b?", "What is a != b?", "symbols differ: == → !=", "equality operator"),
+    _case("Is x >= 10?", "Is x > 10?", "symbols differ: >= → >", "comparison"),
+    _case("Simplify (a + b) * c", "Simplify a + (b * c)", "symbols differ:", "brackets moved"),
+    _case("Evaluate 7 - 3", "Evaluate 7 + 3", "symbols differ: - → +", "minus and plus"),
+    _case("idle → running → done", "idle ← running ← done", "symbols differ: '→ →' → '← ←'", "arrows"),
+    _case("Prove A ∪ B = B ∪ A", "Prove A ∩ B = B ∩ A", "symbols differ: ∪ → ∩", "set union"),
+    _case("Compute √27", "Compute ∛27", "symbols differ: √ → ∛", "roots"),
+    _case("What does 🔥 mean?", "What does 💀 mean?", "symbols differ: 🔥 → 💀", "emoji"),
+    _case("Explain `cmd > out`", "Explain `cmd >> out`", "symbols differ: > → >>", "redirect"),
+    _case("Why does if (!done) loop?", "Why does if (done) loop?", "symbols differ: (! → (", "code negation"),
+    _case("Was bedeutet ⇒?", "Was bedeutet ⇔?", "symbols differ: ⇒ → ⇔", "german prose"),
+    _case("Price $40 on the menu", "Price €40 on the menu", "unit: $→€", "currency by the unit check"),
+    # moved words: prepositions are no longer exempt
+    _case("copy files from the server to my laptop", "copy files to the server from my laptop", "word order:", "to/from"),
     # scripts without capitals: any changed word may be a name
     _case("法国的首都是哪里？", "德国的首都是哪里？", "entity: 法→德", "chinese"),
     _case("ما هي عاصمة فرنسا؟", "ما هي عاصمة ألمانيا؟", "entity: فرنسا→ألمانيا", "arabic"),
@@ -129,6 +145,11 @@ PASSED = [
     _case("How can one learn Go?", "How do I learn Go?", None, "one as a pronoun"),
     _case("Why do people believe this in this day and age?", "Why do people believe this?", None, "weak unit"),
     _case("What is the best way to learn?", "How should I learn?", None, "one-sided opposite word"),
+    _case("Hello, world.", "hello world!", None, "sentence punctuation is no symbol"),
+    _case("Is (a + b) ok?", "is ( a + b ) ok", None, "symbols spaced differently"),
+    _case("Is a well-known fix", "Is a well-known fix?", None, "hyphen inside a word"),
+    _case("Due 2024-01-05 at 9:30", "Due 2024-01-05 at 9:30.", None, "date and time separators"),
+    _case("Reply 'see you 👍'", "Reply “see you 👍”", None, "emoji inside curly quotes"),
     _case("", "", None, "empty"),
     _case("?!...", "!!!", None, "punctuation only"),
     _case("the of and", "a an the", None, "stopwords only"),
@@ -161,6 +182,7 @@ def test_guard_is_symmetric_in_refusing(stored: str, incoming: str, expected: st
         (entities_differ, "visit Kyoto now", "visit Osaka now"),
         (identifiers_differ, "run main.py", "run main.rs"),
         (quoted_differ, 'say "hi there"', 'say "hi where"'),
+        (symbols_differ, "is a < b", "is a <= b"),
     ],
 )
 def test_each_check_alone(check, stored: str, incoming: str) -> None:
@@ -207,3 +229,67 @@ def test_huge_unrelated_prompts_are_refused_quickly() -> None:
 )
 def test_pure_reorders_are_refused(stored, incoming):
     assert guard(stored, incoming).startswith("word order")
+
+
+# ---------------------------------------------------------------- edits: allow-list and small edits
+
+from semula.core.guard_edits import edits_change_question, edits_unlisted  # noqa: E402
+from semula.core.nearmatch import lexical_tokens  # noqa: E402
+
+
+# (stored, incoming, id): edits the allow-list knows
+HARMLESS = [
+    ("Explain how a hash map works.", "Please explain how a hash map works", "please"),
+    ("Could you summarise this article?", "Summarise this article.", "request frame"),
+    ("What's the difference between TCP and UDP?", "What is the difference between TCP and UDP?", "contraction"),
+    ("I don't get it", "I do not get it", "n't"),
+    ("How do I center a div?", "How can I centre a div?", "how can I, spelling"),
+    ("Which phone should I buy?", "What phone should I purchase?", "which/what, synonym"),
+    ("Por favor, resume este texto.", "Resume este texto.", "spanish politeness"),
+    ("Bitte übersetze den Satz.", "Übersetze den Satz.", "german politeness"),
+    ("Peux-tu l'expliquer, s'il te plaît ?", "Peux-tu l'expliquer ?", "french politeness"),
+    ("Hi! Write a poem about the sea, thanks", "Write a poem about the sea.", "greeting and thanks"),
+]
+
+NOT_HARMLESS = [
+    _case("How often should I feed my cat?", "How often should I feed my dog?", "edit not known harmless: cat → dog", "noun swap"),
+    _case("Read a CSV with pandas", "Read a CSV with polars", "edit not known harmless: pandas → polars", "library"),
+    _case("Convert this to json", "Convert this to yaml", "edit not known harmless: json → yaml", "format"),
+    _case("Should all tests pass?", "Should most tests pass?", "edit not known harmless: all → most", "quantifier"),
+    _case("Should I tell her?", "Must I tell her?", "edit not known harmless: should → must", "modal"),
+    _case("Did they announce it?", "Will they announce it?", "edit not known harmless: did → will", "tense"),
+    _case("Copy from the server to my laptop", "Copy to the server from my laptop", "edit not known harmless:", "to/from"),
+    _case("Turn on dark mode", "Turn off dark mode", "edit not known harmless: on → off", "on/off"),
+    _case("The landlord sued the tenant", "The landlord was sued by the tenant", "edit not known harmless: 'was' only in incoming", "passive"),
+    _case("Il est parti avant le dîner", "Il est parti après le dîner", "edit not known harmless: avant → après", "french"),
+    _case("¿Cuál es más caro?", "¿Cuál es menos caro?", "edit not known harmless: más → menos", "spanish"),
+    _case("dog bites man", "man bites dog", "edit not known harmless:", "moved words"),
+    _case("Explain it", "Explain it simply", "edit not known harmless: 'simply' only in incoming", "manner adverb"),
+    _case("Is a == b?", "Is a != b?", "edit not known harmless: == → !=", "symbol"),
+]
+
+
+@pytest.mark.parametrize("stored, incoming, expected", [_case(a, b, None, i) for a, b, i in HARMLESS] + NOT_HARMLESS)
+def test_edits_unlisted(stored: str, incoming: str, expected: str | None) -> None:
+    reason = edits_unlisted(lexical_tokens(stored), lexical_tokens(incoming))
+    assert reason == expected if expected is None else (reason or "").startswith(expected)
+    if expected is not None:  # refusing does not depend on which side was recorded
+        assert edits_unlisted(lexical_tokens(incoming), lexical_tokens(stored)) is not None
+
+
+SMALL_EDITS = [
+    _case("How often should I feed my cat?", "How often should I feed my dog?", "small edit, words swapped: cat → dog", "noun swap"),
+    _case("Should I scale up the cluster?", "Should I scale down the cluster?", "small edit, words swapped: up → down", "direction"),
+    _case("The landlord sued the tenant", "The landlord was sued by the tenant", "small edit, relation word: 'by'", "passive"),
+    _case("walking for half an hour", "walking for an hour and a half", "small edit, word moved:", "moved"),
+    _case("Write arguments for the plan", "Write arguments for the plan, please", None, "harmless"),
+    _case("What is the best way to learn Python?", "What are the best ways to learn Python?", "small edit, words swapped: way → ways", "plural"),
+    _case("What is the best way to lose weight fast without going hungry?",
+          "How can someone lose weight quickly and safely while not feeling starved all day?", None, "rewording"),
+]
+
+
+@pytest.mark.parametrize("stored, incoming, expected", SMALL_EDITS)
+def test_edits_change_question(stored: str, incoming: str, expected: str | None) -> None:
+    reason = edits_change_question(lexical_tokens(stored), lexical_tokens(incoming))
+    assert reason == expected if expected is None else (reason or "").startswith(expected)

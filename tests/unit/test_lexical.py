@@ -54,8 +54,11 @@ def test_never_the_same_pairing_twice_and_at_most_three(cache):
 def test_serving_needs_the_same_context(cache):
     settings = ProjectSettings(lexical_serve_threshold=0.8)
     record(cache, "Summarise the quarterly report for the board in five bullet points")
-    assert near(cache, "Summarise the quarterly report for the board in five short bullet points",
+    assert near(cache, "Please summarise the quarterly report for the board in five bullet points",
                 settings=settings).served is not None
+    # below a perfect score only known harmless edits are served: "short" changes the answer
+    assert near(cache, "Summarise the quarterly report for the board in five short bullet points",
+                settings=settings).served is None
     c = canonical("Summarise the quarterly report for the board in five short bullet points")
     other_system = canonical([{"type": "text", "text": "Summarise the quarterly report for the board in five short bullet points"}])
     assert other_system.last_user_text() == c.last_user_text()

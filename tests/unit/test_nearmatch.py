@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from semula.core.canonical import CanonicalRequest
-from semula.core.nearmatch import Verdict, lexical_score, lexical_words, near_match
+from semula.core.nearmatch import Verdict, lexical_score, lexical_tokens, lexical_words, near_match
 from semula.core.text import dice
 from semula.core.pair import pipeline_outcome
 from semula.core.normalise import words
@@ -140,7 +140,8 @@ STORED = _user(LONG + ".")
     [
         (_user(LONG), STORED, DEFAULTS, True, False, None),
         (_user(LONG + " and the budget."), STORED, DEFAULTS, False, True, "score 0.96 < serve threshold 1.00"),
-        (_user(LONG + " and the budget."), STORED, LOOSE, True, False, None),
+        (_user("Please " + LONG), STORED, LOOSE, True, False, None),
+        (_user(LONG + " and the budget."), STORED, LOOSE, False, True, "edit not known harmless: 'and budget' only in"),
         (_user(LONG.replace("three", "four")), STORED, LOOSE, False, True, "guard: number three≠four"),
         (_user(LONG, system="Answer in French."), STORED, LOOSE, False, True, "context differs (system prompt)"),
         (
@@ -161,6 +162,7 @@ STORED = _user(LONG + ".")
     ids=[
         "same words",
         "one extra word",
+        "politeness added, lower threshold",
         "one extra word, lower threshold",
         "guard",
         "system prompt",
@@ -300,3 +302,130 @@ def test_pipeline_outcome_tiers() -> None:
     assert pipeline_outcome(STORED, _user(LONG.upper() + " "), DEFAULTS).tier == "normalised"
     outcome = pipeline_outcome(STORED, _user(LONG + " and the budget."), DEFAULTS)
     assert (outcome.action, outcome.tier) == ("review", "none")
+
+
+# ---------------------------------------------------------------- symbols and edits
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Is a == b?", ["is", "a", "==", "b"]),
+        ("Simplify (a + b) * c.", ["simplify", "(", "a", "+", "b", ")", "*", "c"]),
+        ("Hello, world! What's up?", ["hello", "world", "what", "s", "up"]),
+        ("Price: $40 or €35", ["price", "$", "40", "or", "€", "35"]),
+        ("idle → done 👍", ["idle", "→", "done", "👍"]),
+        ("A ∪ B", ["a", "∪", "b"]),
+        ("1,000.50 on 2024-01-05", ["1", "000", "50", "on", "2024", "01", "05"]),
+        ("a well-known fix", ["a", "well", "known", "fix"]),
+        ("¿Qué es «x»?", ["qué", "es", "x"]),
+    ],
+)
+def test_lexical_tokens(text: str, expected: list[str]) -> None:
+    assert lexical_tokens(text) == expected
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ("Why does a == b fail?", "Why does a != b fail?"),
+        ("Is x >= 10?", "Is x > 10?"),
+        ("Compute √27", "Compute ∛27"),
+        ("What does 🔥 mean?", "What does 💀 mean?"),
+        ("Costs $40", "Costs €40"),
+    ],
+)
+def test_a_symbol_change_lowers_the_score(a: str, b: str) -> None:
+    assert lexical_score(a, b)[0] < 1.0
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [("Hello, world.", "hello world"), ("What is X?", "What is X"), ("Is it ok?!", "is it ok"), ("你好，世界。", "你好 世界")],
+)
+def test_sentence_punctuation_keeps_a_perfect_score(a: str, b: str) -> None:
+    assert lexical_score(a, b) == (1.0, True)
+
+
+_BASE = "Explain why the nightly export of the billing tables fails on the new cluster"
+
+
+@pytest.mark.parametrize(
+    "stored, incoming, settings, serve, reason",
+    [
+        ("Why does `a == b` hold here?", "Why does `a != b` hold here?", SERVE_ALL, False, "guard: symbols differ: == → !="),
+        ("Is A ∪ B empty?", "Is A ∩ B empty?", DEFAULTS, False, "score"),
+        (_BASE, "Please " + _BASE.lower() + ".", LOOSE, True, None),
+        (_BASE, "Could you " + _BASE.lower() + "?", LOOSE, True, None),
+        (_BASE, _BASE.replace("billing", "invoice"), LOOSE, False, "edit not known harmless: billing → invoice"),
+        (_BASE, _BASE.replace("new", "old"), SERVE_ALL, False, "guard: antonym"),
+        (_BASE, _BASE.replace(" on ", " from "), LOOSE, False, "edit not known harmless: on → from"),
+        (_BASE, _BASE + " quickly", LOOSE, False, "edit not known harmless: 'quickly' only in incoming"),
+    ],
+    ids=["symbols at any threshold", "symbols lower the score", "please", "request frame", "noun swap",
+         "opposite", "preposition", "adverb"],
+)
+def test_lexical_serving_needs_known_harmless_edits(stored, incoming, settings, serve, reason) -> None:
+    verdict = near_match(_user(incoming), _user(stored), settings)
+    assert verdict.serve is serve, verdict
+    assert (verdict.reason is None) if reason is None else (verdict.reason or "").startswith(reason), verdict
+    if not serve and lexical_score(incoming, stored)[0] >= settings.lexical_review_threshold:
+        assert verdict.review, "refusing an edit must never turn a review into a miss"
+
+
+EMBED = ProjectSettings(embedding_serve_threshold=0.9)
+
+
+@pytest.mark.parametrize(
+    "stored, incoming, serve, reason",
+    [
+        ("How often should I feed my cat?", "How often should I feed my dog?", False, "small edit, words swapped: cat → dog"),
+        ("Should I scale up the cluster?", "Should I scale down the cluster?", False, "small edit, words swapped"),
+        ("Copy my files to the server", "Copy my files from the server", False, "small edit, words swapped: to → from"),
+        ("Is a < b here?", "Is a <= b here?", False, "guard: symbols differ"),
+        ("Which laptops are good for video editing on a student budget?",
+         "Which laptops are not good for video editing on a student budget?", False, "guard: negation"),
+        ("What is the fastest way to learn to play the guitar as an adult beginner?",
+         "As a grown-up starting out, how can I pick up guitar playing quickly?", True, None),
+    ],
+    ids=["noun swap", "direction", "to/from", "symbol", "negation", "rewording"],
+)
+def test_embedding_serving_refuses_small_unlisted_edits(stored, incoming, serve, reason) -> None:
+    verdict = near_match(_user(incoming), _user(stored), EMBED, tier="embedding", score=0.95)
+    assert verdict.serve is serve, verdict
+    assert (verdict.reason is None) if reason is None else (verdict.reason or "").startswith(reason), verdict
+    assert verdict.review or verdict.serve
+
+
+# ---------------------------------------------------------------- the adversarial pair files
+
+from shared_paths import DATA  # noqa: E402
+
+
+def _pairs(name: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (DATA / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _outcome(pair: dict[str, Any], settings: ProjectSettings):
+    from semula.engine.evaluate import canonical_of
+
+    return pipeline_outcome(canonical_of(pair["stored"]), canonical_of(pair["incoming"]), settings)
+
+
+@pytest.mark.parametrize("name", ["symbols-pairs.jsonl", "open-vocabulary-pairs.jsonl"])
+@pytest.mark.parametrize("settings", [DEFAULTS, ProjectSettings(lexical_serve_threshold=0.9), LOOSE],
+                         ids=["defaults", "lexical 0.9", "lexical 0.8"])
+def test_adversarial_pairs_are_never_served(name: str, settings: ProjectSettings) -> None:
+    pairs = _pairs(name)
+    assert len(pairs) >= 20 and all(p["expect"] == "different" for p in pairs)
+    served = [p["id"] for p in pairs if _outcome(p, settings).action == "served"]
+    assert served == []
+
+
+def test_harmless_edit_pairs_are_served_or_reviewed() -> None:
+    pairs = _pairs("harmless-edit-pairs.jsonl")
+    assert len(pairs) >= 20 and all(p["expect"] == "same" for p in pairs)
+    outcomes = {p["id"]: _outcome(p, ProjectSettings(lexical_serve_threshold=0.9)) for p in pairs}
+    assert all(o.action in ("served", "review") for o in outcomes.values())
+    # whatever the score lets through, the allow-list does not stop
+    assert not [i for i, o in outcomes.items() if o.verdict and (o.verdict.reason or "").startswith("edit not known")]

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from difflib import SequenceMatcher
 
 from semula.core.guard_diff import MAX_CHANGED_TOKENS, TextDiff, text_diff
 from semula.core.guard_tokens import Feature
-from semula.core.guard_words import NEGATING_PREFIXES, PREFIX_SWAPS
+from semula.core.guard_words import NEGATING_PREFIXES, PREFIX_SWAPS, SYMBOL_TOKENS
+from semula.core.text import symbol_tokens
 
 __all__ = [
     "GUARD_CHECKS",
@@ -40,6 +42,7 @@ __all__ = [
     "negation_differs",
     "numbers_differ",
     "quoted_differ",
+    "symbols_differ",
     "text_diff",
     "units_differ",
 ]
@@ -175,10 +178,33 @@ def quoted_differ(d: TextDiff) -> str | None:
     return _compare("quoted", *d.changed("quote"), sep="→")
 
 
-# Words too common to carry who-did-what-to-whom when they move.
+def _signs(text: str) -> list[str]:
+    """Symbol runs without the currency, percent and degree signs, which the unit and
+    number checks compare by meaning ("$5" = "5 dollars", "$5" ≠ "€5")."""
+    runs = ("".join(c for c in run if c not in SYMBOL_TOKENS) for run in symbol_tokens(text))
+    return [run for run in runs if run]
+
+
+def symbols_differ(d: TextDiff) -> str | None:
+    """Operators, comparisons, brackets, arrows, set and math signs, currencies and emoji, in
+    order ("==" vs "!=", "(a + b) * c" vs "a + (b * c)", "→" vs "←", "$" vs "€", "👍" vs "👎").
+    Plain sentence punctuation (commas, a trailing ".?!", quotes) is not compared."""
+    stored, incoming = _signs(d.stored.text), _signs(d.incoming.text)
+    if "".join(stored) == "".join(incoming):  # the same signs, only spaced differently
+        return None
+    matcher = SequenceMatcher(None, stored, incoming, autojunk=False)
+    tag, i1, i2, j1, j2 = next(op for op in matcher.get_opcodes() if op[0] != "equal")
+    a, b = " ".join(stored[i1:i2]), " ".join(incoming[j1:j2])
+    if a and b:
+        return f"symbols differ: {a} → {b}" if " " not in a + b else f"symbols differ: '{a}' → '{b}'"
+    return f"symbols differ: '{a or b}' only in {'stored' if a else 'incoming'}"
+
+
+# Words too common to carry who-did-what-to-whom when they move. Prepositions,
+# conjunctions and modals are not among them: "from A to B" is not "to A from B".
 FUNCTION_WORDS = frozenset(
-    "a an the of to in on at for by with from and or but is are was were be been it this that these those "
-    "i you we they he she me my your our their its do does did can could would should will please".split()
+    "a an the is are was were be been it this that these those "
+    "i you we they he she me my your our their its do does did please".split()
 )
 
 
@@ -200,6 +226,7 @@ GUARD_CHECKS: tuple[Callable[[TextDiff], str | None], ...] = (
     entities_differ,
     identifiers_differ,
     quoted_differ,
+    symbols_differ,
     word_order_differs,
 )
 
@@ -212,7 +239,7 @@ def guard(stored_text: str, incoming_text: str) -> str | None:
     if diff is None:
         return f"texts differ too widely to check (more than {MAX_CHANGED_TOKENS} changed words)"
     if not diff.stored_changed and not diff.incoming_changed:
-        return None
+        return symbols_differ(diff)  # the words are the same; signs between them may not be
     for check in GUARD_CHECKS:
         reason = check(diff)
         if reason is not None:

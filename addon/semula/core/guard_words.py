@@ -273,6 +273,7 @@ SENTENCE_STARTERS = frozenset(
     try take set run open close call send buy pay tell ask choose pick select insert update come
     question answer context summary note input output task instructions instruction example examples
     text passage review data document article email message story poem code query request response
+    por favor bitte per favore merci gracias danke grazie obrigado obrigada svp optimize optimise organize organise
     step steps first second third next last finally lastly overall bonus tip warning important
     """.split()
 )

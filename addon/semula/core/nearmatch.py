@@ -30,18 +30,21 @@ from functools import lru_cache
 from semula.core.canonical import CanonicalRequest
 from semula.core.checks import SHAPE_CHECKS, roles_differ
 from semula.core.guard import guard
+from semula.core.guard_edits import edits_change_question, edits_unlisted
 from semula.core.guard_words import NUMBER_WORDS
 from semula.core.normalise import normalise_text, scrub_volatile, words
 from semula.core.settings import ProjectSettings
 
-from semula.core.text import CJK_CHAR, common_prefix, common_suffix, dice, dice_counts, overlap
+from semula.core.text import CJK_CHAR, CJK_RANGES, common_prefix, common_suffix, dice, dice_counts, overlap, symbol_runs
 
 __all__ = [
     "Verdict",
     "dice",
     "lexical_score",
+    "lexical_tokens",
     "lexical_words",
     "near_match",
+    "unlisted_edit",
 ]
 
 # Word handling, tuned on the odd-numbered dev pairs (benchmark/results/lexical.md):
@@ -93,34 +96,60 @@ def lexical_words(
     return out
 
 
+_CJK_SPLIT = re.compile(f"[{CJK_RANGES}]|[^{CJK_RANGES}]+")
+
+
+def lexical_tokens(text: str, scrub_patterns: Sequence[str] = ()) -> list[str]:
+    """The lexical words with the symbols among them, in text order: what the score counts.
+
+    Symbols are runs of characters that are neither letters, digits nor space,
+    without plain sentence punctuation (:func:`semula.core.text.symbol_runs`),
+    so ``==`` against ``!=``, ``$`` against ``€`` or a moved bracket changes the
+    tokens while a comma or a trailing question mark does not.
+    """
+    prepared = normalise_text(scrub_volatile(text, scrub_patterns)).lower()
+    found: list[tuple[int, str]] = []
+    has_cjk = CJK_CHAR.search(prepared) is not None
+    for m in _WORD.finditer(prepared):
+        word = m.group()
+        if has_cjk and CJK_CHAR.search(word):
+            found.extend((m.start() + p.start(), p.group()) for p in _CJK_SPLIT.finditer(word))
+        else:
+            found.append((m.start(), _DIGIT_WORDS.get(word, word) if SPELL_NUMBERS else word))
+    found.extend(symbol_runs(prepared))
+    found.sort(key=lambda t: t[0])
+    return [token for _, token in found]
+
+
+def _is_word(token: str) -> bool:
+    return _WORD.match(token) is not None
+
+
 # Above this many characters per text the score is computed on the part where
 # the texts differ (see _long_score); below it, on all the words.
 LONG_TEXT_CHARS = 32_768
 
 
 def lexical_score(a_text: str, b_text: str, scrub_patterns: Sequence[str] = ()) -> tuple[float, bool]:
-    """(Dice score of the two texts' lexical words, whether both have any words)."""
+    """(Dice score of the two texts' lexical tokens, whether both have any words).
+
+    Tokens are words and symbols (:func:`lexical_tokens`); a text of symbols
+    only has no words and scores 0."""
     if max(len(a_text), len(b_text)) > LONG_TEXT_CHARS:
         return _long_score(a_text, b_text, scrub_patterns)
-    a, b = _word_counts(a_text, tuple(scrub_patterns)), _word_counts(b_text, tuple(scrub_patterns))
-    if not a[1] or not b[1]:
+    a, b = _token_counts(a_text, tuple(scrub_patterns)), _token_counts(b_text, tuple(scrub_patterns))
+    if not a[2] or not b[2]:
         return 0.0, False
     return dice_counts(a[0], a[1], b[0], b[1]), True
 
 
-def _word_counts(text: str, scrub_patterns: tuple[str, ...]) -> tuple[Counter[str], int]:
-    """(word multiset, word count). Cached up to LONG_TEXT_CHARS, because a
-    request meets several candidates and a stored entry meets many requests."""
-    if len(text) <= LONG_TEXT_CHARS:
-        return _cached_word_counts(text, scrub_patterns)
-    found = lexical_words(text, scrub_patterns)
-    return Counter(found), len(found)
-
-
 @lru_cache(maxsize=4096)
-def _cached_word_counts(text: str, scrub_patterns: tuple[str, ...]) -> tuple[Counter[str], int]:
-    found = lexical_words(text, scrub_patterns)  # callers never mutate the Counter
-    return Counter(found), len(found)
+def _token_counts(text: str, scrub_patterns: tuple[str, ...]) -> tuple[Counter[str], int, int]:
+    """(token multiset, token count, word count). Cached, because a request meets
+    several candidates and a stored entry meets many requests (texts up to
+    LONG_TEXT_CHARS only reach here)."""
+    found = lexical_tokens(text, scrub_patterns)  # callers never mutate the Counter
+    return Counter(found), len(found), sum(1 for t in found if _is_word(t))
 
 
 def _balanced(text: str, end: int) -> bool:
@@ -196,13 +225,33 @@ def _long_score(a: str, b: str, scrub_patterns: Sequence[str]) -> tuple[float, b
         score = dice(words_a, words_b)
         return (score if a == b else min(score, 0.999)), bool(words_a) and bool(words_b)
     head, tail = cuts
-    middle_a = lexical_words(a[head : len(a) - tail], scrub_patterns)
-    middle_b = lexical_words(b[head : len(b) - tail], scrub_patterns)
+    middle_a = lexical_tokens(a[head : len(a) - tail], scrub_patterns)
+    middle_b = lexical_tokens(b[head : len(b) - tail], scrub_patterns)
     shared = len(a[:head].split()) + len(a[len(a) - tail :].split())
     common = overlap(Counter(middle_a), Counter(middle_b))
     total = 2 * shared + len(middle_a) + len(middle_b)
     score = 2.0 * (shared + common) / total if total else 0.0
     return score, shared > 0 or (bool(middle_a) and bool(middle_b))
+
+
+def unlisted_edit(
+    stored_text: str, incoming_text: str, scrub_patterns: Sequence[str] = (), tier: str = "lexical"
+) -> str | None:
+    """None when the two last user texts differ only in known harmless edits
+    (:mod:`semula.core.guard_edits`: fillers, politeness, request frames, articles,
+    contractions, spellings, true synonyms), else the first edit that is not.
+    Long texts are compared on their differing middles (see :func:`_long_score`)."""
+    if stored_text == incoming_text:
+        return None
+    if max(len(stored_text), len(incoming_text)) > LONG_TEXT_CHARS:
+        cuts = _safe_cuts(stored_text, incoming_text)
+        if cuts is None:
+            return "edit not known harmless: the texts differ too widely"
+        head, tail = cuts
+        stored_text = stored_text[head : len(stored_text) - tail]
+        incoming_text = incoming_text[head : len(incoming_text) - tail]
+    check = edits_unlisted if tier == "lexical" else edits_change_question
+    return check(lexical_tokens(stored_text, scrub_patterns), lexical_tokens(incoming_text, scrub_patterns))
 
 
 @dataclass(frozen=True)
@@ -287,6 +336,8 @@ def near_match(
             reason = f"score {_below(score, serve_threshold)}"
         elif guard_reason is not None:
             reason = f"guard: {guard_reason}"
+        elif edit := unlisted_edit(stored_text, incoming_text, settings.scrub_patterns, tier):
+            reason = edit
 
     serve = reason is None
     review = (

@@ -24,6 +24,8 @@ __all__ = [
     "dice_counts",
     "overlap",
     "shorten",
+    "symbol_runs",
+    "symbol_tokens",
 ]
 
 # Character classes (the inside of a regex ``[...]``) for scripts written
@@ -41,6 +43,50 @@ UNSPACED_RANGES = CJK_RANGES + THAI_RANGE
 
 CJK_CHAR = re.compile(f"[{CJK_RANGES}]")
 UNSPACED_CHAR = re.compile(f"[{UNSPACED_RANGES}]")
+
+
+# Symbols: each run of characters that are neither word characters nor space is
+# a token ("==", "->", "(", "€", "😀"), so operators, brackets, arrows, set and
+# math signs, currencies and emoji count. Plain sentence punctuation does not:
+# quotes and ``¿¡`` opening a run, quotes closing it, and ``.,;:!?…`` ending a
+# run before a space, the end or a non-ASCII letter ("Hello, world." has no
+# symbols; "a,b", "x?.y" and "!done" keep theirs).
+_SYMBOL_RUN = re.compile(r"[^\w\s]+")
+_OPENING_PUNCT = "\"'`¿¡«‹“‘„"
+_CLOSING_PUNCT = "\"'`»›”’"
+_SENTENCE_PUNCT = ".,;:!?…。、，！？：；" + _CLOSING_PUNCT
+_INVISIBLE = str.maketrans(dict.fromkeys("\ufe0e\ufe0f\u200b\u2060\ufeff\u00ad", " "))  # keeps offsets
+_DASHES = str.maketrans(dict.fromkeys("‐‑‒–—―−", "-"))
+
+
+def symbol_runs(text: str) -> list[tuple[int, str]]:
+    """(offset, symbol) for each symbol run of ``text``, in order (see above)."""
+    out: list[tuple[int, str]] = []
+    if text.isascii():
+        if not any(not c.isalnum() and not c.isspace() and c != "_" for c in text):
+            return out
+    else:
+        text = text.translate(_INVISIBLE).translate(_DASHES)
+    for m in _SYMBOL_RUN.finditer(text):
+        run, end = m.group(), m.end()
+        nxt = text[end : end + 1]
+        if len(run) == 1 and run in ".,'-/:" and nxt.isdigit() and text[m.start() - 1 : m.start()].isdigit():
+            continue  # inside a number, date or time (1,000.50, 2024-01-05, 9:30): the guard compares those
+        if run == "-" and nxt.isalpha() and text[m.start() - 1 : m.start()].isalpha():
+            continue  # a hyphen joining words (twenty-five, well-known): "a-b" against "a+b" still differs
+        if not nxt or nxt.isspace() or not nxt.isascii():
+            run = run.rstrip(_SENTENCE_PUNCT)
+        else:
+            run = run.rstrip(_CLOSING_PUNCT)
+        start = len(run) - len(run.lstrip(_OPENING_PUNCT))
+        if run[start:]:
+            out.append((m.start() + start, run[start:]))
+    return out
+
+
+def symbol_tokens(text: str) -> list[str]:
+    """The symbols of ``text`` in order ("if (a != b)" -> ["(", "!=", ")"])."""
+    return [run for _, run in symbol_runs(text)]
 
 
 def shorten(text: str, width: int = 60) -> str:
