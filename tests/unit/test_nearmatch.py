@@ -409,7 +409,7 @@ def _pairs(name: str) -> list[dict[str, Any]]:
 def _outcome(pair: dict[str, Any], settings: ProjectSettings):
     from semula.engine.evaluate import canonical_of
 
-    return pipeline_outcome(canonical_of(pair["stored"]), canonical_of(pair["incoming"]), settings)
+    return pipeline_outcome(canonical_of(pair["stored"], TEST_KEY), canonical_of(pair["incoming"], TEST_KEY), settings)
 
 
 @pytest.mark.parametrize("name", ["symbols-pairs.jsonl", "open-vocabulary-pairs.jsonl"])
@@ -429,3 +429,17 @@ def test_harmless_edit_pairs_are_served_or_reviewed() -> None:
     assert all(o.action in ("served", "review") for o in outcomes.values())
     # whatever the score lets through, the allow-list does not stop
     assert not [i for i, o in outcomes.items() if o.verdict and (o.verdict.reason or "").startswith("edit not known")]
+
+
+@pytest.mark.parametrize(("stored", "incoming", "differs"), [
+    ("Is CO toxic?", "Is Co toxic?", True),  # an acronym against a word
+    ("Run:\n```python\nif x:\n    y()\nz()\n```", "Run:\n```python\nif x:\n    y()\n    z()\n```", True),
+    ('Print "a  b"', 'Print "a b"', True),
+    ("what is the capital of france", "What is the capital of France", False),  # prose case folds
+    ("Is CO toxic?", "Is CO poisonous?", False),  # a changed word: the edit checks judge it
+])
+def test_layout_the_normaliser_keeps_is_never_served_by_word_overlap(stored: str, incoming: str,
+                                                                     differs: bool) -> None:
+    from semula.core.nearmatch import kept_layout_differs
+
+    assert (kept_layout_differs(stored, incoming) is not None) is differs

@@ -291,6 +291,19 @@ def _below(score: float, threshold: float) -> str:
     return f"{score!r} < serve threshold {threshold!r}"
 
 
+def kept_layout_differs(stored_text: str, incoming_text: str, scrub_patterns: Sequence[str] = ()) -> str | None:
+    """The same words and symbols in the same order, yet texts the normaliser keeps apart.
+
+    The score compares lower-cased tokens; normalisation keeps the case, spacing and indentation
+    that carry meaning (code, quotes, acronyms). When that is the only difference, the near-match
+    tiers must not serve what the normalised tier deliberately refused.
+    """
+    a, b = scrub_volatile(stored_text, scrub_patterns), scrub_volatile(incoming_text, scrub_patterns)
+    if normalise_text(a) == normalise_text(b) or lexical_tokens(a) != lexical_tokens(b):
+        return None
+    return "case, spacing or indentation differs where it carries meaning (code, quotes, acronyms)"
+
+
 def near_match(
     incoming: CanonicalRequest,
     stored: CanonicalRequest,
@@ -338,6 +351,8 @@ def near_match(
             reason = f"guard: {guard_reason}"
         elif edit := unlisted_edit(stored_text, incoming_text, settings.scrub_patterns, tier):
             reason = edit
+        elif kept := kept_layout_differs(stored_text, incoming_text, settings.scrub_patterns):
+            reason = kept
 
     serve = reason is None
     review = (
