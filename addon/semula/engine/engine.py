@@ -15,11 +15,12 @@ from semula.core.canonical import CanonicalRequest
 from semula.core.cascade import NearSearch
 from semula.core.decision import Match
 from semula.core.explain import Nearest, nearest_recordings
-from semula.core.settings import ProjectSettings
+from semula.core.settings import ProjectSettings, settings_from_mapping
 from semula.engine.index import AnswerCache, FingerprintIndex
 from semula.engine.near import NearSearcher
 from semula.engine.recordings import Recordings
 from semula.engine.review import ReviewQueue
+from semula.recordings.folder import RecordingsFolder, SyncReport
 from semula.store.base import RecordingStore
 from semula.store.types import Entry
 
@@ -28,8 +29,12 @@ NEAREST_CANDIDATES = 2000
 
 class Engine:
     def __init__(self, store: RecordingStore, review_log: Callable[[dict[str, Any]], None] | None = None,
-                 embedder: Any = None):
+                 embedder: Any = None, folder: RecordingsFolder | None = None):
         self.store = store
+        self.folder = folder
+        self.sync_report: SyncReport | None = None
+        if folder is not None:  # the committed recordings first: the index below is built from the store
+            self.sync_report = folder.sync(store, lambda p: settings_from_mapping(store.project_settings(p)))
         self.lexical = store.lexical_index()
         self.embeddings = None
         if embedder is not None:
@@ -40,7 +45,8 @@ class Engine:
         self.answers = AnswerCache()
         self.review = ReviewQueue(store, self.index, self.lexical, review_log)
         self.searcher = NearSearcher(store, self.lexical, self.review, self.embeddings)
-        self.recordings = Recordings(store, self.index, self.answers, self.lexical, self.review, self.embeddings)
+        self.recordings = Recordings(store, self.index, self.answers, self.lexical, self.review, self.embeddings,
+                                     folder)
         self.recordings.reload()
 
     def close(self) -> None:

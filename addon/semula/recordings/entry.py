@@ -1,0 +1,32 @@
+"""The one place a recording is assembled, from a live call or from a recording file."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
+from semula.core.normalise import scrub_volatile
+from semula.core.redact import clean_headers, redact_bytes, redact_text
+from semula.core.settings import ProjectSettings
+from semula.providers.base import Usage
+from semula.store.types import NewEntry
+
+
+def recording_of(project: str, request: CanonicalRequest, settings: ProjectSettings, *, host: str, body: bytes,
+                 status: int = 200, headers: Iterable[tuple[str, str]] = (("content-type", "application/json"),),
+                 streamed: bool = False, usage: Usage | None = None, upstream_ms: float | None = None,
+                 request_fp: str | None = None, normalised_fp: str | None = None) -> NewEntry:
+    """The one place a recording is assembled: fingerprints, redaction and the searchable text."""
+    request_fp = request_fp or request_fingerprint(request)
+    if normalised_fp is None:
+        normalised_fp = (normalised_fingerprint(request, *settings.fingerprint_inputs)
+                         if request.parsed else request_fp)
+    usage = usage or Usage()
+    return NewEntry(
+        project=project, provider=request.provider, host=host, method=request.method,
+        endpoint=request.endpoint, model=request.model, request_fp=request_fp,
+        normalised_fp=normalised_fp, canonical=request.to_json(),
+        last_text=redact_text(scrub_volatile(request.last_text(), settings.scrub_patterns)),
+        status=status, headers=clean_headers(headers), body=redact_bytes(body), streamed=streamed,
+        prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, upstream_ms=upstream_ms,
+    )
