@@ -34,7 +34,8 @@ log = logging.getLogger("semula")
 
 MANIFEST_FILE = "recordings-manifest.json"
 GITATTRIBUTES = "*.json linguist-generated=true\n"
-SKIPPED_PREFIX = ("_", ".")  # folder metadata (_semula.json), editor and git files
+SKIPPED_PREFIX = ("_", ".")
+SYNC_BATCH = 2000  # recordings per store transaction when loading  # folder metadata (_semula.json), editor and git files
 
 
 @dataclass
@@ -166,6 +167,7 @@ class RecordingsFolder:
             if report.exported:
                 return report
         seen = set()
+        pending: list[tuple[str, Path, str, Any]] = []  # (relative path, path, digest, new entry)
         for path in iter_files(self.root):
             rel = str(path.relative_to(self.root))
             seen.add(rel)
@@ -183,14 +185,17 @@ class RecordingsFolder:
                     continue
                 recording = loads(raw.decode("utf-8"))
                 validate_project(recording.project)
-                entry_id = store.upsert_entry(self._new_entry(recording, settings_for(recording.project)))
+                pending.append((rel, path, digest, self._new_entry(recording, settings_for(recording.project))))
             except (RecordingFileError, SettingsError, UnicodeDecodeError, OSError, KeyError, TypeError,
                     ValueError) as e:
                 report.bad.append((rel, str(e)))
                 log.warning("semula: recording %s skipped: %s", path, e)
                 continue
-            self._remember(rel, path, digest, entry_id)
-            report.loaded += 1
+        for start in range(0, len(pending), SYNC_BATCH):
+            batch = pending[start:start + SYNC_BATCH]
+            for (rel, path, digest, _), entry_id in zip(batch, store.upsert_entries([b[3] for b in batch])):
+                self._remember(rel, path, digest, entry_id)
+            report.loaded += len(batch)
         for rel in [r for r in self.files if r not in seen]:
             entry_id = self.files.pop(rel)["entry_id"]
             if not any(info["entry_id"] == entry_id for info in self.files.values()):
