@@ -7,15 +7,20 @@ from dataclasses import replace
 from typing import Any
 
 from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
+from semula.core.redact import FingerprintKey
 from semula.providers import adapter_for
 from semula.providers.base import RawRequest
 from semula.store.types import NewEntry
 
 
-def chat(content: Any, **params: Any) -> CanonicalRequest:
+# The salt of the tests' redacted secrets (a store brings its own: `Engine.fingerprint_key`).
+TEST_KEY = FingerprintKey(bytes(range(32)))
+
+
+def chat(content: Any, key: FingerprintKey = TEST_KEY, **params: Any) -> CanonicalRequest:
     body = {"model": "gpt-4o", "messages": [{"role": "user", "content": content}], **params}
     raw = RawRequest("POST", "api.openai.com", "/v1/chat/completions", (), {}, json.dumps(body).encode())
-    return adapter_for(raw.host, raw.path).canonicalise(raw)
+    return adapter_for(raw.host, raw.path).canonicalise(raw, key)
 
 
 def new_entry(c: CanonicalRequest, project: str = "p", scrub_patterns=(), ignore_params=(),

@@ -399,13 +399,20 @@ class Vocabulary:
         return " ".join(words)
 
 
+def bench_key() -> Any:
+    """The fingerprint key of requests canonicalised outside a store (the bench prompts hold no secret)."""
+    from semula.core.redact import FingerprintKey
+
+    return FingerprintKey(b"semula-bench-fingerprint-salt-32")
+
+
 def canonical_for(prompt: str, variant: int) -> Any:
     """An OpenAI chat request for `prompt`, canonicalised by semula's own adapter."""
     from semula.engine.evaluate import canonical_of
 
     body = {"model": ("gpt-4o-mini", "gpt-4o")[variant % 2], "temperature": 0,
             "messages": [{"role": "system", "content": SYSTEM_PROMPTS[variant % 2]}, {"role": "user", "content": prompt}]}
-    return canonical_of({"provider": "openai", "path": "/v1/chat/completions", "body": body})
+    return canonical_of({"provider": "openai", "path": "/v1/chat/completions", "body": body}, bench_key())
 
 
 def answer_body(i: int, text: str | None = None) -> bytes:
@@ -457,8 +464,11 @@ def seeded_store(data_dir: Path | str, entries: list[Any]) -> tuple[Any, dict[st
     from semula.store.duckdb_store import Store
 
     t0 = time.perf_counter()
+    from semula.core.canonical import FINGERPRINT_VERSION
+
     store = Store.open(data_dir)
     bulk_insert(store, entries)
+    store.set_fingerprint_version(FINGERPRINT_VERSION)  # made by this code: nothing for the engine to redo
     return store, dict(store.con.execute("SELECT request_fp, id FROM entries").fetchall()), time.perf_counter() - t0
 
 

@@ -170,8 +170,9 @@ def pair_data(path: Path, embedder: Any, limit: int | None = None) -> tuple[list
     from semula.engine.evaluate import canonical_of, load_pairs
 
     base = ProjectSettings()
-    pairs = [(p.get("id", str(i)), p["expect"], p.get("category", "-"), canonical_of(p["stored"]),
-              canonical_of(p["incoming"])) for i, p in enumerate(load_pairs(path)[:limit])]
+    key = common.bench_key()
+    pairs = [(p.get("id", str(i)), p["expect"], p.get("category", "-"), canonical_of(p["stored"], key),
+              canonical_of(p["incoming"], key)) for i, p in enumerate(load_pairs(path)[:limit])]
     text = lambda c: embedding_text(c, base.scrub_patterns)  # noqa: E731
     texts = sorted({text(c) for *_, s, i in pairs for c in (s, i)})
     t0 = time.perf_counter()

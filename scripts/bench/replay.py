@@ -58,7 +58,7 @@ def canonical(body: bytes) -> Any:
     from semula.providers.base import RawRequest
 
     headers = {k.lower(): v for k, v in CLIENT_HEADERS.items()}
-    return adapter_for(HOST, PATH).canonicalise(RawRequest("POST", HOST, PATH, (), headers, body))
+    return adapter_for(HOST, PATH).canonicalise(RawRequest("POST", HOST, PATH, (), headers, body), common.bench_key())
 
 
 def proxy_args(port: int, confdir: Path) -> list[str]:

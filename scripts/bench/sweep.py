@@ -24,6 +24,7 @@ from semula.core.canonical import CanonicalRequest, normalised_fingerprint
 from semula.core.guard import guard
 from semula.core.nearmatch import lexical_words, near_match
 from semula.core.pair import pipeline_outcome
+from semula.core.redact import FingerprintKey
 from semula.core.text import dice
 from semula.core.settings import ProjectSettings
 from semula.engine.evaluate import canonical_of, load_pairs
@@ -47,7 +48,8 @@ class SweepRow:
 
 
 def labelled(path: Path) -> list[LabelledPair]:
-    return [(p["expect"], canonical_of(p["stored"]), canonical_of(p["incoming"])) for p in load_pairs(path)]
+    key = FingerprintKey.generate()  # one for the whole corpus: the same secret must match itself
+    return [(p["expect"], canonical_of(p["stored"], key), canonical_of(p["incoming"], key)) for p in load_pairs(path)]
 
 
 def _served(pairs: Sequence[LabelledPair], settings: ProjectSettings) -> Counter[tuple[str, bool]]:
@@ -94,8 +96,9 @@ class Pair:
 
 
 def load(path: Path, limit: int | None = None) -> list[Pair]:
+    key = FingerprintKey.generate()
     return [Pair(p["id"], int(re.search(r"(\d+)$", p["id"]).group(1)), p["category"], p["expect"],  # type: ignore[union-attr]
-                 canonical_of(p["stored"]), canonical_of(p["incoming"])) for p in load_pairs(path)[:limit]]
+                 canonical_of(p["stored"], key), canonical_of(p["incoming"], key)) for p in load_pairs(path)[:limit]]
 
 
 def roles(c: CanonicalRequest) -> tuple[str, ...]:

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ProxyFactory
 from e2e_helpers import FakeProvider, clean_env, proxy_test_args, semula_cmd, uniq
 
 pytestmark = pytest.mark.e2e

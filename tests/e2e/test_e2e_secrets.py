@@ -102,3 +102,42 @@ def test_planted_keys_never_reach_disk_or_console(proxy_factory: ProxyFactory, f
         console = proxy.output()
         leaked = [name for name, key in KEYS.items() if key in console]
         assert leaked == [], f"{leaked} key(s) printed by the proxy:\n{console[-3000:]}"
+
+
+# Two JWTs of one shape, differing in the subject: fp1 redacted both to the same "[REDACTED]",
+# so the exact tier served A's answer to B. Each secret now becomes a tag keyed by the store's salt.
+JWT_A = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJQTEFOVEVEYWxpY2UifQ.UExBTlRFRC1zaWduYXR1cmUtYWxpY2U"
+JWT_B = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJQTEFOVEVEYm9iYnkifQ.UExBTlRFRC1zaWduYXR1cmUtYm9iYnk"
+CHAT_URL = "https://api.openai.com/v1/chat/completions"
+
+
+def jwt_chat(proxy: ProxyHandle, run: str, jwt: str):
+    body = {"model": "gpt-4o-mini", "messages": [
+        {"role": "user", "content": f"{PREAMBLE}{run} who is this token for? {jwt}"}]}
+    return curl(CHAT_URL, proxy_url=proxy.proxy_url, ca_path=proxy.ca_path, data=body,
+                headers=[f"authorization: Bearer {OPENAI_KEY}"])
+
+
+def test_different_jwts_in_a_prompt_never_share_a_recording(proxy_factory: ProxyFactory,
+                                                            fake_provider: FakeProvider) -> None:
+    run = uniq("jwts")
+    data_dir = proxy_factory.new_data_dir("jwts")
+    recorder = proxy_factory("record", data_dir)
+    recorded = jwt_chat(recorder, run, JWT_A)
+    assert recorded.status == 200, (recorded.body, recorder.output()[-2000:])
+    recorder.stop()
+
+    replayer = proxy_factory("replay", data_dir, upstream="gone")
+    other = jwt_chat(replayer, run, JWT_B)
+    same = jwt_chat(replayer, run, JWT_A)
+    replayer.stop()
+    assert other.status == 404, ("JWT B was served JWT A's answer", other.body, replayer.output()[-2000:])
+    assert same.status == 200 and same.body == recorded.body, (same.status, same.body)
+    assert same.headers.get("x-semula-tier") == "exact", same.headers
+
+    for path in (p for p in data_dir.rglob("*") if p.is_file()):
+        raw = path.read_bytes()
+        for jwt in (JWT_A, JWT_B):
+            assert not any(part.encode() in raw for part in jwt.split(".")[1:]), f"a JWT in {path}"
+    for proxy in (recorder, replayer):
+        assert not any(jwt.split(".")[1] in proxy.output() for jwt in (JWT_A, JWT_B)), proxy.output()[-3000:]

@@ -14,6 +14,7 @@ from semula.core.canonical import CanonicalRequest
 from semula.core.decision import Bypass
 from semula.core.settings import ProjectSettings
 from semula.providers import RawRequest, adapter_for
+from entries import TEST_KEY
 
 TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
 NO_CACHE = Bypass("no_cache_header", "header x-semula-no-cache")
@@ -23,7 +24,7 @@ def gemini(generation_config: dict[str, Any]) -> CanonicalRequest:
     body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "generationConfig": generation_config}
     raw = RawRequest("POST", "generativelanguage.googleapis.com", "/v1beta/models/gemini-2.0-flash:generateContent",
                      (), {}, json.dumps(body).encode())
-    return adapter_for(raw.host, raw.path).canonicalise(raw)
+    return adapter_for(raw.host, raw.path).canonicalise(raw, TEST_KEY)
 
 
 @pytest.mark.parametrize(

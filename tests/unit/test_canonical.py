@@ -17,6 +17,7 @@ from semula.core.canonical import (
     request_fingerprint,
 )
 from semula.providers import RawRequest, adapter_for
+from entries import TEST_KEY
 
 CHAT = {
     "model": "gpt-4o-mini",
@@ -50,7 +51,7 @@ def canonical(body: dict[str, Any], *, raw_bytes: bytes | None = None, headers: 
         headers=headers or {},
         body=raw_bytes if raw_bytes is not None else json.dumps(body).encode(),
     )
-    return adapter_for(raw.host, raw.path).canonicalise(raw)
+    return adapter_for(raw.host, raw.path).canonicalise(raw, TEST_KEY)
 
 
 def edited(edit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
@@ -146,7 +147,7 @@ def test_authorization_header_and_keys_never_reach_the_canonical_request() -> No
     text = json.dumps(c.to_json())
     assert key not in text
     assert c.headers == (("openai-beta", "assistants=v2"),)
-    assert c.last_user_text() == "My key is [REDACTED]"
+    assert c.last_user_text() == "My key is " + TEST_KEY.tag(key)
 
 
 def test_ignore_params_and_scrub_patterns() -> None:
@@ -193,7 +194,7 @@ def test_volatile_ids_in_tool_call_parts_are_scrubbed() -> None:
 def test_context_fingerprint_leaves_out_only_the_last_user_text(label: str, edit: Callable[[dict[str, Any]], None], same_context: bool) -> None:
     base, other = canonical(CHAT), canonical(edited(edit))
     assert (context_fingerprint(base) == context_fingerprint(other)) is same_context, label
-    assert context_fingerprint(base).startswith("cfp1:")
+    assert context_fingerprint(base).startswith("cfp2:")
 
 
 def test_context_fingerprint_tail_n() -> None:
@@ -206,9 +207,9 @@ def test_context_fingerprint_tail_n() -> None:
 
 def test_fingerprint_prefixes() -> None:
     c = canonical(CHAT)
-    assert FINGERPRINT_VERSION == "fp1"
-    assert request_fingerprint(c).startswith("fp1:") and len(request_fingerprint(c)) == 4 + 64
-    assert normalised_fingerprint(c).startswith("nfp1:")
+    assert FINGERPRINT_VERSION == "fp2"
+    assert request_fingerprint(c).startswith("fp2:") and len(request_fingerprint(c)) == 4 + 64
+    assert normalised_fingerprint(c).startswith("nfp2:")
 
 
 @pytest.mark.parametrize(
@@ -254,7 +255,7 @@ def test_last_text(messages: tuple[Message, ...], last_text: str, last_user_text
 def test_unparsed_requests_differ_by_body_in_the_normalised_fingerprint() -> None:
     def generic(body: dict[str, Any]) -> CanonicalRequest:
         raw = RawRequest("POST", "api.openai.com", "/v1/images/generations", (), {}, json.dumps(body).encode())
-        return adapter_for(raw.host, raw.path).canonicalise(raw)
+        return adapter_for(raw.host, raw.path).canonicalise(raw, TEST_KEY)
 
     a, b = generic({"prompt": "a cat"}), generic({"prompt": "a dog"})
     assert not a.parsed

@@ -15,6 +15,7 @@ from shared_paths import corpus_file
 
 from semula.core.canonical import normalised_fingerprint, request_fingerprint
 from semula.providers import RawRequest, adapter_for
+from entries import TEST_KEY
 
 CORPUS = corpus_file("dev-pairs.jsonl")
 HOSTS = {
@@ -44,7 +45,7 @@ def _canonical(side: dict[str, Any]):
         headers={"content-type": "application/json"},
         body=json.dumps(side["body"], ensure_ascii=False).encode("utf-8"),
     )
-    canonical = adapter_for(host, side["path"]).canonicalise(raw)
+    canonical = adapter_for(host, side["path"]).canonicalise(raw, TEST_KEY)
     assert canonical.parsed, f"{side['provider']} {side['path']} was not understood"
     return canonical
 

@@ -11,11 +11,11 @@ from semula.core.settings import SettingsError
 from semula.store.duckdb_store import Store
 
 
-def record(cache: Cache, text: str, project: str = "p", **params) -> int:
+def record(cache: Engine, text: str, project: str = "p", **params) -> int:
     return cache.record(new_entry(chat(text, **params), project, *cache.settings_for(project).fingerprint_inputs))
 
 
-def lookup(cache: Cache, text: str, project: str = "p", **params):
+def lookup(cache: Engine, text: str, project: str = "p", **params):
     return cache.match(project, *fingerprints(chat(text, **params), *cache.settings_for(project).fingerprint_inputs))
 
 

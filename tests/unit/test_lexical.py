@@ -14,11 +14,11 @@ from semula.store.duckdb_store import Store
 canonical = chat
 
 
-def record(cache: Cache, content, project="p") -> int:
+def record(cache: Engine, content, project="p") -> int:
     return cache.record(new_entry(chat(content), project))
 
 
-def near(cache: Cache, content, project="p", settings=None):
+def near(cache: Engine, content, project="p", settings=None):
     c = chat(content)
     return cache.near(project, c, *fingerprints(c), settings or ProjectSettings())
 

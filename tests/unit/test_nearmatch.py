@@ -17,6 +17,7 @@ from semula.core.pair import pipeline_outcome
 from semula.core.normalise import words
 from semula.providers import RawRequest, adapter_for
 from semula.core.settings import ProjectSettings
+from entries import TEST_KEY
 
 DEFAULTS = ProjectSettings()
 LOOSE = ProjectSettings(lexical_serve_threshold=0.8)
@@ -29,7 +30,7 @@ def _openai(messages: list[dict[str, Any]], **body: Any) -> CanonicalRequest:
     raw = json.dumps({"model": body.pop("model", "gpt-4o"), "messages": messages, **body}).encode()
     path = "/v1/chat/completions"
     return adapter_for("api.openai.com", path).canonicalise(
-        RawRequest("POST", "api.openai.com", path, (), {"content-type": "application/json"}, raw)
+        RawRequest("POST", "api.openai.com", path, (), {"content-type": "application/json"}, raw), TEST_KEY
     )
 
 

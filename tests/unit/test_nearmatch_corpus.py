@@ -30,6 +30,7 @@ from semula.core.pair import PairOutcome, pipeline_outcome
 from semula.engine.evaluate import canonical_of
 from semula.core.settings import ProjectSettings
 from shared_paths import REPO, corpus_file, import_path
+from entries import TEST_KEY
 
 sweep = import_path("bench_sweep", REPO / "scripts" / "bench" / "sweep.py").sweep
 
@@ -52,7 +53,7 @@ class Pair:
 
 
 def _canonical(side: dict[str, Any]) -> CanonicalRequest:
-    canonical = canonical_of(side)
+    canonical = canonical_of(side, TEST_KEY)
     assert canonical.parsed, f"{side['provider']} {side['path']} was not understood"
     return canonical
 

@@ -18,6 +18,7 @@ from semula.providers import (
     host_matches,
 )
 from semula.providers.sse import split_frames
+from entries import TEST_KEY
 
 GOOGLE_KEY = "AIza" + "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"
 
@@ -37,7 +38,7 @@ def raw(
 
 def canonicalise(host: str, path: str, body: Any, **kwargs: Any):
     request = raw(host, path, body, **kwargs)
-    return adapter_for(request.host, request.path).canonicalise(request)
+    return adapter_for(request.host, request.path).canonicalise(request, TEST_KEY)
 
 
 # ---------------------------------------------------------------- hosts
@@ -167,7 +168,7 @@ def test_adapter_for(host: str, path: str, name: str) -> None:
 )
 def test_unreadable_bodies_raise_adapter_error(host: str, path: str, body: bytes, message: str) -> None:
     with pytest.raises(AdapterError, match=re.escape(message)):
-        adapter_for(host, path).canonicalise(raw(host, path, body))
+        adapter_for(host, path).canonicalise(raw(host, path, body), TEST_KEY)
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,15 @@ differences (key order, whitespace, never-matters fields) are ignored. The
 normalised fingerprint hashes normalised, scrubbed text instead, so requests
 that differ only in form share it. The context fingerprint leaves out the
 last user text for the near-match tiers, which compare that text separately.
+
+Fingerprint contract, version 2 (``fp2:``, ``nfp2:``, ``cfp2:``): the hashed
+request holds no secret. The adapter redacts each API key, JWT or bearer token
+to ``[REDACTED:<tag>]``, the tag a truncated HMAC-SHA256 of the secret under
+the store's salt (:class:`semula.core.redact.FingerprintKey`), so two different
+secrets never share a fingerprint and the same secret always does (for one
+salt). Version 1 redacted every secret to the same ``[REDACTED]``, so requests
+that differed only in a secret collided; a store written under version 1 is
+re-fingerprinted on open (``semula.engine.recordings.upgrade_fingerprints``).
 """
 
 from __future__ import annotations
@@ -20,8 +29,10 @@ from typing import Any
 from semula.core.normalise import normalise_text, scrub_volatile
 
 __all__ = [
+    "CONTEXT_PREFIX",
     "FINGERPRINT_VERSION",
     "NEVER_MATTERS",
+    "NORMALISED_PREFIX",
     "CanonicalRequest",
     "Message",
     "canonical_json",
@@ -30,7 +41,9 @@ __all__ = [
     "request_fingerprint",
 ]
 
-FINGERPRINT_VERSION = "fp1"
+FINGERPRINT_VERSION = "fp2"
+NORMALISED_PREFIX = "nfp2:"
+CONTEXT_PREFIX = "cfp2:"
 
 # Top-level body fields that never change the answer. They are left out of
 # every fingerprint, of params and of the stored body.
@@ -52,7 +65,8 @@ def canonical_json(value: Any) -> str:
 
     This is a contract: sorted keys, compact separators, no ASCII escaping.
     Changing it changes every fingerprint, so bump ``FINGERPRINT_VERSION``
-    (and the ``nfp``/``cfp`` prefixes) if it ever has to change.
+    (and ``NORMALISED_PREFIX``/``CONTEXT_PREFIX``) if it ever has to change:
+    the engine re-fingerprints a store whose recorded version differs.
     """
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
@@ -147,7 +161,7 @@ def _last_user_index(messages: Sequence[Message]) -> int | None:
 
 
 def request_fingerprint(c: CanonicalRequest) -> str:
-    """The exact tier's key: the redacted body and the request line, key order aside."""
+    """The exact tier's key: the redacted body (secrets as keyed tags) and the request line, key order aside."""
     return f"{FINGERPRINT_VERSION}:" + _sha256(
         {
             "method": c.method,
@@ -228,7 +242,7 @@ def normalised_fingerprint(
     c: CanonicalRequest, scrub_patterns: Sequence[str] = (), ignore_params: Sequence[str] = ()
 ) -> str:
     """The normalised tier's key: texts normalised and scrubbed, params minus ``ignore_params``."""
-    return "nfp1:" + _sha256(_normalised_view(c, scrub_patterns, ignore_params, False, None))
+    return NORMALISED_PREFIX + _sha256(_normalised_view(c, scrub_patterns, ignore_params, False, None))
 
 
 def context_fingerprint(
@@ -242,4 +256,4 @@ def context_fingerprint(
     The near-match tiers compare that text by score and require the rest of
     the request to be the same; ``tail_n`` limits the history that counts.
     """
-    return "cfp1:" + _sha256(_normalised_view(c, scrub_patterns, ignore_params, True, tail_n))
+    return CONTEXT_PREFIX + _sha256(_normalised_view(c, scrub_patterns, ignore_params, True, tail_n))

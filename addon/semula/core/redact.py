@@ -6,16 +6,29 @@ the request, query strings lose API keys (Gemini sends ``?key=``), and text
 loses anything shaped like a provider API key. Organisation and project ids
 (``openai-organization``, ``openai-project``) are kept: they are not secrets and
 they can select a different fine-tune or policy.
+
+What reaches a fingerprint is redacted with a :class:`FingerprintKey`: each
+secret becomes ``[REDACTED:<tag>]``, the tag a truncated HMAC-SHA256 of the
+secret under the store's salt. Two different secrets then give different
+fingerprints, the same secret gives the same one, and the secret itself never
+reaches disk. Logs and the console use the plain ``[REDACTED]``.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import re
-from collections.abc import Iterable
+import secrets
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "FINGERPRINT_SALT_BYTES",
     "HOP_BY_HOP_HEADERS",
+    "FingerprintKey",
     "REDACTED",
     "SECRET_HEADERS",
     "SECRET_QUERY_PARAMS",
@@ -27,6 +40,38 @@ __all__ = [
 ]
 
 REDACTED = "[REDACTED]"
+FINGERPRINT_SALT_BYTES = 32
+# 16 base32 characters = 80 bits of the HMAC: enough that two secrets never share a tag, and
+# lowercase letters and digits 2-7, so no volatile-value rule scrubs it as a hex id.
+_TAG_BYTES = 10
+
+
+@dataclass(frozen=True)
+class FingerprintKey:
+    """The salt that keys the hash of every redacted secret (one per store).
+
+    An explicit input, never a global: the store hands it to whoever canonicalises requests.
+    """
+
+    salt: bytes = field(repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.salt, bytes) or len(self.salt) < 16:
+            raise ValueError("a fingerprint salt is at least 16 bytes")
+
+    @classmethod
+    def generate(cls) -> FingerprintKey:
+        return cls(secrets.token_bytes(FINGERPRINT_SALT_BYTES))
+
+    @classmethod
+    def from_hex(cls, salt_hex: str) -> FingerprintKey:
+        return cls(bytes.fromhex(salt_hex))
+
+    def tag(self, secret: str | bytes) -> str:
+        """The placeholder a secret becomes in anything fingerprinted or stored."""
+        data = secret.encode("utf-8") if isinstance(secret, str) else secret
+        digest = hmac.new(self.salt, data, hashlib.sha256).digest()[:_TAG_BYTES]
+        return f"[REDACTED:{base64.b32encode(digest).decode('ascii').lower()}]"
 
 SECRET_HEADERS: frozenset[str] = frozenset(
     {
@@ -86,12 +131,17 @@ _BYTES_BEARER = re.compile(_BEARER.encode())
 _REDACTED_BYTES = REDACTED.encode()
 
 
-def redact_text(s: str) -> str:
-    """Replace API-key-like strings with ``[REDACTED]``."""
+def _placeholder(key: FingerprintKey | None) -> Callable[[str], str]:
+    return key.tag if key is not None else (lambda _secret: REDACTED)
+
+
+def redact_text(s: str, key: FingerprintKey | None = None) -> str:
+    """Replace API-key-like strings with ``[REDACTED]``, or ``[REDACTED:<tag>]`` under ``key``."""
     if not s:
         return s
-    s = _TEXT_KEYS.sub(REDACTED, s)
-    return _TEXT_BEARER.sub(lambda m: m.group(1) + REDACTED, s)
+    placeholder = _placeholder(key)
+    s = _TEXT_KEYS.sub(lambda m: placeholder(m.group()), s)
+    return _TEXT_BEARER.sub(lambda m: m.group(1) + placeholder(m.group()[len(m.group(1)):]), s)
 
 
 def redact_bytes(b: bytes) -> bytes:
@@ -102,16 +152,16 @@ def redact_bytes(b: bytes) -> bytes:
     return _BYTES_BEARER.sub(lambda m: m.group(1) + _REDACTED_BYTES, b)
 
 
-def redact_json(value: Any) -> Any:
+def redact_json(value: Any, key: FingerprintKey | None = None) -> Any:
     """Apply :func:`redact_text` to every string in a JSON value, keys included."""
     if isinstance(value, str):
-        return redact_text(value)
+        return redact_text(value, key)
     if isinstance(value, dict):
-        return {redact_text(k) if isinstance(k, str) else k: redact_json(v) for k, v in value.items()}
+        return {redact_text(k, key) if isinstance(k, str) else k: redact_json(v, key) for k, v in value.items()}
     if isinstance(value, list):
-        return [redact_json(v) for v in value]
+        return [redact_json(v, key) for v in value]
     if isinstance(value, tuple):
-        return tuple(redact_json(v) for v in value)
+        return tuple(redact_json(v, key) for v in value)
     return value
 
 

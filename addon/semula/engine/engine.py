@@ -15,6 +15,7 @@ from semula.core.canonical import CanonicalRequest
 from semula.core.cascade import NearSearch
 from semula.core.decision import Match
 from semula.core.explain import Nearest, nearest_recordings
+from semula.core.redact import FingerprintKey
 from semula.core.settings import ProjectSettings, settings_from_mapping
 from semula.engine.index import AnswerCache, FingerprintIndex
 from semula.engine.near import NearSearcher
@@ -29,12 +30,14 @@ NEAREST_CANDIDATES = 2000
 
 class Engine:
     def __init__(self, store: RecordingStore, review_log: Callable[[dict[str, Any]], None] | None = None,
-                 embedder: Any = None, folder: RecordingsFolder | None = None):
+                 embedder: Any = None, folder: RecordingsFolder | None = None, key: FingerprintKey | None = None):
         self.store = store
         self.folder = folder
-        self.sync_report: SyncReport | None = None
-        if folder is not None:  # the committed recordings first: the index below is built from the store
-            self.sync_report = folder.sync(store, lambda p: settings_from_mapping(store.project_settings(p)))
+        # The salt of every redacted secret's tag: the recordings folder's (committed, so every clone
+        # fingerprints alike), else the store's own, unless the caller brings one. Whoever canonicalises
+        # requests for this engine must use it (`Adapter.canonicalise(raw, key)`).
+        salt = folder.fingerprint_salt(default=store.fingerprint_salt()) if folder is not None else None
+        self.fingerprint_key = key or FingerprintKey(salt or store.fingerprint_salt())
         self.lexical = store.lexical_index()
         self.embeddings = None
         if embedder is not None:
@@ -47,6 +50,10 @@ class Engine:
         self.searcher = NearSearcher(store, self.lexical, self.review, self.embeddings)
         self.recordings = Recordings(store, self.index, self.answers, self.lexical, self.review, self.embeddings,
                                      folder)
+        self.recordings.upgrade_fingerprints()
+        self.sync_report: SyncReport | None = None
+        if folder is not None:  # the committed recordings, before the index is built from the store
+            self.sync_report = folder.sync(store, lambda p: settings_from_mapping(store.project_settings(p)))
         self.recordings.reload()
 
     def close(self) -> None:

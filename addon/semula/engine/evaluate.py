@@ -20,6 +20,7 @@ from semula.core.canonical import CanonicalRequest
 from semula.core.cascade import NearSearch, cascade, run_now
 from semula.core.decision import Match
 from semula.core.modes import Mode
+from semula.core.redact import FingerprintKey
 from semula.engine.engine import Engine
 from semula.recordings.entry import recording_of
 from semula.providers import adapter_for
@@ -42,10 +43,10 @@ def load_pairs(path: Path) -> list[dict[str, Any]]:
     return pairs
 
 
-def canonical_of(side: dict[str, Any]) -> CanonicalRequest:
+def canonical_of(side: dict[str, Any], key: FingerprintKey) -> CanonicalRequest:
     host = HOSTS.get(side.get("provider", "openai"), "api.openai.com")
     raw = RawRequest("POST", host, side["path"], (), {}, json.dumps(side["body"]).encode())
-    return adapter_for(host, side["path"]).canonicalise(raw)
+    return adapter_for(host, side["path"]).canonicalise(raw, key)
 
 
 class EngineLookups:
@@ -133,7 +134,8 @@ def evaluate(path: Path, overrides: dict[str, Any] | None = None,
         try:
             for index, pair in enumerate(pairs):
                 try:
-                    stored, incoming = canonical_of(pair["stored"]), canonical_of(pair["incoming"])
+                    key = engine.fingerprint_key
+                    stored, incoming = canonical_of(pair["stored"], key), canonical_of(pair["incoming"], key)
                     outcome, tier = decide_pair(engine, f"eval-{index}", stored, incoming, settings)
                 except (KeyError, ValueError) as e:
                     raise ValueError(f"pair {pair.get('id', index)}: {e}") from None

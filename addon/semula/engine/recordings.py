@@ -1,4 +1,4 @@
-"""Writing recordings: record, delete, re-fingerprint a project, per-project settings.
+"""Writing recordings: record, delete, re-fingerprint a project or an old store, per-project settings.
 
 Every write keeps the in-memory index, the answer cache and the near-match indexes in step
 with the store, and closes the review candidates a new recording answers. The listing and
@@ -12,7 +12,7 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from semula.core.canonical import CanonicalRequest, normalised_fingerprint
+from semula.core.canonical import FINGERPRINT_VERSION, CanonicalRequest, normalised_fingerprint
 from semula.core.settings import (
     FINGERPRINT_KEYS,
     ProjectSettings,
@@ -24,11 +24,11 @@ from semula.core.settings import (
 from semula.engine.index import PRELOAD_BYTES, AnswerCache, FingerprintIndex
 from semula.engine.review import ReviewQueue, shorten
 from semula.store.base import LexicalProposer, RecordingStore
+from semula.recordings.entry import fingerprints_of
 from semula.recordings.folder import RecordingsFolder
 from semula.store.types import Entry, NewEntry
 
 log = logging.getLogger("semula")
-
 
 class Recordings:
     def __init__(self, store: RecordingStore, index: FingerprintIndex, answers: AnswerCache, lexical: LexicalProposer,
@@ -131,12 +131,43 @@ class Recordings:
             if fp != old_fps.get(entry_id):
                 updates.append((entry_id, fp))
         self.store.set_normalised_fps(updates)
-        # An alias is keyed by its request's normalised fp: recompute it from the stored request.
+        self._refingerprint_aliases(project, settings)
+        self.reload()
+        return len(updates)
+
+    def _refingerprint_aliases(self, project: str, settings: ProjectSettings) -> None:
+        """An alias is keyed by its request's normalised fp: recompute it from the stored request."""
         aliases = [
             (normalised_fingerprint(CanonicalRequest.from_json(request), *settings.fingerprint_inputs)
              if request else fp, entry_id, request)
             for fp, entry_id, request in self.store.alias_requests(project)
         ]
         self.store.replace_aliases(project, aliases)
-        self.reload()
-        return len(updates)
+
+    def upgrade_fingerprints(self) -> int:
+        """Re-fingerprint a store whose fingerprints were made under another version; returns the entries redone.
+
+        Every fingerprint is recomputed from the stored request: entries, review candidates and
+        aliases. A request stored under fp1 had each secret redacted to a bare ``[REDACTED]`` (the
+        secret is gone, so no keyed tag can be made for it): such an entry keeps that placeholder,
+        and as no new request carries a bare ``[REDACTED]`` where a secret was, it stops matching
+        requests that carry a secret; it is re-recorded on the next such call (auto/record), or
+        replay misses until it is. Entries without a secret keep matching as before.
+        """
+        if self.store.fingerprint_version() == FINGERPRINT_VERSION:
+            return 0
+        settings = {p: settings_from_mapping(v) for p, v in self.store.all_project_settings().items()}
+
+        def of(project: str, canonical: dict[str, Any]) -> tuple[str, str]:
+            return fingerprints_of(CanonicalRequest.from_json(canonical), settings.get(project, ProjectSettings()))
+
+        projects = self.store.projects()
+        entries = [(entry_id, *of(project, canonical)) for project in projects
+                   for entry_id, canonical in self.store.project_canonicals(project, limit=10**9)]
+        candidates = [(c["id"], *of(c["project"], c["request_canonical"]))
+                      for c in self.store.candidates(status=None, limit=10**9)]
+        self.store.set_fingerprints(entries, candidates)
+        for project in projects:
+            self._refingerprint_aliases(project, settings.get(project, ProjectSettings()))
+        self.store.set_fingerprint_version(FINGERPRINT_VERSION)
+        return len(entries)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from semula.core.canonical import NEVER_MATTERS, CanonicalRequest
-from semula.core.redact import clean_query, redact_json
+from semula.core.redact import FingerprintKey, clean_query, redact_json
 from semula.providers.sse import SSEEvent, parse_frame
 
 __all__ = [
@@ -148,9 +148,10 @@ class Adapter:
 
     # ---------------------------------------------------------------- requests
 
-    def canonicalise(self, raw: RawRequest) -> CanonicalRequest:
+    def canonicalise(self, raw: RawRequest, key: FingerprintKey) -> CanonicalRequest:
+        """The canonical request; each secret in the body becomes a placeholder keyed by ``key``."""
         data = load_json_object(raw.body)
-        body = redact_json({k: v for k, v in data.items() if k not in NEVER_MATTERS})
+        body = redact_json({k: v for k, v in data.items() if k not in NEVER_MATTERS}, key)
         try:
             return self._read(raw, body)
         except BodyShapeError:

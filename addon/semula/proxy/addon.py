@@ -24,7 +24,7 @@ from semula.core.cascade import Outcome, cascade
 from semula.core.decision import Bypass, Decision, decide
 from semula.core.explain import miss_message
 from semula.core.modes import Mode
-from semula.core.redact import clean_query, redact_text
+from semula.core.redact import FingerprintKey, clean_query, redact_text
 from semula.core.settings import AddonSettings, ProjectSettings, SettingsError, validate_project
 from semula.engine.operations import run_operation
 from semula.recordings.entry import recording_of
@@ -142,14 +142,16 @@ class SemulaAddon(Lifecycle):
         if self.settings.namespace_by_key and (key_hash := api_key_hash(raw)):
             state.project = f"{state.project}.k{key_hash}"
         offload = _off_the_loop if len(raw.body) > BIG_BODY_BYTES else None  # a multi-megabyte prompt
+        if self.mode is not Mode.PASSTHROUGH:
+            await self.store.ensure_open()  # first: the store's salt keys the secrets in the fingerprints
+        engine = self.store.engine
         if bypass is None and self.mode is not Mode.PASSTHROUGH:
+            key = self.store.fingerprint_key
             try:
-                state.canonical = await offload(_canonicalise, adapter, raw) if offload else _canonicalise(adapter, raw)
+                state.canonical = (await offload(_canonicalise, adapter, raw, key) if offload
+                                   else _canonicalise(adapter, raw, key))
             except AdapterError as e:
                 bypass = Bypass("unparsable_body", f"cannot match this request: {e}")
-        if self.mode is not Mode.PASSTHROUGH:
-            await self.store.ensure_open()
-        engine = self.store.engine
         state.settings = engine.settings_for(state.project) if engine else ProjectSettings()
         lookups = ProxyLookups(engine, self.store, self.pending) if engine is not None else None
         return await cascade(self.mode, state.project, state.canonical, state.settings, lookups,
@@ -365,7 +367,7 @@ def _no_outcome() -> Outcome:
     return Outcome(Decision("error", "forward"))
 
 
-def _canonicalise(adapter: Adapter, raw: RawRequest) -> CanonicalRequest:
+def _canonicalise(adapter: Adapter, raw: RawRequest, key: FingerprintKey) -> CanonicalRequest:
     if not raw.body and raw.method in ("GET", "HEAD", "DELETE"):
         # e.g. GET /v1/models: replayable by the exact tier, nothing to normalise
         return CanonicalRequest(
@@ -374,4 +376,4 @@ def _canonicalise(adapter: Adapter, raw: RawRequest) -> CanonicalRequest:
             headers=(), model=None, system=None, messages=(), tools=(), params={},
             stream=False, body=None, parsed=False,
         )
-    return adapter.canonicalise(raw)
+    return adapter.canonicalise(raw, key)

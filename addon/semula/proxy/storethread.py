@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from semula.core.canonical import CanonicalRequest
 from semula.core.cascade import NearSearch
 from semula.core.decision import Match
+from semula.core.redact import FingerprintKey
 from semula.core.settings import ProjectSettings
 from semula.engine.engine import Engine
 from semula.recordings.folder import RecordingsFolder
@@ -44,6 +45,14 @@ class StoreThread:
         self._open: Callable[[], Engine] | None = None
         self._opening: asyncio.Future[None] | None = None
         self.load_wait = LOAD_WAIT_SECONDS
+        # Keys the requests decided while the store is unavailable: they are neither matched nor recorded.
+        self._unstored_key = FingerprintKey.generate()
+
+    @property
+    def fingerprint_key(self) -> FingerprintKey:
+        """The open store's salt for redacted secrets (`Adapter.canonicalise` needs it)."""
+        engine = self.engine
+        return engine.fingerprint_key if engine is not None else self._unstored_key
 
     def configure(self, data_dir: str, review_log: Callable[[dict[str, Any]], None], embedder: Any,
                   recordings: str | None = None, load_wait: float = LOAD_WAIT_SECONDS) -> None:

@@ -12,15 +12,20 @@ from semula.providers.base import Usage
 from semula.store.types import NewEntry
 
 
+def fingerprints_of(request: CanonicalRequest, settings: ProjectSettings) -> tuple[str, str]:
+    """(request_fp, normalised_fp) as a recording keeps them; an unparsed request has only the exact one."""
+    request_fp = request_fingerprint(request)
+    return request_fp, (normalised_fingerprint(request, *settings.fingerprint_inputs) if request.parsed else request_fp)
+
+
 def recording_of(project: str, request: CanonicalRequest, settings: ProjectSettings, *, host: str, body: bytes,
                  status: int = 200, headers: Iterable[tuple[str, str]] = (("content-type", "application/json"),),
                  streamed: bool = False, usage: Usage | None = None, upstream_ms: float | None = None,
                  request_fp: str | None = None, normalised_fp: str | None = None) -> NewEntry:
     """The one place a recording is assembled: fingerprints, redaction and the searchable text."""
-    request_fp = request_fp or request_fingerprint(request)
-    if normalised_fp is None:
-        normalised_fp = (normalised_fingerprint(request, *settings.fingerprint_inputs)
-                         if request.parsed else request_fp)
+    if request_fp is None or normalised_fp is None:
+        computed = fingerprints_of(request, settings)
+        request_fp, normalised_fp = request_fp or computed[0], normalised_fp or computed[1]
     usage = usage or Usage()
     return NewEntry(
         project=project, provider=request.provider, host=host, method=request.method,

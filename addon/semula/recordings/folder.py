@@ -33,6 +33,8 @@ from semula.store.types import Entry
 log = logging.getLogger("semula")
 
 MANIFEST_FILE = "recordings-manifest.json"
+META_FILE = "_semula.json"  # the folder's format and the salt of secrets' tags: commit it with the recordings
+FOLDER_FORMAT = "semula-recordings/1"
 GITATTRIBUTES = "*.json linguist-generated=true\n"
 SKIPPED_PREFIX = ("_", ".")
 SYNC_BATCH = 2000  # recordings per store transaction when loading  # folder metadata (_semula.json), editor and git files
@@ -129,6 +131,25 @@ class RecordingsFolder:
     def _remember(self, rel: str, path: Path, digest: str, entry_id: int) -> None:
         stat = path.stat()
         self.files[rel] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest, "entry_id": entry_id}
+
+    # --- the folder's salt ------------------------------------------------------------------
+
+    def fingerprint_salt(self, default: bytes) -> bytes:
+        """The salt keying redacted secrets' tags, committed in `_semula.json`; written from `default` if absent."""
+        meta = self.root / META_FILE
+        try:
+            return bytes.fromhex(json.loads(meta.read_text(encoding="utf-8"))["fingerprint_salt"])
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            log.warning("semula: %s is unreadable (%s); using the store's salt", meta, e)
+            return default
+        try:
+            write_atomically(meta, json.dumps({"format": FOLDER_FORMAT, "fingerprint_salt": default.hex()},
+                                              indent=2) + "\n")
+        except OSError as e:
+            log.warning("semula: cannot write %s (%s)", meta, e)
+        return default
 
     # --- the proxy's writes ---------------------------------------------------------------
 

@@ -163,6 +163,24 @@ class Store:
         """Apply pending migrations; returns their names. DuckDB errors propagate (open maps them)."""
         return migrations.migrate(self.con)
 
+    # --- store-wide values (the `meta` table) ----------------------------------------------
+
+    def _meta(self, key: str) -> str | None:
+        with self._errors():
+            row = self.con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+        return row[0] if row else None
+
+    def fingerprint_salt(self) -> bytes:
+        """The salt keying the hash of every redacted secret in this store's fingerprints (made by 004_meta)."""
+        return bytes.fromhex(self._meta(migrations.FINGERPRINT_SALT) or "")
+
+    def fingerprint_version(self) -> str | None:
+        return self._meta(migrations.FINGERPRINT_VERSION)
+
+    def set_fingerprint_version(self, version: str) -> None:
+        with self.transaction() as con:
+            con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [migrations.FINGERPRINT_VERSION, version])
+
     # --- entries -------------------------------------------------------------------------
 
     def upsert_entry(self, new: NewEntry) -> int:
@@ -295,6 +313,16 @@ class Store:
         with self.transaction() as con:
             for entry_id, fp in updates:
                 con.execute("UPDATE entries SET normalised_fp = ? WHERE id = ?", [fp, entry_id])
+
+    def set_fingerprints(self, entries: list[tuple[int, str, str]], candidates: list[tuple[int, str, str]]) -> None:
+        """(id, request_fp, normalised_fp) of entries and review candidates, in one transaction."""
+        with self.transaction() as con:
+            for entry_id, request_fp, normalised_fp in entries:
+                con.execute("UPDATE entries SET request_fp = ?, normalised_fp = ? WHERE id = ?",
+                            [request_fp, normalised_fp, entry_id])
+            for candidate_id, request_fp, normalised_fp in candidates:
+                con.execute("UPDATE review_candidates SET request_fp = ?, request_normalised_fp = ? WHERE id = ?",
+                            [request_fp, normalised_fp, candidate_id])
 
     def projects(self) -> list[str]:
         with self._errors():

@@ -7,6 +7,7 @@ change is a new migration appended to `MIGRATIONS`, never an edit of an old one.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -116,10 +117,24 @@ def _m003_embeddings(con: duckdb.DuckDBPyConnection) -> None:
     create_vector_table(con)
 
 
+FINGERPRINT_SALT = "fingerprint_salt"  # meta key: hex of the store's fingerprint salt
+FINGERPRINT_VERSION = "fingerprint_version"  # meta key: the fingerprint version the stored fps were made under
+
+
+def _m004_meta(con: duckdb.DuckDBPyConnection) -> None:
+    """Store-wide values, and the salt that keys every redacted secret's hash (32 random bytes, made once).
+
+    No fingerprint version is written: the engine re-fingerprints a store that records none.
+    """
+    con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)")
+    con.execute("INSERT INTO meta VALUES (?, ?)", [FINGERPRINT_SALT, secrets.token_hex(32)])
+
+
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_core", _m001_core),
     ("002_review", _m002_review),
     ("003_embeddings", _m003_embeddings),
+    ("004_meta", _m004_meta),
 )
 
 
