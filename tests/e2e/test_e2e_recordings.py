@@ -58,13 +58,14 @@ def test_recordings_committed_and_cloned_replay_in_ci_with_an_empty_data_dir(
     prompt = uniq("travel")
     recorded = run_exec("auto", tmp_path / "local-data", repo / "semula-recordings", mitm_confdir,
                         fake_provider.port, prompt, cwd=repo)
-    files = sorted((repo / "semula-recordings").rglob("*.json"))
+    files = sorted(p for p in (repo / "semula-recordings").rglob("*.json") if not p.name.startswith("_"))
     assert len(files) == 3, files
     for path in (repo / "semula-recordings").rglob("*"):
         if path.is_file():
             assert PLANTED_KEY.encode() not in path.read_bytes(), f"the key reached {path}"
     texts = "\n".join(p.read_text() for p in files)
     assert prompt in texts and recorded["plain"] in texts, "a reviewer must read the prompt and the answer"
+    assert (repo / "semula-recordings" / "_semula.json").is_file(), "the salt of secrets' tags travels with the folder"
 
     git("init", "-q", ".", cwd=repo)
     git("add", "-A", cwd=repo)

@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
-from semula.store import migrations
+from semula.store import bulk, migrations
 from semula.store.duckdb_errors import describe_duckdb_error, store_errors
 from semula.store.fts import LexicalIndex
 from semula.store.types import Entry, NewEntry, StoreError
@@ -69,18 +68,6 @@ def fts_extension_path() -> Path:
             f"install the matching package, `pip install duckdb-extension-fts=={duckdb.__version__}`"
         )
     return path
-
-
-_ENTRY_COLUMNS = ("project", "request_fp", "provider", "host", "method", "endpoint", "model", "normalised_fp",
-                  "canonical", "last_text", "status", "headers", "body", "streamed", "prompt_tokens",
-                  "completion_tokens", "upstream_ms")
-_ARROW_TYPES = {"status": pa.int32(), "body": pa.binary(), "streamed": pa.bool_(), "prompt_tokens": pa.int64(),
-                "completion_tokens": pa.int64(), "upstream_ms": pa.float64()}
-
-
-def _column_value(new: NewEntry, column: str) -> object:
-    value = getattr(new, column)
-    return json.dumps(value, ensure_ascii=False) if column in ("canonical", "headers") else value
 
 
 def _now() -> datetime:
@@ -215,36 +202,11 @@ class Store:
             return int(row[0])
 
     def upsert_entries(self, news: list[NewEntry]) -> list[int]:
-        """Record many answers in one transaction (loading a recordings folder); ids in `news` order.
-
-        Per row, `upsert_entry` costs milliseconds; one Arrow-backed INSERT and UPDATE cost about
-        as much for ten thousand rows.
-        """
+        """Record many answers in one transaction (loading a recordings folder); ids in `news` order."""
         if not news:
             return []
-        latest = {(n.project, n.request_fp): n for n in news}  # the last file for a request wins
-        table = pa.table({
-            column: pa.array([_column_value(n, column) for n in latest.values()], _ARROW_TYPES.get(column, pa.string()))
-            for column in _ENTRY_COLUMNS
-        })
-        now = _now()
-        assignments = ", ".join(f"{c} = s.{c}" for c in _ENTRY_COLUMNS if c not in ("project", "request_fp"))
         with self.transaction() as con:
-            con.register("semula_incoming", table)
-            try:
-                con.execute(f"UPDATE entries SET {assignments}, updated_at = ? FROM semula_incoming s "
-                            "WHERE entries.project = s.project AND entries.request_fp = s.request_fp", [now])
-                con.execute(
-                    f"INSERT INTO entries ({', '.join(_ENTRY_COLUMNS)}, created_at, updated_at) "
-                    f"SELECT {', '.join('s.' + c for c in _ENTRY_COLUMNS)}, ?, ? FROM semula_incoming s "
-                    "WHERE NOT EXISTS (SELECT 1 FROM entries e WHERE e.project = s.project "
-                    "AND e.request_fp = s.request_fp)", [now, now])
-                ids = dict(((p, fp), i) for i, p, fp in con.execute(
-                    "SELECT e.id, e.project, e.request_fp FROM entries e JOIN semula_incoming s "
-                    "ON e.project = s.project AND e.request_fp = s.request_fp").fetchall())
-            finally:
-                con.unregister("semula_incoming")
-        return [ids[(n.project, n.request_fp)] for n in news]
+            return bulk.upsert_entries(con, news, _now())
 
     def get_entry(self, entry_id: int) -> Entry | None:
         with self._errors():
