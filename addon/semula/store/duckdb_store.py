@@ -201,12 +201,9 @@ class Store:
             ).fetchone()
             return int(row[0])
 
-    def upsert_entries(self, news: list[NewEntry]) -> list[int]:
-        """Record many answers in one transaction (loading a recordings folder); ids in `news` order."""
-        if not news:
-            return []
+    def upsert_entries(self, news: list[NewEntry]) -> list[int]:  # loading a recordings folder: ids in order
         with self.transaction() as con:
-            return bulk.upsert_entries(con, news, _now())
+            return bulk.upsert_entries(con, news, _now()) if news else []
 
     def get_entry(self, entry_id: int) -> Entry | None:
         with self._errors():
