@@ -78,3 +78,34 @@ def test_recordings_committed_and_cloned_replay_in_ci_with_an_empty_data_dir(
                         cwd=clone)
     assert replayed == recorded, "the clone must replay identical answers, streamed events included"
     assert fake_provider.count() == before
+
+
+def semula(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*semula_cmd(), *args], capture_output=True, text=True, env=clean_env(), timeout=120,
+                          cwd=cwd)
+
+
+def test_bad_files_are_named_and_skipped_check_fails_and_unused_lists_what_the_last_run_did_not_use(
+        tmp_path: Path, fake_provider: FakeProvider, mitm_confdir: Path) -> None:
+    repo = tmp_path / "project"
+    repo.mkdir()
+    folder, data = repo / "semula-recordings", tmp_path / "data"
+    prompt = uniq("unused")
+    run_exec("auto", data, folder, mitm_confdir, fake_provider.port, prompt, cwd=repo)
+    good = sorted(p for p in folder.rglob("*.json") if not p.name.startswith("_"))
+    conflicted = good[0]
+    conflicted.write_text(conflicted.read_text().replace('    "status": 200', '<<<<<<< HEAD\n    "status": 200', 1))
+
+    check = semula("recordings", "check", str(folder), cwd=repo)
+    assert check.returncode == 1 and conflicted.name in check.stderr and "conflict marker" in check.stderr, check
+
+    # The next start names the bad file and loads the others; the run uses only two of three recordings.
+    argv = [*semula_cmd(), "exec", "--mode", "replay", "--data-dir", str(data), "--recordings", str(folder),
+            *proxy_test_args(mitm_confdir, fake_provider.port), "--", sys.executable, "-c", "print('no calls')"]
+    res = subprocess.run(argv, capture_output=True, text=True, env=clean_env(), timeout=120, cwd=repo)
+    assert res.returncode == 0, res.stderr
+    assert f"bad recording {conflicted}: line" in res.stderr and "2 unchanged" in res.stderr, res.stderr
+
+    unused = semula("recordings", "unused", str(folder), "--data-dir", str(data), cwd=repo)
+    assert unused.returncode == 0, unused.stderr
+    assert "based on run" in unused.stderr and "partial run" in unused.stderr, unused.stderr
