@@ -8,6 +8,7 @@ from typing import Any
 
 from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
 from semula.core.redact import FingerprintKey
+from semula.recordings.entry import searchable_text
 from semula.providers import adapter_for
 from semula.providers.base import RawRequest
 from semula.store.types import NewEntry
@@ -23,14 +24,15 @@ def chat(content: Any, key: FingerprintKey = TEST_KEY, **params: Any) -> Canonic
     return adapter_for(raw.host, raw.path).canonicalise(raw, key)
 
 
-def new_entry(c: CanonicalRequest, project: str = "p", scrub_patterns=(), ignore_params=(),
+def new_entry(c: CanonicalRequest, project: str = "p", scrub_patterns=(), ignore_params=(), scrub_keys=(),
               body: bytes = b'{"ok": true}', **fields: Any) -> NewEntry:
     """A recording of ``c``; ``fields`` override any NewEntry field (e.g. request_fp)."""
     entry = NewEntry(project, c.provider, "api.openai.com", c.method, c.endpoint, c.model, request_fingerprint(c),
-                     normalised_fingerprint(c, scrub_patterns, ignore_params), c.to_json(), c.last_text(), 200,
+                     normalised_fingerprint(c, scrub_patterns, ignore_params, scrub_keys), c.to_json(),
+                     searchable_text(c, scrub_patterns), 200,
                      [("content-type", "application/json")], body, False, 1, 2, 3.0)
     return replace(entry, **fields) if fields else entry
 
 
-def fingerprints(c: CanonicalRequest, scrub_patterns=(), ignore_params=()) -> tuple[str, str]:
-    return request_fingerprint(c), normalised_fingerprint(c, scrub_patterns, ignore_params)
+def fingerprints(c: CanonicalRequest, scrub_patterns=(), ignore_params=(), scrub_keys=()) -> tuple[str, str]:
+    return request_fingerprint(c), normalised_fingerprint(c, scrub_patterns, ignore_params, scrub_keys)

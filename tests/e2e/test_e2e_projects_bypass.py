@@ -41,7 +41,7 @@ SHARED = f"shared prompt {RUN}"  # recorded in alpha (user name) and then asked 
 ALPHA_ONLY = f"alpha only {RUN}"  # recorded in alpha only; replayed from beta must fail
 BYPASSED = f"bypassed {RUN}"
 NORMALISED = f"What is the capital of France? {RUN}"
-NORMALISED_VARIANT = f"  what IS the   capital of FRANCE?   {RUN}  "
+NORMALISED_VARIANT = f"  what is the   capital of france?   {RUN}  "
 VIA_ENV = f"via semula env {RUN}"
 
 

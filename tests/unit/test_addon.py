@@ -69,7 +69,7 @@ def test_miss_is_recorded_then_served_exact_and_normalised(tmp_path):
         assert second.response.headers["x-semula-tier"] == "exact"
         assert json.loads(second.response.content)["choices"][0]["message"]["content"] == "answer"
         assert "semula hit" in second.comment and second.marked
-        variant = {"model": "gpt-4o", "messages": [{"role": "user", "content": "  hello   THERE. "}]}
+        variant = {"model": "gpt-4o", "messages": [{"role": "user", "content": "  HELLO   THERE. "}]}
         third = await call(addon, provider_flow(variant), answer=None)
         assert third.response.headers["x-semula-tier"] == "normalised"
 
@@ -145,7 +145,7 @@ def test_record_mode_rerecords_and_keeps_the_normalised_tier(tmp_path):
         again = await call(addon, provider_flow(), answer="second")
         assert again.response.headers["x-semula-decision"] == "miss"
         addon.mode = Mode.AUTO
-        variant = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hello THERE"}]}
+        variant = {"model": "gpt-4o", "messages": [{"role": "user", "content": "HELLO THERE"}]}
         served = await call(addon, provider_flow(variant), answer=None)
         assert served.response.headers["x-semula-tier"] == "normalised"
         assert json.loads(served.response.content)["choices"][0]["message"]["content"] == "second"

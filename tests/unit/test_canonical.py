@@ -128,7 +128,7 @@ def test_answer_changing_fields_change_both_fingerprints(label: str, edit: Calla
 @pytest.mark.parametrize(
     ("label", "edit"),
     [
-        ("case and punctuation", lambda b: b["messages"][3].update(content="PLEASE RESERVE A COPY OF 'THE HOBBIT' FOR ME")),
+        ("case and punctuation", lambda b: b["messages"][3].update(content="PLEASE RESERVE A COPY OF 'The Hobbit' FOR ME")),
         ("curly quotes", lambda b: b["messages"][3].update(content="Please reserve a copy of \u2018The Hobbit\u2019 for me.")),
         ("whitespace in the system prompt", lambda b: b["messages"][0].update(content="  You are the chatbot for\nGreenfield Public Library. ")),
         ("tool schema key order", lambda b: b["tools"][0]["function"].update(parameters={"required": ["title"], "properties": {"title": {"type": "string"}}, "type": "object"})),

@@ -29,7 +29,7 @@ def cache(tmp_path):
 def test_tiers_and_projects(cache):
     entry = record(cache, "Summarise run 4711 please")
     assert lookup(cache, "Summarise run 4711 please").tier == "exact"
-    assert lookup(cache, "summarise   RUN 4711 please.").tier == "normalised"
+    assert lookup(cache, "summarise   run 4711 please.").tier == "normalised"
     assert lookup(cache, "Summarise run 4711 please", project="other") is None
     assert lookup(cache, "Summarise run 4711 please", temperature=0.5) is None
     assert cache.entry(entry).body == b'{"ok": true}'

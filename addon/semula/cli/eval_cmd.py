@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -13,8 +14,10 @@ from semula.cli.common import console, json_option, print_json, print_table
 @click.command("eval")
 @click.argument("pairs", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="override a project setting for the run")
+@click.option("--pairs-out", type=click.Path(dir_okay=False, writable=True, path_type=Path), default=None,
+              help="write one JSON line per pair: id, category, expect, outcome, tier, score, reason, guard_reason")
 @json_option
-def eval_command(pairs: Path, sets: tuple[str, ...], as_json: bool) -> None:
+def eval_command(pairs: Path, sets: tuple[str, ...], pairs_out: Path | None, as_json: bool) -> None:
     """Record each pair's `stored` side, decide on `incoming`, and report hit and false-hit rates."""
     from semula.engine.evaluate import evaluate
     from semula.core.settings import SettingsError, parse_setting
@@ -29,15 +32,21 @@ def eval_command(pairs: Path, sets: tuple[str, ...], as_json: bool) -> None:
         except SettingsError as e:
             raise click.BadParameter(str(e), param_hint="--set") from None
         overrides[key] = value
+    out = open(pairs_out, "w", encoding="utf-8") if pairs_out else None  # noqa: SIM115 - closed below
+    write = (lambda line: out.write(json.dumps(line, ensure_ascii=False) + "\n")) if out else None
     try:
         if as_json:
-            result = evaluate(pairs, overrides)
+            result = evaluate(pairs, overrides, pairs_out=write)
         else:
             with Progress(console=console, transient=True) as progress:
                 task = progress.add_task("evaluating", total=None)
-                result = evaluate(pairs, overrides, lambda done, total: progress.update(task, completed=done, total=total))
+                result = evaluate(pairs, overrides, lambda done, total: progress.update(task, completed=done, total=total),
+                                  pairs_out=write)
     except ValueError as e:
         raise click.ClickException(str(e)) from None
+    finally:
+        if out:
+            out.close()
     if as_json:
         return print_json(result)
     rows = [{"category": k, **v, "served_by_tier": ", ".join(f"{t} {n}" for t, n in v["served_by_tier"].items())}

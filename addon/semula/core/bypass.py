@@ -25,8 +25,9 @@ def no_cache_header(headers: Mapping[str, str]) -> Bypass | None:
 def temperature_above(request: CanonicalRequest, settings: ProjectSettings) -> Bypass | None:
     params = request.params or {}
     temperature = params.get("temperature")
-    if temperature is None and isinstance(params.get("generationConfig"), dict):
-        temperature = params["generationConfig"].get("temperature")
+    config = params.get("generationConfig", params.get("generation_config"))  # Gemini takes both
+    if temperature is None and isinstance(config, dict):
+        temperature = config.get("temperature")
     if isinstance(temperature, (int, float)) and temperature > settings.bypass_temperature:
         return Bypass("temperature_above", f"temperature {temperature:g} > {settings.bypass_temperature:g}", "fuzzy")
     return None

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from semula.core.normalise import normalise_text, scrub_volatile
+from semula.core.params import canonical_params
+from semula.core.scrubkeys import scrub_keys_in_text, scrub_keys_in_value
 
 __all__ = [
     "CONTEXT_PREFIX",
@@ -192,10 +194,13 @@ def _norm_strings(value: Any, scrub_patterns: Sequence[str]) -> Any:
 
 
 def _params(c: CanonicalRequest, ignore_params: Sequence[str]) -> dict[str, Any]:
-    if not ignore_params:
-        return dict(c.params)
-    ignored = set(ignore_params)
-    return {k: v for k, v in c.params.items() if k not in ignored}
+    """The parameters in canonical form (`core.params`), minus those the project ignores.
+
+    Canonicalised here, not in the adapters: the stored canonical and the exact fingerprint
+    stay faithful to the body as sent, and a stored request's normalised fingerprint can be
+    recomputed when this form changes.
+    """
+    return canonical_params(c.provider, c.endpoint, c.params, ignore_params)
 
 
 def _tail(messages: tuple[Message, ...], tail_n: int | None) -> tuple[int, tuple[Message, ...]]:
@@ -212,13 +217,16 @@ def _normalised_view(
     ignore_params: Sequence[str],
     drop_last_user_text: bool,
     tail_n: int | None,
+    scrub_keys: Sequence[str] = (),
 ) -> dict[str, Any]:
     dropped = _last_user_index(c.messages) if drop_last_user_text else None
     start, kept = _tail(c.messages, tail_n)
+    keys = frozenset(scrub_keys)
     messages = []
     for offset, m in enumerate(kept):
-        text = None if start + offset == dropped else _norm(m.text, scrub_patterns)
-        messages.append({"role": m.role, "text": text, "parts": _norm_strings(m.parts, scrub_patterns)})
+        text = None if start + offset == dropped else _norm(scrub_keys_in_text(m.text, keys), scrub_patterns)
+        parts = scrub_keys_in_value(m.parts, keys) if keys else m.parts
+        messages.append({"role": m.role, "text": text, "parts": _norm_strings(parts, scrub_patterns)})
     return {
         "method": c.method,
         "provider": c.provider,
@@ -239,10 +247,14 @@ def _normalised_view(
 
 
 def normalised_fingerprint(
-    c: CanonicalRequest, scrub_patterns: Sequence[str] = (), ignore_params: Sequence[str] = ()
+    c: CanonicalRequest,
+    scrub_patterns: Sequence[str] = (),
+    ignore_params: Sequence[str] = (),
+    scrub_keys: Sequence[str] = (),
 ) -> str:
-    """The normalised tier's key: texts normalised and scrubbed, params minus ``ignore_params``."""
-    return NORMALISED_PREFIX + _sha256(_normalised_view(c, scrub_patterns, ignore_params, False, None))
+    """The normalised tier's key: texts normalised and scrubbed (``scrub_keys``' JSON values
+    too), params in canonical form minus ``ignore_params``."""
+    return "nfp2:" + _sha256(_normalised_view(c, scrub_patterns, ignore_params, False, None, scrub_keys))
 
 
 def context_fingerprint(
@@ -250,10 +262,11 @@ def context_fingerprint(
     scrub_patterns: Sequence[str] = (),
     ignore_params: Sequence[str] = (),
     tail_n: int | None = None,
+    scrub_keys: Sequence[str] = (),
 ) -> str:
     """Everything the normalised fingerprint covers except the last user text.
 
     The near-match tiers compare that text by score and require the rest of
     the request to be the same; ``tail_n`` limits the history that counts.
     """
-    return CONTEXT_PREFIX + _sha256(_normalised_view(c, scrub_patterns, ignore_params, True, tail_n))
+    return "cfp2:" + _sha256(_normalised_view(c, scrub_patterns, ignore_params, True, tail_n, scrub_keys))

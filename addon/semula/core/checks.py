@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from semula.core.canonical import CanonicalRequest, canonical_json, context_fingerprint
+from semula.core.params import canonical_params
 from semula.core.normalise import normalise_text, scrub_volatile
 from semula.core.settings import ProjectSettings
 from semula.core.text import shorten
@@ -54,7 +55,8 @@ def tools_differ(incoming: CanonicalRequest, stored: CanonicalRequest, settings:
 
 
 def _kept_params(c: CanonicalRequest, ignore: Sequence[str]) -> dict[str, Any]:
-    return {k: v for k, v in c.params.items() if k not in set(ignore)}
+    """In the normalised fingerprint's form: 0 is 0.0, a documented default is left out."""
+    return canonical_params(c.provider, c.endpoint, c.params, ignore)
 
 
 def params_differ(incoming: CanonicalRequest, stored: CanonicalRequest, settings: ProjectSettings) -> str | None:
@@ -83,7 +85,9 @@ def model_differs(incoming: CanonicalRequest, stored: CanonicalRequest, settings
 def context_differs(incoming: CanonicalRequest, stored: CanonicalRequest, settings: ProjectSettings) -> str | None:
     """Everything but the last user text, normalised as the normalised fingerprint does, after tail_n."""
     patterns, ignore, tail_n = settings.scrub_patterns, settings.ignore_params, settings.tail_n
-    if context_fingerprint(incoming, patterns, ignore, tail_n) == context_fingerprint(stored, patterns, ignore, tail_n):
+    keys = settings.scrub_keys
+    if (context_fingerprint(incoming, patterns, ignore, tail_n, keys)
+            == context_fingerprint(stored, patterns, ignore, tail_n, keys)):
         return None
     system = lambda c: normalise_text(scrub_volatile(c.system, patterns)) if c.system else None  # noqa: E731
     if system(incoming) != system(stored):

@@ -15,12 +15,21 @@ wrong hit costs a confusing test failure.
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 
+from semula.core.normalise_layout import (
+    MARK_END,
+    MARK_START,
+    QUOTED,
+    code_lines,
+    json_spans,
+    mark_indentation,
+    render_marks,
+    try_json,
+)
 from semula.core.text import CJK_CHAR, CJK_RANGES
 
 __all__ = [
@@ -57,7 +66,8 @@ _POST_NFKC = str.maketrans(
     }
 )
 
-_WHITESPACE = re.compile(r"\s+")
+# The indentation markers of normalise_layout must not come from the input.
+_PRIVATE_MARKS = str.maketrans(dict.fromkeys("\ue000\ue001\ue002", "\ufffd"))
 # A trailing run of these is dropped, unless it follows a space ("cd ..").
 _SENTENCE_PUNCT = ".?!。"
 
@@ -65,8 +75,9 @@ _SENTENCE_PUNCT = ".?!。"
 
 _FENCE = re.compile(r"```(.*?)(?:```|\Z)", re.S)
 _LANGUAGE_TAG = re.compile(r"[\w+#.\-]*")
-_INLINE_CODE = re.compile(r"(`+)(.+?)\1", re.S)
-_JSON_START = re.compile(r"[\[{]")
+# Inline code does not run over a paragraph break.
+_INLINE_CODE = re.compile(r"(`+)((?:[^\n]|\n(?![ \t]*\n))+?)\1")
+_LINE_BREAK = re.compile(r"[ \t]*\n[ \t]*")
 
 _LOWER = "a-zß-öø-ÿ"
 _UPPER = "A-ZÀ-ÖØ-Þ"
@@ -91,118 +102,138 @@ _CODE_FEATURE = re.compile(
 )
 
 
-# A token holding a capital letter, unless it is a plain word (Hello, HELLO,
-# "Hello!"). Only these can lose information by case-folding, so only these
-# are tested for code features; the regex skips the rest without Python work.
 # A short word right after a number is a unit, and units are case-sensitive
-# (MB/Mb, MW/mW, ms/Ms), so it is never skipped as a plain word.
-_CAPITALISED_TOKEN = re.compile(
-    r"""(?<!\S)(?:(?<=\d )(?=[A-Za-z]{1,3}[.,;:!?)]*(?:\s|$))"""
-    r"""|(?![("'\[]*(?:[A-Z][a-z]*|[A-Z]+)[)"'\].,;:!?]*(?:\s|$)))"""
-    f"\\S*?[{_UPPER}]\\S*"
-)
+# (MB/Mb, MW/mW, ms/Ms), so it keeps its case.
 _UNIT = re.compile(r"[A-Za-z]{1,3}[.,;:!?)]*")
+_ORDINAL = re.compile(r"[(\[]*\d+(?i:st|nd|rd|th)[.,;:!?)\]]*")
 
 
-def _fold_prose(text: str) -> str:
-    """Collapse whitespace and case-fold every token except code-like ones."""
-    joined = " ".join(text.split())
-    out: list[str] = []
-    pos = 0
-    for m in _CAPITALISED_TOKEN.finditer(joined):
-        token = m.group()
-        if _CODE_FEATURE.search(token) or (
-            m.start() >= 2 and joined[m.start() - 2].isdigit() and _UNIT.fullmatch(token)
-        ):
-            out.append(joined[pos : m.start()].casefold())
-            out.append(token)
-            pos = m.end()
-    out.append(joined[pos:].casefold())
-    # Keep one space where this prose meets inline code or JSON.
+def _keep_case(token: str, after_number: bool, shouting: bool) -> bool:
+    """Whether a prose token's letter case can carry meaning.
+
+    Code-like tokens (flags, identifiers, paths, letter+digit mixes) and units
+    after a number always keep it. Otherwise a token keeps its case if it has
+    two or more capitals (acronyms and symbols: WHO, CO, APIs), so "Co" (a
+    sentence capital or cobalt) folds but "CO" does not. In a shouting prompt
+    capitals carry no information, so there only tokens that mix in lower
+    case on purpose (Co in "WHAT IS THE MASS OF Co") keep it.
+    """
+    if _CODE_FEATURE.search(token):
+        return True
+    if shouting:
+        return any(c.islower() for c in token)
+    if after_number and _UNIT.fullmatch(token):
+        return True
+    return not _ORDINAL.fullmatch(token) and sum(c.isupper() for c in token) >= 2
+
+
+def _fold_prose(text: str, shouting: bool = False) -> str:
+    """Collapse whitespace and case-fold every token except case-carrying ones."""
+    tokens = text.split()
+    out = []
+    after_number = False
+    for token in tokens:
+        if token.islower() or not any(c.isupper() for c in token):
+            out.append(token.casefold())
+        else:
+            out.append(token if _keep_case(token, after_number, shouting) else token.casefold())
+        after_number = token[-1].isdigit()
+    joined = " ".join(out)
+    # Keep one space where this prose meets inline code, a quote or JSON.
     lead = " " if text[:1].isspace() else ""
     trail = " " if text[-1:].isspace() and joined else ""
-    return lead + "".join(out) + trail
+    return lead + joined + trail
 
 
-def _canonical_json_text(value: object) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+def _is_shouting(text: str) -> bool:
+    """Most of the prose's letters (outside code and quotes) are capitals."""
+    prose = QUOTED.sub(" ", _INLINE_CODE.sub(" ", _FENCE.sub(" ", text)))
+    upper = sum(c.isupper() for c in prose)
+    return upper >= 6 and upper >= 4 * sum(c.islower() for c in prose)
 
 
-def _try_json(text: str) -> str | None:
-    """The canonical form of ``text`` if all of it is a JSON object or array."""
-    stripped = text.strip()
-    if not stripped or stripped[0] not in "[{":
-        return None
-    try:
-        value = json.loads(stripped)
-    except ValueError:
-        return None
-    return _canonical_json_text(value)
-
-
-_DECODER = json.JSONDecoder()
-
-
-def _prose_and_json(text: str) -> str:
-    """Normalise prose, re-serialising any JSON object/array found inside it."""
-    if "{" not in text and "[" not in text:
-        return _fold_prose(text)
+def _quotes_and_prose(text: str, shouting: bool) -> str:
+    """Prose with quoted strings kept verbatim (case and spaces)."""
+    if '"' not in text and "'" not in text:
+        return _fold_prose(text, shouting)
     out: list[str] = []
     pos = 0
-    search_from = 0
-    while True:
-        m = _JSON_START.search(text, search_from)
-        if m is None:
-            break
-        try:
-            value, end = _DECODER.raw_decode(text, m.start())
-        except ValueError:
-            search_from = m.start() + 1
-            continue
-        if not isinstance(value, (dict, list)):
-            search_from = m.start() + 1
-            continue
-        out.append(_fold_prose(text[pos : m.start()]))
-        out.append(_canonical_json_text(value))
-        pos = search_from = end
-    out.append(_fold_prose(text[pos:]))
+    for m in QUOTED.finditer(text):
+        out.append(_fold_prose(text[pos : m.start()], shouting))
+        out.append(m.group())
+        pos = m.end()
+    out.append(_fold_prose(text[pos:], shouting))
     return "".join(out)
 
 
-def _inline_and_prose(text: str) -> str:
+def _prose_and_json(text: str, shouting: bool) -> str:
+    """Normalise prose, re-serialising any JSON object/array found inside it."""
+    if "{" not in text and "[" not in text:
+        return _quotes_and_prose(text, shouting)
+    out: list[str] = []
+    pos = 0
+    for start, end, canonical in json_spans(text):
+        out.append(_quotes_and_prose(text[pos:start], shouting))
+        out.append(canonical)
+        pos = end
+    out.append(_quotes_and_prose(text[pos:], shouting))
+    return "".join(out)
+
+
+def _inline_code(code: str) -> str:
+    """Inline code keeps its case and its runs of spaces; a line break inside
+    it (the text was re-wrapped) is one space; JSON is re-serialised."""
+    canonical = try_json(code)
+    return canonical if canonical is not None else _LINE_BREAK.sub(" ", code)
+
+
+def _inline_and_prose(text: str, shouting: bool) -> str:
+    text = mark_indentation(text, _protected_spans(text))
     if "`" not in text:
-        return _prose_and_json(text)
+        return _prose_and_json(text, shouting)
     out: list[str] = []
     pos = 0
     for m in _INLINE_CODE.finditer(text):
-        out.append(_prose_and_json(text[pos : m.start()]))
-        ticks, code = m.group(1), m.group(2)
-        canonical = _try_json(code)
-        out.append(ticks + (canonical if canonical is not None else _WHITESPACE.sub(" ", code).strip()) + ticks)
+        out.append(_prose_and_json(text[pos : m.start()], shouting))
+        out.append(m.group(1) + _inline_code(m.group(2)) + m.group(1))
         pos = m.end()
-    out.append(_prose_and_json(text[pos:]))
+    out.append(_prose_and_json(text[pos:], shouting))
     return "".join(out)
 
 
+def _protected_spans(text: str) -> list[tuple[int, int]]:
+    """Inline code and JSON spans: their inner lines are not indentation."""
+    if "\n" not in text:
+        return []
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for m in _INLINE_CODE.finditer(text) if "`" in text else ():
+        spans.extend((a, b) for a, b, _ in json_spans(text, pos, m.start()))
+        spans.append(m.span())
+        pos = m.end()
+    spans.extend((a, b) for a, b, _ in json_spans(text, pos))
+    return spans
+
+
 def _fenced_block(body: str) -> str:
-    """A fenced block keeps case and indentation (they matter in Python, YAML);
-    only line endings, trailing spaces, blank lines and a common indent go.
-    JSON inside is re-serialised."""
+    """A fenced block keeps case and whitespace inside lines; indentation is
+    compared as relative nesting; line endings, trailing spaces and blank
+    lines go. JSON inside is re-serialised."""
     info, newline, code = body.partition("\n")
     if not newline or not _LANGUAGE_TAG.fullmatch(info.strip()):
         info, code = "", body  # ```SELECT 1``` on one line: all of it is code
-    canonical = _try_json(code)
+    language = info.strip().casefold()
+    canonical = try_json(code)
     if canonical is None:
-        lines = [line.rstrip() for line in code.split("\n")]
-        lines = [line for line in lines if line]
-        indent = min((len(line) - len(line.lstrip()) for line in lines), default=0)
-        canonical = "\n".join(line[indent:] for line in lines)
-    return f" ```{info.strip().casefold()}\n{canonical}\n``` "
+        canonical = code_lines(code, language)
+    return f" ```{language}\n{canonical}\n``` "
 
 
 def _prepare(text: str) -> str:
     """Character-level normalisation: quotes, dashes, NFKC, line endings."""
     text = text.translate(_PRE_NFKC)
+    if MARK_START in text or MARK_END in text or "\ue002" in text:
+        text = text.translate(_PRIVATE_MARKS)
     if not text.isascii():
         text = _SUPER_RUN.sub(lambda m: "^" + m.group(), text)
         text = _SUB_RUN.sub(lambda m: "_" + m.group(), text)
@@ -239,18 +270,19 @@ def _normalise_cached(text: str) -> str:
 
 def _normalise(text: str) -> str:
     text = _prepare(text)
+    shouting = _is_shouting(text)
     if "```" in text:
         out: list[str] = []
         pos = 0
         for m in _FENCE.finditer(text):
-            out.append(_inline_and_prose(text[pos : m.start()]))
+            out.append(render_marks(_inline_and_prose(text[pos : m.start()], shouting)))
             out.append(_fenced_block(m.group(1)))
             pos = m.end()
-        out.append(_inline_and_prose(text[pos:]))
-        pieces = [p.strip() for p in out]
+        out.append(render_marks(_inline_and_prose(text[pos:], shouting)))
+        pieces = [p.strip(" ") for p in out]
         result = " ".join(p for p in pieces if p)
     else:
-        result = _inline_and_prose(text).strip()
+        result = render_marks(_inline_and_prose(text, shouting)).strip(" ")
     return _drop_trailing_punctuation(result)
 
 

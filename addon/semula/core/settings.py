@@ -48,6 +48,9 @@ def validate_project(name: str) -> str:
 class ProjectSettings:
     # Extra regexes whose matches are scrubbed before the normalised fingerprint.
     scrub_patterns: tuple[str, ...] = ()
+    # JSON keys whose values are generated on each run (e.g. created_at): scrubbed wherever they
+    # appear (pasted JSON, tool call arguments, tool results) before the normalised fingerprint.
+    scrub_keys: tuple[str, ...] = ()
     # Body parameters that this project declares never change an answer.
     ignore_params: tuple[str, ...] = ()
     # Above this temperature the fuzzy tiers (lexical, embedding) are skipped.
@@ -66,12 +69,13 @@ class ProjectSettings:
     embedding_serve_threshold: float | Mapping[str, float] | None = None
 
     @property
-    def fingerprint_inputs(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """The settings that feed the normalised fingerprint (changing them re-fingerprints)."""
-        return self.scrub_patterns, self.ignore_params
+    def fingerprint_inputs(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        """The settings that feed the normalised fingerprint (changing them re-fingerprints):
+        `normalised_fingerprint(request, *settings.fingerprint_inputs)`."""
+        return self.scrub_patterns, self.ignore_params, self.scrub_keys
 
 
-FINGERPRINT_KEYS = frozenset({"scrub_patterns", "ignore_params"})
+FINGERPRINT_KEYS = frozenset({"scrub_patterns", "ignore_params", "scrub_keys"})
 SETTING_KEYS = tuple(f.name for f in fields(ProjectSettings))
 
 
@@ -127,6 +131,14 @@ def _scrub_patterns(key: str, value: Any) -> tuple[str, ...]:
     return patterns
 
 
+def _scrub_keys(key: str, value: Any) -> tuple[str, ...]:
+    keys = _string_list(key, value)
+    for name in keys:
+        if not name.strip() or name != name.strip():
+            raise SettingsError(f"{key}: {name!r} is not a JSON key name (empty, or spaces around it)")
+    return tuple(dict.fromkeys(keys))
+
+
 def _float(key: str, value: Any) -> float:
     return float(value)
 
@@ -150,6 +162,7 @@ def threshold_for(value: float | Mapping[str, float] | None, model: str) -> floa
 
 PARSERS = {
     "scrub_patterns": _scrub_patterns,
+    "scrub_keys": _scrub_keys,
     "ignore_params": _string_list,
     "bypass_temperature": _float,
     "bypass_tools": _bool,

@@ -20,6 +20,10 @@ from semula.store.base import VectorStore
 
 log = logging.getLogger("semula")
 WORKER_BATCH = 8
+# A search embeds at most this many of the project's not-yet-embedded entries itself (like the
+# lexical tier's fresh scan); older ones wait for the worker.
+FRESH_LIMIT = 32
+RUNNING_WAIT = 10.0  # seconds a search waits for the worker's batch holding the project's entries
 
 
 class EmbeddingTier:
@@ -49,11 +53,31 @@ class EmbeddingTier:
             self.worker.submit(entry_id, project, text)
 
     def search(self, project: str, request: CanonicalRequest, settings: ProjectSettings, k: int = 5) -> list[tuple[int, float]]:
+        """Cosine neighbours of `request` among the project's recordings, those made just before included.
+
+        The project's entries the worker has not started yet (the most recent FRESH_LIMIT) are
+        embedded here in the query's batch, and entries it is embedding are waited for (at most
+        RUNNING_WAIT seconds): a paraphrase sent right after its original finds it. Writes still
+        never wait for the model; only a miss that reached this tier does.
+        """
         text = embedding_text(request, settings.scrub_patterns)
         if not text.strip():
             return []
-        vector = self.embedder.embed([text])[0]
-        return self.index.search(project, vector, k)
+        fresh = self.worker.claim(project, FRESH_LIMIT)
+        try:
+            self.worker.wait_running(project, RUNNING_WAIT)
+            vectors = self.embedder.embed([t for _, t in fresh] + [text])
+            if fresh:
+                rows = [(entry_id, vectors[i]) for i, (entry_id, _) in enumerate(fresh)]
+                self.vectors.put(self.embedder.name, rows)
+                self.index.add(project, [e for e, _ in rows], np.stack([v for _, v in rows]))
+        except BaseException:
+            for entry_id, claimed in fresh:  # the worker makes them after all
+                self.worker.submit(entry_id, project, claimed)
+            raise
+        for entry_id, _ in fresh:
+            self._projects.pop(entry_id, None)
+        return self.index.search(project, vectors[-1], k)
 
     def close(self) -> None:
         self.worker.close()

@@ -114,6 +114,9 @@ class EmbeddingWorker:
         self._queue: queue.Queue[tuple[int, str, str] | None] = queue.Queue()
         self._pending = 0
         self._cond = threading.Condition()
+        # Submitted and not yet taken by the thread (a search may `claim` them), and being embedded.
+        self._waiting: dict[int, tuple[str, str]] = {}
+        self._running: dict[int, str] = {}
         self._stopped = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -123,7 +126,27 @@ class EmbeddingWorker:
             return
         with self._cond:
             self._pending += 1
+            self._waiting.pop(entry_id, None)
+            self._waiting[entry_id] = (project, text)  # a re-recording: the newest text, newest place
         self._queue.put((entry_id, project, text))
+
+    def claim(self, project: str, limit: int) -> list[tuple[int, str]]:
+        """Take up to `limit` of `project`'s most recent entries the thread has not started: the
+        caller embeds them itself (a search that must see what was just recorded)."""
+        with self._cond:
+            mine = [e for e, (p, _) in self._waiting.items() if p == project][-limit:] if limit > 0 else []
+            return [(e, self._waiting.pop(e)[1]) for e in mine]
+
+    def wait_running(self, project: str, timeout: float) -> bool:
+        """Wait until no entry of `project` is being embedded by the thread; False on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while project in self._running.values():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
 
     @property
     def pending(self) -> int:
@@ -162,10 +185,16 @@ class EmbeddingWorker:
                     stop = True
                     break
                 batch.append(nxt)
+            with self._cond:  # entries a search claimed meanwhile are skipped
+                taken = [(e, *self._waiting.pop(e)) for e, _, _ in batch if e in self._waiting]
+                self._running.update((e, p) for e, p, _ in taken)
             try:
-                self._process(batch)
+                if taken:
+                    self._process(taken)
             finally:
                 with self._cond:
+                    for entry_id, _, _ in taken:
+                        self._running.pop(entry_id, None)
                     self._pending -= len(batch)
                     self._cond.notify_all()
             if stop:

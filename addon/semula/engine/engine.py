@@ -22,6 +22,7 @@ from semula.engine.near import NearSearcher
 from semula.engine.recordings import Recordings
 from semula.engine.review import ReviewQueue
 from semula.recordings.folder import RecordingsFolder, SyncReport
+from semula.engine.upkeep import upgrade
 from semula.store.base import RecordingStore
 from semula.store.types import Entry
 
@@ -54,6 +55,7 @@ class Engine:
         self.sync_report: SyncReport | None = None
         if folder is not None:  # the committed recordings, before the index is built from the store
             self.sync_report = folder.sync(store, lambda p: settings_from_mapping(store.project_settings(p)))
+        upgrade(store, lambda project, settings: self.recordings.refingerprint(project, settings, reload=False))
         self.recordings.reload()
 
     def close(self) -> None:

@@ -69,15 +69,28 @@ class EngineLookups:
 
 
 def decide_pair(engine: Engine, project: str, stored: CanonicalRequest, incoming: CanonicalRequest,
-                settings: ProjectSettings) -> tuple[str, str]:
-    """Record `stored`, then run the proxy's cascade on `incoming`: (outcome served|review|miss, tier)."""
+                settings: ProjectSettings) -> dict[str, Any]:
+    """Record `stored`, then run the proxy's cascade on `incoming`.
+
+    Returns the outcome (served|review|miss), the tier, the score and, from the best near-match
+    candidate, why it was not served (`reason`) and the guard's verdict (`guard_reason`).
+    """
     engine.record(recording_of(project, stored, settings, host="eval", body=b'{"synthetic": true}'))
     outcome = run_now(cascade(Mode.AUTO, project, incoming, settings, EngineLookups(engine)))
+    best = outcome.near.best if outcome.near is not None else None
+    verdict = best.verdict if best is not None else None
+    row: dict[str, Any] = {"outcome": "miss", "tier": verdict.tier if verdict else "none",
+                           "score": verdict.score if verdict else None,
+                           "reason": verdict.reason if verdict else None,
+                           "guard_reason": verdict.guard_reason if verdict else None}
     if outcome.decision.action == "serve":
-        return "served", outcome.decision.tier
-    if outcome.near is not None and outcome.near.queued:
-        return "review", outcome.near.queued[0].verdict.tier
-    return "miss", "none"
+        row.update(outcome="served", tier=outcome.decision.tier, score=outcome.decision.score)
+    elif outcome.near is not None and outcome.near.queued:
+        queued = outcome.near.queued[0].verdict
+        row.update(outcome="review", tier=queued.tier, score=queued.score)
+    elif outcome.fuzzy_bypass_reason and not verdict:
+        row["reason"] = f"near-match tiers bypassed: {outcome.fuzzy_bypass_reason}"
+    return row
 
 
 def _pair_number(pair_id: str) -> int | None:
@@ -124,8 +137,18 @@ def _embedder_if_on(data_dir: Path) -> Any:
     return Embedder.load(config) if config.enabled else None
 
 
+def pair_line(pair: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
+    """One line of `--pairs-out`: the pair's label and what the cascade did with it."""
+    score = row.get("score")
+    return {"id": pair.get("id"), "category": pair.get("category"), "expect": pair.get("expect"),
+            "outcome": row["outcome"], "tier": row["tier"], "score": None if score is None else round(score, 4),
+            "reason": row.get("reason"), "guard_reason": row.get("guard_reason"), "note": pair.get("note")}
+
+
 def evaluate(path: Path, overrides: dict[str, Any] | None = None,
-             progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+             progress: Callable[[int, int], None] | None = None,
+             pairs_out: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Run every pair; `pairs_out` receives one `pair_line` per pair, in file order."""
     pairs = load_pairs(path)
     settings = settings_from_mapping(overrides or {})
     results = []
@@ -136,10 +159,12 @@ def evaluate(path: Path, overrides: dict[str, Any] | None = None,
                 try:
                     key = engine.fingerprint_key
                     stored, incoming = canonical_of(pair["stored"], key), canonical_of(pair["incoming"], key)
-                    outcome, tier = decide_pair(engine, f"eval-{index}", stored, incoming, settings)
+                    row = decide_pair(engine, f"eval-{index}", stored, incoming, settings)
                 except (KeyError, ValueError) as e:
                     raise ValueError(f"pair {pair.get('id', index)}: {e}") from None
-                results.append((pair, outcome, tier))
+                results.append((pair, row["outcome"], row["tier"]))
+                if pairs_out:
+                    pairs_out(pair_line(pair, row))
                 if progress:
                     progress(index + 1, len(pairs))
         finally:

@@ -122,7 +122,7 @@ class Recordings:
             changed = self.refingerprint(project, new)
         return {"project": project, "key": key, "value": settings_to_json(new)[key], "refingerprinted": changed}
 
-    def refingerprint(self, project: str, settings: ProjectSettings) -> int:
+    def refingerprint(self, project: str, settings: ProjectSettings, reload: bool = True) -> int:
         """Recompute normalised fingerprints (and the aliases pointing at them) from stored requests."""
         old_fps = {entry_id: fp for entry_id, p, _, fp in self.store.index_rows() if p == project}
         updates = []
@@ -132,7 +132,8 @@ class Recordings:
                 updates.append((entry_id, fp))
         self.store.set_normalised_fps(updates)
         self._refingerprint_aliases(project, settings)
-        self.reload()
+        if reload:
+            self.reload()
         return len(updates)
 
     def _refingerprint_aliases(self, project: str, settings: ProjectSettings) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
 from semula.core.normalise import scrub_volatile
@@ -10,6 +10,11 @@ from semula.core.redact import clean_headers, redact_bytes, redact_text
 from semula.core.settings import ProjectSettings
 from semula.providers.base import Usage
 from semula.store.types import NewEntry
+
+
+def searchable_text(request: CanonicalRequest, scrub_patterns: Sequence[str]) -> str:
+    """What the lexical index holds for a recording: the text the near-match score compares."""
+    return redact_text(scrub_volatile(request.last_user_text(), scrub_patterns))
 
 
 def fingerprints_of(request: CanonicalRequest, settings: ProjectSettings) -> tuple[str, str]:
@@ -31,7 +36,7 @@ def recording_of(project: str, request: CanonicalRequest, settings: ProjectSetti
         project=project, provider=request.provider, host=host, method=request.method,
         endpoint=request.endpoint, model=request.model, request_fp=request_fp,
         normalised_fp=normalised_fp, canonical=request.to_json(),
-        last_text=redact_text(scrub_volatile(request.last_text(), settings.scrub_patterns)),
+        last_text=searchable_text(request, settings.scrub_patterns),
         status=status, headers=clean_headers(headers), body=redact_bytes(body), streamed=streamed,
         prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, upstream_ms=upstream_ms,
     )

@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 
 from semula.store import bulk, migrations
+from semula.store.duckdb_meta import StoreMeta
 from semula.store.duckdb_errors import describe_duckdb_error, store_errors
 from semula.store.fts import LexicalIndex
 from semula.store.types import Entry, NewEntry, StoreError
@@ -74,7 +75,7 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-class Store:
+class Store(StoreMeta):
     """Thin DuckDB adapter. Not thread-safe: call it from one thread."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, path: Path):
@@ -151,22 +152,6 @@ class Store:
         return migrations.migrate(self.con)
 
     # --- store-wide values (the `meta` table) ----------------------------------------------
-
-    def _meta(self, key: str) -> str | None:
-        with self._errors():
-            row = self.con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
-        return row[0] if row else None
-
-    def fingerprint_salt(self) -> bytes:
-        """The salt keying the hash of every redacted secret in this store's fingerprints (made by 004_meta)."""
-        return bytes.fromhex(self._meta(migrations.FINGERPRINT_SALT) or "")
-
-    def fingerprint_version(self) -> str | None:
-        return self._meta(migrations.FINGERPRINT_VERSION)
-
-    def set_fingerprint_version(self, version: str) -> None:
-        with self.transaction() as con:
-            con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [migrations.FINGERPRINT_VERSION, version])
 
     # --- entries -------------------------------------------------------------------------
 
@@ -282,6 +267,17 @@ class Store:
             for candidate_id, request_fp, normalised_fp in candidates:
                 con.execute("UPDATE review_candidates SET request_fp = ?, request_normalised_fp = ? WHERE id = ?",
                             [request_fp, normalised_fp, candidate_id])
+    def canonicals_after(self, after_id: int, limit: int = 1000) -> list[tuple[int, str, dict[str, Any]]]:
+        """(id, project, canonical) of the entries after `after_id`, in id order: a batch of a full pass."""
+        with self._errors():
+            rows = self.con.execute("SELECT id, project, canonical FROM entries WHERE id > ? ORDER BY id LIMIT ?",
+                                    [after_id, limit]).fetchall()
+        return [(int(i), p, json.loads(c)) for i, p, c in rows]
+
+    def set_last_texts(self, updates: list[tuple[int, str]]) -> None:
+        with self.transaction() as con:
+            for entry_id, text in updates:
+                con.execute("UPDATE entries SET last_text = ? WHERE id = ?", [text, entry_id])
 
     def projects(self) -> list[str]:
         with self._errors():

@@ -1,0 +1,116 @@
+"""Parameters written differently with the same meaning share the normalised fingerprint."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from entries import TEST_KEY
+from semula.core.canonical import context_fingerprint, normalised_fingerprint, request_fingerprint
+from semula.core.params import canonical_params
+from semula.providers import adapter_for
+from semula.providers.base import RawRequest
+
+PATHS = {"openai": ("api.openai.com", "/v1/chat/completions"),
+         "responses": ("api.openai.com", "/v1/responses"),
+         "groq": ("api.groq.com", "/openai/v1/chat/completions"),
+         "anthropic": ("api.anthropic.com", "/v1/messages"),
+         "gemini": ("generativelanguage.googleapis.com", "/v1beta/models/gemini-2.0-flash:generateContent")}
+
+
+def request(kind: str, text: str = "Name three rivers in Spain", **params):
+    host, path = PATHS[kind]
+    if kind == "gemini":
+        body = {"contents": [{"role": "user", "parts": [{"text": text}]}], **params}
+    elif kind == "responses":
+        body = {"model": "gpt-4o-mini", "input": text, **params}
+    else:
+        body = {"model": "m", "max_tokens": 64, "messages": [{"role": "user", "content": text}], **params}
+    return adapter_for(host, path).canonicalise(RawRequest("POST", host, path, (), {}, json.dumps(body).encode()), TEST_KEY)
+
+
+SAME = [
+    ("openai", {"temperature": 0}, {"temperature": 0.0}),
+    ("anthropic", {"temperature": 0.0}, {"temperature": 0}),
+    ("openai", {"max_tokens": 100.0}, {"max_tokens": 100}),
+    ("openai", {"n": 1}, {}),
+    ("openai", {"top_p": 1, "presence_penalty": 0, "frequency_penalty": 0.0}, {}),
+    ("openai", {"temperature": 1.0}, {}),
+    ("openai", {"logprobs": False, "parallel_tool_calls": True}, {}),
+    ("responses", {"temperature": 1, "top_p": 1.0}, {}),
+    ("anthropic", {"temperature": 1.0}, {}),
+    ("gemini", {"generationConfig": {"temperature": 0}}, {"generationConfig": {"temperature": 0.0}}),
+    ("gemini", {"generationConfig": {"maxOutputTokens": 50, "topP": 0.9}},
+     {"generation_config": {"max_output_tokens": 50, "top_p": 0.9}}),
+    ("gemini", {"generationConfig": {"thinkingConfig": {"thinkingBudget": 0}}},
+     {"generation_config": {"thinking_config": {"thinking_budget": 0}}}),
+    ("gemini", {"toolConfig": {"functionCallingConfig": {"mode": "ANY"}}},
+     {"tool_config": {"function_calling_config": {"mode": "ANY"}}}),
+    ("gemini", {"generationConfig": {"candidateCount": 1, "temperature": 0}}, {"generationConfig": {"temperature": 0}}),
+    ("gemini", {"generationConfig": {"candidateCount": 1}}, {}),
+]
+
+DIFFERENT = [
+    ("openai", {"temperature": 0}, {"temperature": 0.7}),
+    ("openai", {"n": 1}, {"n": 2}),
+    ("openai", {"n": True}, {}),  # a bool is not the number 1
+    ("openai", {"temperature": 0}, {}),  # 0 is not the default (1)
+    ("groq", {"temperature": 1}, {}),  # an OpenAI-compatible host documents its own defaults
+    ("groq", {"n": 1}, {}),
+    ("anthropic", {"temperature": 0.5}, {}),
+    ("anthropic", {"top_p": 1}, {}),  # no documented default
+    ("gemini", {"generationConfig": {"temperature": 1}}, {}),  # model-dependent default
+    ("gemini", {"generationConfig": {"maxOutputTokens": 50}}, {"generation_config": {"max_output_tokens": 20}}),
+    ("gemini", {"generationConfig": {"candidateCount": 1}}, {"generationConfig": {"candidateCount": 2}}),
+    # user-named keys inside a response schema are not field names: never renamed
+    ("gemini", {"generationConfig": {"responseSchema": {"type": "OBJECT", "properties": {"first_name": {"type": "STRING"}}}}},
+     {"generationConfig": {"responseSchema": {"type": "OBJECT", "properties": {"firstName": {"type": "STRING"}}}}}),
+]
+
+
+@pytest.mark.parametrize("kind, stored, incoming", SAME)
+def test_equal_parameters_share_the_normalised_and_context_fingerprints(kind, stored, incoming):
+    a, b = request(kind, **stored), request(kind, **incoming)
+    assert normalised_fingerprint(a) == normalised_fingerprint(b)
+    assert context_fingerprint(a) == context_fingerprint(b)
+    assert request_fingerprint(a) != request_fingerprint(b), "the exact tier stays faithful to the body"
+
+
+@pytest.mark.parametrize("kind, stored, incoming", DIFFERENT)
+def test_different_parameters_keep_different_fingerprints(kind, stored, incoming):
+    a, b = request(kind, **stored), request(kind, **incoming)
+    assert normalised_fingerprint(a) != normalised_fingerprint(b)
+    assert context_fingerprint(a) != context_fingerprint(b)
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_content_as_a_string_or_a_single_text_block_is_the_same(kind):
+    text = "Convert 5 km to miles"
+    a, b = request(kind, text), request(kind, [{"type": "text", "text": text}])
+    assert normalised_fingerprint(a) == normalised_fingerprint(b)
+
+
+def test_ignore_params_applies_to_either_spelling():
+    a = request("gemini", generation_config={"temperature": 0.2})
+    b = request("gemini", generationConfig={"temperature": 0.9})
+    assert normalised_fingerprint(a, (), ("generationConfig",)) == normalised_fingerprint(b, (), ("generationConfig",))
+    assert normalised_fingerprint(a, (), ("generation_config",)) == normalised_fingerprint(b, (), ("generation_config",))
+
+
+@pytest.mark.parametrize("params, expected", [
+    ({"generation_config": {"temperature": 0.0}, "generationConfig": {"temperature": 0}},
+     {"generationConfig": {"temperature": 0}}),
+    # both spellings with different values: left as sent (the API would refuse it anyway)
+    ({"generation_config": {"temperature": 0.5}, "generationConfig": {"temperature": 0}},
+     {"generation_config": {"temperature": 0.5}, "generationConfig": {"temperature": 0}}),
+    ({"safety_settings": [{"category": "X", "threshold": "BLOCK_NONE"}]},
+     {"safetySettings": [{"category": "X", "threshold": "BLOCK_NONE"}]}),
+])
+def test_gemini_field_names(params, expected):
+    assert canonical_params("gemini", "/v1beta/models/m:generateContent", params) == expected
+
+
+def test_numbers_are_canonical_at_any_depth_and_floats_stay_floats():
+    assert canonical_params("mistral", "/v1/chat/completions", {"a": [1.0, {"b": 2.50}], "c": 1e300, "d": True}) == \
+        {"a": [1, {"b": 2.5}], "c": 1e300, "d": True}
