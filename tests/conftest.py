@@ -7,6 +7,7 @@ always stop what they started, even when a test fails half-way.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,9 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# Proxies started by tests write no recordings folder into their working directory unless a test
+# asks for one (--recordings DIR); the in-process addon and every subprocess inherit this.
+os.environ["SEMULA_RECORDINGS"] = "off"
 
 from e2e_helpers import (  # noqa: E402 - needs the sys.path entry above
     FakeProvider,

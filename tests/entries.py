@@ -8,7 +8,7 @@ from typing import Any
 
 from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
 from semula.core.redact import FingerprintKey
-from semula.engine.upkeep import searchable_text
+from semula.recordings.entry import searchable_text
 from semula.providers import adapter_for
 from semula.providers.base import RawRequest
 from semula.store.types import NewEntry

@@ -475,19 +475,7 @@ def seeded_store(data_dir: Path | str, entries: list[Any]) -> tuple[Any, dict[st
 def bulk_insert(store: Any, entries: list[Any]) -> None:
     """One INSERT of the values `Store.upsert_entry` writes for each NewEntry (`Cache.record` costs
     10-40 ms a row; the benchmarks then check that the rows are served as exact hits)."""
-    import pyarrow as pa
-
-    types = {"status": pa.int32(), "body": pa.binary(), "streamed": pa.bool_(), "prompt_tokens": pa.int64(),
-             "completion_tokens": pa.int64(), "upstream_ms": pa.float64()}
-    as_text = {"canonical", "headers"}
-    table = pa.table({c: pa.array([json.dumps(getattr(e, c), ensure_ascii=False) if c in as_text else getattr(e, c)
-                                   for e in entries], types.get(c, pa.string())) for c in COLUMNS})
-    now = store.now()
-    store.con.register("bench_seed", table)
-    with store.transaction() as con:
-        con.execute(f"INSERT INTO entries ({', '.join(COLUMNS)}, created_at, updated_at) "
-                    f"SELECT {', '.join(COLUMNS)}, ?, ? FROM bench_seed", [now, now])
-    store.con.unregister("bench_seed")
+    store.upsert_entries(entries)
 
 
 def miss_decision(cache: Any, canonical: Any, project: str = PROJECT) -> tuple[float, str, Any]:

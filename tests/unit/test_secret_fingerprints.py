@@ -15,7 +15,7 @@ from entries import TEST_KEY, chat, fingerprints, new_entry
 from semula.core.canonical import FINGERPRINT_VERSION, normalised_fingerprint, request_fingerprint
 from semula.core.redact import REDACTED, FingerprintKey, redact_text
 from semula.engine.engine import Engine
-from semula.engine.recordings import recording_of
+from semula.recordings.entry import recording_of
 from semula.core.settings import ProjectSettings
 from semula.store.duckdb_store import STORE_FILE, Store
 

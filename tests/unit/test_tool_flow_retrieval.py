@@ -15,7 +15,7 @@ from entries import TEST_KEY, fingerprints
 from semula.core.canonical import CanonicalRequest
 from semula.core.settings import ProjectSettings
 from semula.engine.engine import Engine
-from semula.engine.recordings import recording_of
+from semula.recordings.entry import recording_of
 from semula.engine.upkeep import SEARCHABLE_TEXT
 from semula.providers import adapter_for
 from semula.providers.base import RawRequest

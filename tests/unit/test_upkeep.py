@@ -8,7 +8,7 @@ from entries import TEST_KEY, fingerprints
 
 from semula.core.settings import ProjectSettings
 from semula.engine.engine import Engine
-from semula.engine.recordings import recording_of
+from semula.recordings.entry import recording_of
 from semula.engine.upkeep import NORMALISED_VIEW
 from semula.providers import adapter_for
 from semula.providers.base import RawRequest

@@ -7,6 +7,7 @@ import click
 from semula.cli.embeddings_cmd import embeddings
 from semula.cli.eval_cmd import eval_command
 from semula.cli.proxy_cmd import env, exec_command, proxy
+from semula.cli.recordings_cmd import export_command, import_command, recordings
 from semula.cli.review_cmd import review
 from semula.cli.store_cmds import config, entries, stats
 
@@ -17,7 +18,8 @@ def main() -> None:
     """semula — record and replay LLM API calls through mitmproxy."""
 
 
-for command in (proxy, env, exec_command, entries, config, stats, review, eval_command, embeddings):
+for command in (proxy, env, exec_command, entries, config, stats, review, eval_command, embeddings, recordings,
+                export_command, import_command):
     main.add_command(command)
 
 try:  # the report needs the `analysis` extra; without it the other commands still work

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +38,32 @@ def run_store_operation(data_dir: Path, method: str, params: dict[str, Any]) -> 
         pass
     except AdminError as e:
         raise click.ClickException(str(e)) from None
-    from semula.engine.engine import Engine
-    from semula.store.logschema import REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
     from semula.engine.operations import run_operation
-    from semula.store.parquetlog import ParquetLog
+
+    with open_engine(data_dir, _existing_folder(data_dir)) as engine:
+        try:
+            return json.loads(dumps(run_operation(engine, method, params)))
+        except (StoreError, ValueError, KeyError) as e:
+            raise click.ClickException(str(e)) from None
+
+
+def _existing_folder(data_dir: Path) -> Any:
+    """The recordings folder a proxy started here would use, if it exists (so a delete removes the file)."""
+    value = os.environ.get("SEMULA_RECORDINGS", "semula-recordings").strip()
+    if value.lower() in ("", "off", "none", "0", "false", "no") or not Path(value).expanduser().is_dir():
+        return None
+    from semula.recordings.folder import RecordingsFolder
+
+    return RecordingsFolder(Path(value), data_dir)
+
+
+@contextmanager
+def open_engine(data_dir: Path, folder: Any = None) -> Iterator[Any]:
+    """The store opened directly (no proxy holds it), with a review log, closed afterwards."""
+    from semula.engine.engine import Engine
     from semula.store.duckdb_store import Store
+    from semula.store.logschema import REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
+    from semula.store.parquetlog import ParquetLog
 
     try:
         store = Store.open(data_dir)
@@ -50,10 +72,11 @@ def run_store_operation(data_dir: Path, method: str, params: dict[str, Any]) -> 
     reviews = ParquetLog(data_dir / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION)
     engine = None
     try:
-        engine = Engine(store, review_log=reviews.append)
-        return json.loads(dumps(run_operation(engine, method, params)))
-    except (StoreError, ValueError, KeyError) as e:
-        raise click.ClickException(str(e)) from None
+        try:
+            engine = Engine(store, review_log=reviews.append, folder=folder)
+        except StoreError as e:
+            raise click.ClickException(str(e)) from None
+        yield engine
     finally:
         reviews.close()
         if engine is not None:

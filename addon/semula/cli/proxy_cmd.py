@@ -29,11 +29,20 @@ def proxy_options(func):
         click.option("--listen-host", default="127.0.0.1", show_default=True),
         data_dir_option,
         click.option("--project", default="default", show_default=True, help="default project (namespace)"),
+        click.option("--recordings", "recordings", type=click.Path(file_okay=False, path_type=Path), default=None,
+                     help="recordings folder to commit [default: ./semula-recordings, or $SEMULA_RECORDINGS]"),
+        click.option("--no-recordings", is_flag=True, help="keep recordings in the data dir's store only"),
         click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
                      help="any mitmproxy or semula_* option, e.g. --set confdir=/tmp/conf"),
     ]):
         func = option(func)
     return func
+
+
+def recordings_sets(recordings: Path | None, no_recordings: bool) -> tuple[str, ...]:
+    if no_recordings:
+        return ("semula_recordings=off",)
+    return (f"semula_recordings={recordings.expanduser().resolve()}",) if recordings else ()
 
 
 def mitmproxy_args(mode: str, listen_host: str, listen_port: int, data_dir: Path, project: str,
@@ -68,9 +77,10 @@ def mitmproxy_args(mode: str, listen_host: str, listen_port: int, data_dir: Path
 @proxy_options
 @click.option("--listen-port", type=int, default=8080, show_default=True)
 @click.option("--web", is_flag=True, help="run mitmweb (the web UI shows each call's decision)")
-def proxy(mode: str, listen_host: str, listen_port: int, data_dir: Path, project: str,
-          sets: tuple[str, ...], web: bool) -> None:
+def proxy(mode: str, listen_host: str, listen_port: int, data_dir: Path, project: str, recordings: Path | None,
+          no_recordings: bool, sets: tuple[str, ...], web: bool) -> None:
     """Run the proxy (mitmdump, or mitmweb with --web) with the semula addon."""
+    sets = recordings_sets(recordings, no_recordings) + sets
     args = mitmproxy_args(mode, listen_host, listen_port, data_dir, project, sets, web)
     _check_embeddings(data_dir, sets)
     from mitmproxy.tools import main as mitm_main
@@ -169,8 +179,10 @@ def _pump(stream, sink) -> None:
 @click.option("--ready-timeout", type=float, default=60.0, show_default=True)
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 def exec_command(mode: str, listen_host: str, listen_port: int, data_dir: Path, project: str,
-                 sets: tuple[str, ...], ready_timeout: float, cmd: tuple[str, ...]) -> None:
+                 recordings: Path | None, no_recordings: bool, sets: tuple[str, ...], ready_timeout: float,
+                 cmd: tuple[str, ...]) -> None:
     """Run CMD with a proxy around it; exit with CMD's exit code: semula exec --mode replay -- pytest."""
+    sets = recordings_sets(recordings, no_recordings) + sets
     confdir = _confdir_from(sets)
     info = read_admin_info(data_dir)
     process = None

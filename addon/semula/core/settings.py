@@ -215,3 +215,5 @@ class AddonSettings:
     record_errors: bool = False
     namespace_by_key: bool = False
     admin: bool = True
+    recordings: str | None = None  # the recordings folder; None: off
+    load_timeout: float = 60.0

@@ -16,11 +16,12 @@ from semula.core.cascade import NearSearch
 from semula.core.decision import Match
 from semula.core.explain import Nearest, nearest_recordings
 from semula.core.redact import FingerprintKey
-from semula.core.settings import ProjectSettings
+from semula.core.settings import ProjectSettings, settings_from_mapping
 from semula.engine.index import AnswerCache, FingerprintIndex
 from semula.engine.near import NearSearcher
 from semula.engine.recordings import Recordings
 from semula.engine.review import ReviewQueue
+from semula.recordings.folder import RecordingsFolder, SyncReport
 from semula.engine.upkeep import upgrade
 from semula.store.base import RecordingStore
 from semula.store.types import Entry
@@ -30,11 +31,14 @@ NEAREST_CANDIDATES = 2000
 
 class Engine:
     def __init__(self, store: RecordingStore, review_log: Callable[[dict[str, Any]], None] | None = None,
-                 embedder: Any = None, key: FingerprintKey | None = None):
+                 embedder: Any = None, folder: RecordingsFolder | None = None, key: FingerprintKey | None = None):
         self.store = store
-        # The salt of every redacted secret's tag: the store's own unless the caller brings one.
-        # Whoever canonicalises requests for this engine must use it (`Adapter.canonicalise(raw, key)`).
-        self.fingerprint_key = key or FingerprintKey(store.fingerprint_salt())
+        self.folder = folder
+        # The salt of every redacted secret's tag: the recordings folder's (committed, so every clone
+        # fingerprints alike), else the store's own, unless the caller brings one. Whoever canonicalises
+        # requests for this engine must use it (`Adapter.canonicalise(raw, key)`).
+        salt = folder.fingerprint_salt(default=store.fingerprint_salt()) if folder is not None else None
+        self.fingerprint_key = key or FingerprintKey(salt or store.fingerprint_salt())
         self.lexical = store.lexical_index()
         self.embeddings = None
         if embedder is not None:
@@ -45,8 +49,12 @@ class Engine:
         self.answers = AnswerCache()
         self.review = ReviewQueue(store, self.index, self.lexical, review_log)
         self.searcher = NearSearcher(store, self.lexical, self.review, self.embeddings)
-        self.recordings = Recordings(store, self.index, self.answers, self.lexical, self.review, self.embeddings)
+        self.recordings = Recordings(store, self.index, self.answers, self.lexical, self.review, self.embeddings,
+                                     folder)
         self.recordings.upgrade_fingerprints()
+        self.sync_report: SyncReport | None = None
+        if folder is not None:  # the committed recordings, before the index is built from the store
+            self.sync_report = folder.sync(store, lambda p: settings_from_mapping(store.project_settings(p)))
         upgrade(store, lambda project, settings: self.recordings.refingerprint(project, settings, reload=False))
         self.recordings.reload()
 

@@ -22,7 +22,7 @@ from semula.core.decision import Match
 from semula.core.modes import Mode
 from semula.core.redact import FingerprintKey
 from semula.engine.engine import Engine
-from semula.engine.recordings import recording_of
+from semula.recordings.entry import recording_of
 from semula.providers import adapter_for
 from semula.providers.base import RawRequest
 from semula.core.settings import ProjectSettings, settings_from_mapping

@@ -8,12 +8,11 @@ admin endpoint or on the store directly. Runs on the store thread.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
 from dataclasses import replace
 from typing import Any
 
-from semula.core.canonical import FINGERPRINT_VERSION, CanonicalRequest, normalised_fingerprint, request_fingerprint
-from semula.core.redact import clean_headers, redact_bytes
+from semula.core.canonical import FINGERPRINT_VERSION, CanonicalRequest, normalised_fingerprint
 from semula.core.settings import (
     FINGERPRINT_KEYS,
     ProjectSettings,
@@ -24,40 +23,17 @@ from semula.core.settings import (
 )
 from semula.engine.index import PRELOAD_BYTES, AnswerCache, FingerprintIndex
 from semula.engine.review import ReviewQueue, shorten
-from semula.engine.upkeep import searchable_text
-from semula.providers.base import Usage
 from semula.store.base import LexicalProposer, RecordingStore
-from semula.store.types import NewEntry
+from semula.recordings.entry import fingerprints_of
+from semula.recordings.folder import RecordingsFolder
+from semula.store.types import Entry, NewEntry
 
-
-def fingerprints_of(request: CanonicalRequest, settings: ProjectSettings) -> tuple[str, str]:
-    """(request_fp, normalised_fp) as a recording keeps them; an unparsed request has only the exact one."""
-    request_fp = request_fingerprint(request)
-    return request_fp, (normalised_fingerprint(request, *settings.fingerprint_inputs) if request.parsed else request_fp)
-
-
-def recording_of(project: str, request: CanonicalRequest, settings: ProjectSettings, *, host: str, body: bytes,
-                 status: int = 200, headers: Iterable[tuple[str, str]] = (("content-type", "application/json"),),
-                 streamed: bool = False, usage: Usage | None = None, upstream_ms: float | None = None,
-                 request_fp: str | None = None, normalised_fp: str | None = None) -> NewEntry:
-    """The one place a recording is assembled: fingerprints, redaction and the searchable text."""
-    if request_fp is None or normalised_fp is None:
-        computed = fingerprints_of(request, settings)
-        request_fp, normalised_fp = request_fp or computed[0], normalised_fp or computed[1]
-    usage = usage or Usage()
-    return NewEntry(
-        project=project, provider=request.provider, host=host, method=request.method,
-        endpoint=request.endpoint, model=request.model, request_fp=request_fp,
-        normalised_fp=normalised_fp, canonical=request.to_json(),
-        last_text=searchable_text(request, settings.scrub_patterns),
-        status=status, headers=clean_headers(headers), body=redact_bytes(body), streamed=streamed,
-        prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, upstream_ms=upstream_ms,
-    )
-
+log = logging.getLogger("semula")
 
 class Recordings:
     def __init__(self, store: RecordingStore, index: FingerprintIndex, answers: AnswerCache, lexical: LexicalProposer,
-                 review: ReviewQueue, embeddings: Any = None):
+                 review: ReviewQueue, embeddings: Any = None, folder: RecordingsFolder | None = None):
+        self.folder = folder
         self.store = store
         self.index = index
         self.answers = answers
@@ -86,10 +62,22 @@ class Recordings:
         self.answers.forget(entry_id)
         if (entry := self.store.get_entry(entry_id)) is not None:
             self.answers.put(entry)
+            if self.folder is not None:
+                self._write_file(entry)
         return entry_id
+
+    def _write_file(self, entry: Entry) -> None:
+        assert self.folder is not None
+        try:
+            self.folder.write(entry)
+        except OSError as e:  # the store has it: serving goes on, but a teammate or CI will not see it
+            log.error("semula: recording #%s is stored but its file could not be written to %s: %s",
+                      entry.id, self.folder.root, e)
 
     def delete_entry(self, entry_id: int) -> bool:
         found = self.store.delete_entry(entry_id)
+        if self.folder is not None:
+            self.folder.delete(entry_id)
         if found:
             self.lexical.deleted(entry_id)
             if self.embeddings is not None:

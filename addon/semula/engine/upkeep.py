@@ -9,12 +9,11 @@ derived with are kept in the store's `meta` table. Runs on the store thread, bef
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from semula.core.canonical import CanonicalRequest
-from semula.core.normalise import scrub_volatile
-from semula.core.redact import redact_text
 from semula.core.settings import ProjectSettings, settings_from_mapping
+from semula.recordings.entry import searchable_text
 from semula.store.base import RecordingStore
 
 log = logging.getLogger("semula")
@@ -25,11 +24,6 @@ NORMALISED_VIEW = "2"
 # Bump when `searchable_text` changes. 2: the last user text (was: the last text of any role).
 SEARCHABLE_TEXT = "2"
 BATCH = 1000
-
-
-def searchable_text(request: CanonicalRequest, scrub_patterns: Sequence[str]) -> str:
-    """What the lexical index holds for a recording: the text the near-match score compares."""
-    return redact_text(scrub_volatile(request.last_user_text(), scrub_patterns))
 
 
 def upgrade(store: RecordingStore, refingerprint: Callable[[str, ProjectSettings], int]) -> dict[str, int]:

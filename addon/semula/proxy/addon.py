@@ -27,7 +27,7 @@ from semula.core.modes import Mode
 from semula.core.redact import FingerprintKey, clean_query, redact_text
 from semula.core.settings import AddonSettings, ProjectSettings, SettingsError, validate_project
 from semula.engine.operations import run_operation
-from semula.engine.recordings import recording_of
+from semula.recordings.entry import recording_of
 from semula.providers import DEFAULT_PROVIDER_HOSTS, adapter_for, host_matches
 from semula.providers.base import Adapter, AdapterError, RawRequest, Usage
 from semula.providers.sse import split_frames
@@ -313,7 +313,7 @@ class SemulaAddon(Lifecycle):
         row = call_row(state, flow.request.method, self.mode.value, status, upstream_ms=upstream_ms, usage=usage,
                        entry_id=entry, recorded=recorded)
         if self.calls is not None:
-            self.calls.append(row)
+            self.calls.append({**row, "run_id": self.run_id})
         flow.comment = flow_comment(decision, entry, state)
         print(console_line(state, row, recorded), flush=True)
 

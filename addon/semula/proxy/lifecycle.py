@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,7 @@ class Lifecycle:
         self.embedder: Any = None
         self.admin: AdminServer | None = None
         self.is_running = False
+        self.run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
 
     def _admin_dispatch(self, method: str, params: dict[str, Any]) -> Any:
         raise NotImplementedError
@@ -42,7 +45,8 @@ class Lifecycle:
             return
         self.calls = ParquetLog(data_dir / "calls", CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION)
         self.reviews = ParquetLog(data_dir / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION)
-        self.store.configure(self.settings.data_dir, self._log_review, self.embedder)
+        self.store.configure(self.settings.data_dir, self._log_review, self.embedder, self.settings.recordings,
+                             self.settings.load_timeout)
         await self.store.ensure_open(force=True)
         listen = self._listen_address()
         confdir = Path(os.path.expanduser(ctx.options.confdir))

@@ -18,6 +18,11 @@ from semula.core.settings import DEFAULT_PROJECT, AddonSettings, SettingsError, 
 from semula.providers import DEFAULT_PROVIDER_HOSTS
 
 
+# On by default, in the directory semula starts in: the folder people commit.
+DEFAULT_RECORDINGS = "semula-recordings"
+RECORDINGS_OFF = ("", "off", "none", "0", "false", "no")
+
+
 def _embeddings_default() -> bool:
     try:
         return parse_switch("SEMULA_EMBEDDINGS", os.environ.get("SEMULA_EMBEDDINGS"))
@@ -39,6 +44,12 @@ def declare(loader: Any) -> None:
     loader.add_option("semula_record_errors", bool, False, "also record 4xx/5xx answers (default: only complete 2xx)")
     loader.add_option("semula_namespace_by_key", bool, False, "add a hash of the API key to the project namespace")
     loader.add_option("semula_admin", bool, True, "serve the admin endpoint used by the semula CLI")
+    loader.add_option(
+        "semula_recordings", str, os.environ.get("SEMULA_RECORDINGS", DEFAULT_RECORDINGS),
+        "recordings folder to commit (one JSON file per recording); 'off' turns it off",
+    )
+    loader.add_option("semula_load_timeout", float, 60.0,
+                      "seconds a request that arrives while the store loads waits before the clear error")
     loader.add_option("semula_embeddings", bool, _embeddings_default(),
                       "opt-in embedding tier (fastembed); also SEMULA_EMBEDDINGS=on")
 
@@ -51,8 +62,11 @@ def read(options: Any) -> tuple[Mode, AddonSettings]:
     except (ValueError, SettingsError) as e:
         raise exceptions.OptionsError(f"semula: {e}") from None
     data_dir = str(Path(options.semula_data_dir).expanduser().resolve())
+    folder = options.semula_recordings.strip()
+    recordings = None if folder.lower() in RECORDINGS_OFF else str(Path(folder).expanduser().resolve())
     return mode, AddonSettings(
         mode=mode.value, data_dir=data_dir, default_project=options.semula_project,
         hosts=tuple(options.semula_hosts), record_errors=options.semula_record_errors,
-        namespace_by_key=options.semula_namespace_by_key, admin=options.semula_admin,
+        namespace_by_key=options.semula_namespace_by_key, admin=options.semula_admin, recordings=recordings,
+        load_timeout=options.semula_load_timeout,
     )

@@ -22,6 +22,7 @@ from semula.core.decision import Match
 from semula.core.redact import FingerprintKey
 from semula.core.settings import ProjectSettings
 from semula.engine.engine import Engine
+from semula.recordings.folder import RecordingsFolder
 from semula.store.duckdb_store import Store
 from semula.store.types import StoreError
 
@@ -29,6 +30,7 @@ log = logging.getLogger("semula")
 T = TypeVar("T")
 
 STORE_RETRY_SECONDS = 5.0
+LOAD_WAIT_SECONDS = 60.0  # a request that comes while the store loads waits this long (semula_load_timeout)
 ADMIN_TIMEOUT_SECONDS = 600
 # An identical request waits this long for a recording in flight instead of going upstream again.
 PENDING_WAIT_SECONDS = 120.0
@@ -41,6 +43,8 @@ class StoreThread:
         self.problem: str | None = "the store is not open yet"
         self._next_attempt = 0.0
         self._open: Callable[[], Engine] | None = None
+        self._opening: asyncio.Future[None] | None = None
+        self.load_wait = LOAD_WAIT_SECONDS
         # Keys the requests decided while the store is unavailable: they are neither matched nor recorded.
         self._unstored_key = FingerprintKey.generate()
 
@@ -50,19 +54,44 @@ class StoreThread:
         engine = self.engine
         return engine.fingerprint_key if engine is not None else self._unstored_key
 
-    def configure(self, data_dir: str, review_log: Callable[[dict[str, Any]], None], embedder: Any) -> None:
+    def configure(self, data_dir: str, review_log: Callable[[dict[str, Any]], None], embedder: Any,
+                  recordings: str | None = None, load_wait: float = LOAD_WAIT_SECONDS) -> None:
+        self.load_wait = load_wait
         def open_engine() -> Engine:
-            engine = Engine(Store.open(data_dir), review_log=review_log, embedder=embedder)
+            folder = RecordingsFolder(recordings, data_dir) if recordings else None
+            engine = Engine(Store.open(data_dir), review_log=review_log, embedder=embedder, folder=folder)
+            if engine.sync_report is not None:
+                print(engine.sync_report.line(folder.root), flush=True)
+                for rel, problem in engine.sync_report.bad:
+                    print(f"semula: bad recording {folder.root / rel}: {problem}", flush=True)
             gc.freeze()  # the preloaded answers are long-lived: keep them out of every collection
             return engine
 
         self._open = open_engine
 
     async def ensure_open(self, force: bool = False) -> None:
-        """Open the store if it is not open; after a failure, retry at most every few seconds."""
-        if self.engine is not None or self._open is None or (not force and time.monotonic() < self._next_attempt):
+        """Open the store if it is not open; after a failure, retry at most every few seconds.
+
+        A request that arrives while the proxy is still starting or loading its recordings waits
+        for that, up to `load_wait` seconds: nothing is refused for being early.
+        """
+        deadline = time.monotonic() + self.load_wait
+        while self._open is None and time.monotonic() < deadline:  # `running` has not configured us yet
+            await asyncio.sleep(0.05)
+        if self.engine is not None or self._open is None:
             return
-        self._next_attempt = time.monotonic() + STORE_RETRY_SECONDS
+        if self._opening is None:
+            if not force and time.monotonic() < self._next_attempt:
+                return
+            self._next_attempt = time.monotonic() + STORE_RETRY_SECONDS
+            self._opening = asyncio.ensure_future(self._open_now())
+        try:
+            await asyncio.wait_for(asyncio.shield(self._opening), max(deadline - time.monotonic(), 0.01))
+        except TimeoutError:
+            self.problem = f"the store is still loading after {self.load_wait:.0f} s"
+
+    async def _open_now(self) -> None:
+        assert self._open is not None
         try:
             self.engine = await asyncio.get_running_loop().run_in_executor(self.executor, self._open)
             self.problem = None
@@ -73,6 +102,8 @@ class StoreThread:
                     "and refused in replay mode; retrying every %.0f s", e, STORE_RETRY_SECONDS,
                 )
             self.problem = str(e)
+        finally:
+            self._opening = None
 
     async def run(self, what: str, fn: Callable[..., T], *args: Any) -> T | None:
         """Run `fn` on the store thread; on failure log why, drop the handle, return None."""

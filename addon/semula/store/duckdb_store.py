@@ -18,7 +18,7 @@ from typing import Any
 
 import duckdb
 
-from semula.store import migrations
+from semula.store import bulk, migrations
 from semula.store.duckdb_meta import StoreMeta
 from semula.store.duckdb_errors import describe_duckdb_error, store_errors
 from semula.store.fts import LexicalIndex
@@ -185,6 +185,10 @@ class Store(StoreMeta):
                 [new.project, new.request_fp, *values, now, now],
             ).fetchone()
             return int(row[0])
+
+    def upsert_entries(self, news: list[NewEntry]) -> list[int]:  # loading a recordings folder: ids in order
+        with self.transaction() as con:
+            return bulk.upsert_entries(con, news, _now()) if news else []
 
     def get_entry(self, entry_id: int) -> Entry | None:
         with self._errors():

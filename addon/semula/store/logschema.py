@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-CALL_LOG_SCHEMA_VERSION = 1
+CALL_LOG_SCHEMA_VERSION = 2  # 2: run_id
 REVIEW_LOG_SCHEMA_VERSION = 1
 
 CALL_LOG_SCHEMA = pa.schema(
@@ -46,6 +46,7 @@ CALL_LOG_SCHEMA = pa.schema(
         ("guard_reason", pa.string()),
         ("recorded", pa.bool_()),  # this call's answer was stored as a recording
         ("error", pa.string()),
+        ("run_id", pa.string()),  # one proxy process: `semula recordings unused` reads the last run
         ("schema_version", pa.int32()),
     ]
 )

@@ -1,0 +1,246 @@
+"""The recording file: one recorded call as pretty, reviewable JSON that people commit.
+
+Pure: a store entry in, a JSON document out, and back. The envelope's keys are sorted and
+the file ends with a newline (LF); the response body keeps its own key order and content, so
+what is replayed is what was recorded. A JSON body is stored as JSON, an SSE body as its
+frames in text (joined, they give back the exact bytes) plus a readable answer text, anything
+else as base64. Fingerprints are not stored: they are recomputed from the request on load,
+so a new fingerprint version never strands old recordings.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Any
+
+FORMAT = "semula-recording/1"
+SLUG_WORDS = 8
+SLUG_CHARS = 48
+_FRAME = re.compile(rb".*?(?:\r\n\r\n|\n\n|\r\r)|.+\Z", re.S)
+_SLUG_DROP = re.compile(r"[^a-z0-9]+")
+
+
+class RecordingFileError(ValueError):
+    """A recording file that cannot be loaded; the message names the line and the problem."""
+
+
+@dataclass(frozen=True)
+class Recording:
+    """What a recording file holds (no fingerprints: they are recomputed from `request`)."""
+
+    project: str
+    provider: str
+    host: str
+    method: str
+    endpoint: str
+    model: str | None
+    request: dict[str, Any]
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    streamed: bool
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    upstream_ms: float | None
+    recorded_at: str | None
+
+
+# ---------------------------------------------------------------- the file's path
+
+
+def slug(text: str) -> str:
+    """A short readable name from the prompt: ascii words, hyphenated."""
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
+    words = [w for w in _SLUG_DROP.split(folded) if w][:SLUG_WORDS]
+    return "-".join(words)[:SLUG_CHARS].strip("-") or "request"
+
+
+def relative_path(project: str, provider: str, endpoint: str, prompt: str, request_fp: str) -> str:
+    """project/provider/endpoint/prompt-slug-fingerprint.json: two different requests never share a file."""
+    endpoint_slug = _SLUG_DROP.sub("-", endpoint.lower()).strip("-") or "root"
+    digest = hashlib.sha256(request_fp.encode()).hexdigest()[:12]
+    return f"{project}/{provider}/{endpoint_slug}/{slug(prompt)}-{digest}.json"
+
+
+# ---------------------------------------------------------------- bodies
+
+
+def _sse_frames(body: bytes) -> list[str] | None:
+    frames = _FRAME.findall(body)
+    try:
+        texts = [frame.decode("utf-8") for frame in frames]
+    except UnicodeDecodeError:
+        return None
+    return texts if "".join(texts).encode() == body else None
+
+
+def _json_body(body: bytes) -> tuple[bool, Any]:
+    duplicate = False
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal duplicate
+        out = dict(items)
+        duplicate = duplicate or len(out) != len(items)
+        return out
+
+    try:
+        value = json.loads(body.decode("utf-8"), object_pairs_hook=pairs)
+    except (UnicodeDecodeError, ValueError):
+        return False, None
+    return (not duplicate and isinstance(value, (dict, list))), value
+
+
+_TEXT_KEYS = ("content", "text")
+_NESTED_KEYS = ("choices", "message", "delta", "content", "output", "candidates", "parts")
+
+
+def _texts(value: Any) -> list[str]:
+    """The answer text pieces of a provider's JSON answer or stream event (best effort, for reading)."""
+    out: list[str] = []
+    if isinstance(value, list):
+        for item in value:
+            out += _texts(item)
+    elif isinstance(value, dict):
+        if value.get("type") == "response.output_text.delta" and isinstance(value.get("delta"), str):
+            return [value["delta"]]
+        out += [value[key] for key in _TEXT_KEYS if isinstance(value.get(key), str)]
+        for key in _NESTED_KEYS:
+            if isinstance(value.get(key), (dict, list)):
+                out += _texts(value[key])
+    return out
+
+
+def answer_text(body: bytes, frames: list[str] | None) -> str:
+    if frames is None:
+        ok, value = _json_body(body)
+        return "".join(_texts(value)) if ok else ""
+    pieces: list[str] = []
+    for frame in frames:
+        for line in frame.splitlines():
+            if line.startswith("data:"):
+                ok, value = _json_body(line[5:].strip().encode())
+                if ok:
+                    pieces += _texts(value)
+    return "".join(pieces)
+
+
+_LAYOUTS = {"compact": {"separators": (",", ":")}, "spaced": {}, "indent2": {"indent": 2}}
+
+
+def _layout(value: Any, body: bytes) -> str | None:
+    """The json.dumps layout that gives back exactly these bytes, if any."""
+    for name, options in _LAYOUTS.items():
+        if json.dumps(value, ensure_ascii=False, **options).encode("utf-8") == body:
+            return name
+    return None
+
+
+def body_fields(body: bytes, streamed: bool) -> dict[str, Any]:
+    if streamed and (frames := _sse_frames(body)) is not None:
+        return {"body_sse": frames, "answer_text": answer_text(body, frames)}
+    ok, value = _json_body(body)
+    if ok and (layout := _layout(value, body)) is not None:
+        return {"body_json": value, "body_layout": layout, "answer_text": answer_text(body, None)}
+    if ok:  # JSON in another layout: keep its exact bytes, and show the answer
+        return {"body_text": body.decode("utf-8"), "answer_text": answer_text(body, None)}
+    try:
+        return {"body_text": body.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"body_base64": base64.b64encode(body).decode("ascii")}
+
+
+def body_from(response: dict[str, Any]) -> bytes:
+    if "body_sse" in response:
+        return "".join(response["body_sse"]).encode("utf-8")
+    if "body_json" in response:
+        options = _LAYOUTS.get(response.get("body_layout", "compact"))
+        if options is None:
+            raise RecordingFileError(f"body_layout {response.get('body_layout')!r} is not one of {', '.join(_LAYOUTS)}")
+        return json.dumps(response["body_json"], ensure_ascii=False, **options).encode("utf-8")
+    if "body_text" in response:
+        return response["body_text"].encode("utf-8")
+    if "body_base64" in response:
+        return base64.b64decode(response["body_base64"], validate=True)
+    raise RecordingFileError("response has no body_json, body_sse, body_text or body_base64")
+
+
+# ---------------------------------------------------------------- the document
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
+
+
+def dumps(recording: Recording) -> str:
+    """The file's text: sorted envelope, the body as recorded, LF line endings, a final newline."""
+    response = {"status": recording.status, "headers": [f"{name}: {value}" for name, value in recording.headers]}
+    body = body_fields(recording.body, recording.streamed)
+    envelope = _sorted({
+        "format": FORMAT, "project": recording.project, "provider": recording.provider, "host": recording.host,
+        "method": recording.method, "endpoint": recording.endpoint, "model": recording.model,
+        "request": recording.request, "streamed": recording.streamed,
+        "usage": {"prompt_tokens": recording.prompt_tokens, "completion_tokens": recording.completion_tokens},
+        "upstream_ms": recording.upstream_ms, "recorded_at": recording.recorded_at,
+        "response": {**response, "answer_text": body.get("answer_text")},
+    })
+    # The body goes in last and unsorted: its key order is part of what was recorded.
+    envelope["response"] = {**envelope["response"], **{k: v for k, v in body.items() if k != "answer_text"}}
+    return json.dumps(envelope, ensure_ascii=False, indent=2) + "\n"
+
+
+def _headers(lines: list[Any]) -> list[tuple[str, str]]:
+    out = []
+    for line in lines:
+        name, sep, value = str(line).partition(": ")
+        if not sep:
+            raise RecordingFileError(f"response header {line!r} is not 'name: value'")
+        out.append((name, value))
+    return out
+
+
+_REQUIRED = ("project", "provider", "host", "method", "endpoint", "request", "response")
+
+
+def loads(text: str) -> Recording:
+    """Parse a recording file; a bad file raises RecordingFileError naming the line and the problem."""
+    if (marker := re.search(r"^(<<<<<<<|=======|>>>>>>>)", text, re.M)) is not None:
+        line = text.count("\n", 0, marker.start()) + 1
+        raise RecordingFileError(f"line {line}: a git conflict marker ({marker.group(1)}): resolve the conflict")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise RecordingFileError(f"line {e.lineno}: not JSON ({e.msg})") from None
+    if not isinstance(data, dict):
+        raise RecordingFileError("line 1: a recording is a JSON object")
+    if data.get("format") != FORMAT:
+        raise RecordingFileError(f"format {data.get('format')!r} is not {FORMAT!r}")
+    missing = [key for key in _REQUIRED if key not in data]
+    if missing:
+        raise RecordingFileError(f"missing field(s): {', '.join(missing)}")
+    response, usage = data["response"], data.get("usage") or {}
+    if not isinstance(response, dict) or not isinstance(response.get("status"), int):
+        raise RecordingFileError("response.status is missing or not a number")
+    if not isinstance(data["request"], dict):
+        raise RecordingFileError("request is not an object")
+    try:
+        body = body_from(response)
+    except (ValueError, TypeError) as e:
+        raise RecordingFileError(f"response body: {e}") from None
+    return Recording(
+        project=str(data["project"]), provider=str(data["provider"]), host=str(data["host"]),
+        method=str(data["method"]), endpoint=str(data["endpoint"]), model=data.get("model"),
+        request=data["request"], status=response["status"],
+        headers=_headers(response.get("headers") or []), body=body,
+        streamed=bool(data.get("streamed")), prompt_tokens=usage.get("prompt_tokens"),
+        completion_tokens=usage.get("completion_tokens"), upstream_ms=data.get("upstream_ms"),
+        recorded_at=data.get("recorded_at"),
+    )

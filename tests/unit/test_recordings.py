@@ -1,0 +1,128 @@
+"""recordings.format and recordings.folder: the committed files, their round trip and the incremental sync."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+from entries import chat, new_entry
+from semula.core.settings import ProjectSettings
+from semula.recordings.folder import RecordingsFolder, check
+from semula.recordings.format import Recording, RecordingFileError, dumps, loads, relative_path, slug
+from semula.store.duckdb_store import Store
+
+SSE = (b'data: {"choices":[{"delta":{"content":"Hel"}}]}\n\n'
+       b'data: {"choices":[{"delta":{"content":"lo"}}]}\n\ndata: [DONE]\n\n')
+
+
+def recording(body: bytes, streamed: bool = False) -> Recording:
+    return Recording("p", "openai", "api.openai.com", "POST", "/v1/chat/completions", "gpt-4o",
+                     chat("Say hello").to_json(), 200, [("content-type", "application/json")], body, streamed,
+                     3, 2, 12.5, "2026-12-01T00:00:00")
+
+
+@pytest.mark.parametrize(("body", "streamed", "kind", "answer"), [
+    (b'{"z":1,"choices":[{"message":{"content":"Hello"}}],"a":2}', False, "body_json", "Hello"),
+    (b'{\n  "choices": [\n    {\n      "message": {\n        "content": "Hi"\n      }\n    }\n  ]\n}', False,
+     "body_json", "Hi"),
+    (b'{"choices":  [{"message": {"content": "Hi"}}]}', False, "body_text", "Hi"),
+    (SSE, True, "body_sse", "Hello"),
+    (b"\x00\xff\xfe binary", False, "body_base64", None),
+    (b'{"id":1,"id":2}', False, "body_text", None),  # duplicate keys: kept as recorded
+])
+def test_a_body_round_trips_byte_for_byte(body: bytes, streamed: bool, kind: str, answer: str | None) -> None:
+    text = dumps(recording(body, streamed))
+    data = json.loads(text)
+    assert kind in data["response"] and text.endswith("}\n") and "\r" not in text
+    assert data["response"].get("answer_text") == answer
+    assert loads(text).body == body
+
+
+def test_the_envelope_is_sorted_and_the_json_body_keeps_its_order() -> None:
+    data = json.loads(dumps(recording(b'{"z":1,"a":2}')))
+    assert list(data) == sorted(data)
+    assert list(data["response"]["body_json"]) == ["z", "a"]
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("{\n  \"format\": 1,\n<<<<<<< HEAD\n", "line 3: a git conflict marker"),
+    ("{\n  \"format\": \n}", "line 3: not JSON"),
+    ('{"format": "semula-recording/1"}', r"missing field\(s\): project"),
+    ('[]', "a recording is a JSON object"),
+])
+def test_a_bad_file_names_its_line_and_problem(text: str, problem: str) -> None:
+    with pytest.raises(RecordingFileError, match=problem):
+        loads(text)
+
+
+def test_paths_are_readable_and_distinct() -> None:
+    assert slug("Déjà vu: what's 2+2?") == "deja-vu-what-s-2-2"
+    a = relative_path("p", "openai", "/v1/chat/completions", "Say hello", "fp2:aaa")
+    b = relative_path("p", "openai", "/v1/chat/completions", "Say hello", "fp2:bbb")
+    assert a.startswith("p/openai/v1-chat-completions/say-hello-") and a != b
+
+
+def store_with(tmp_path: Path, *texts: str) -> Store:
+    store = Store.open(tmp_path / "data")
+    for text in texts:
+        store.upsert_entry(new_entry(chat(text)))
+    return store
+
+
+def defaults(project: str) -> ProjectSettings:
+    return ProjectSettings()
+
+
+def test_first_start_exports_the_store_then_syncs_incrementally(tmp_path: Path) -> None:
+    store = store_with(tmp_path, "one", "two")
+    folder = RecordingsFolder(tmp_path / "rec", tmp_path / "data")
+    assert folder.sync(store, defaults).exported == 2
+    store.close()
+
+    fresh = Store.open(tmp_path / "ci")  # a clean checkout: empty data dir, the committed folder
+    clone = RecordingsFolder(tmp_path / "rec", tmp_path / "ci")
+    report = clone.sync(fresh, defaults)
+    assert (report.loaded, report.unchanged, report.removed) == (2, 0, 0)
+    assert sorted(e["last_text"] for e in fresh.list_entries()) == ["one", "two"]
+    again = RecordingsFolder(tmp_path / "rec", tmp_path / "ci").sync(fresh, defaults)
+    assert (again.loaded, again.unchanged) == (0, 2)
+
+    one = next(p for p in (tmp_path / "rec").rglob("one-*.json"))
+    one.unlink()
+    (tmp_path / "rec" / "p" / "broken.json").write_text("{ not json")
+    report = RecordingsFolder(tmp_path / "rec", tmp_path / "ci").sync(fresh, defaults)
+    assert report.removed == 1 and [rel for rel, _ in report.bad] == ["p/broken.json"]
+    assert [e["last_text"] for e in fresh.list_entries()] == ["two"]
+    assert check(tmp_path / "rec")[1][0][0] == "p/broken.json"
+    fresh.close()
+
+
+def test_only_entries_from_the_folder_are_removed(tmp_path: Path) -> None:
+    store = store_with(tmp_path)
+    folder = RecordingsFolder(tmp_path / "rec", tmp_path / "data")
+    folder.sync(store, defaults)
+    store.upsert_entry(new_entry(chat("recorded elsewhere")))
+    folder.sync(store, defaults)
+    assert [e["last_text"] for e in store.list_entries()] == ["recorded elsewhere"]
+    store.close()
+
+
+def test_written_files_are_atomic_and_deletable(tmp_path: Path) -> None:
+    store = store_with(tmp_path, "hello")
+    folder = RecordingsFolder(tmp_path / "rec", tmp_path / "data")
+    entry = store.get_entry(store.list_entries()[0]["id"])
+    path = folder.write(entry)
+    assert path.exists() and not list(path.parent.glob(".tmp-*"))
+    assert (tmp_path / "rec" / ".gitattributes").read_text().strip() == "*.json linguist-generated=true"
+    assert folder.delete(entry.id) and not path.exists()
+    store.close()
+
+
+def test_base64_bodies_decode_strictly() -> None:
+    data = json.loads(dumps(recording(b"\xff\x00")))
+    data["response"]["body_base64"] = "!!!" + base64.b64encode(b"x").decode()
+    with pytest.raises(RecordingFileError, match="response body"):
+        loads(json.dumps(data))
