@@ -16,6 +16,8 @@ from typing import Any
 
 import duckdb
 import pyarrow.parquet as pq
+
+from semula.store.logschema import CALL_LOG_SCHEMA_VERSION
 import pytest
 
 pytest.importorskip("nbclient")
@@ -68,9 +70,9 @@ def test_demo_log_has_a_previous_schema_file(data_dir: Path) -> None:
         schema = pq.read_schema(path)
         version = pq.read_table(path, columns=["schema_version"]).column(0)[0].as_py()
         versions[version] = schema
-    assert set(versions) == {0, 1}
+    assert set(versions) == {0, CALL_LOG_SCHEMA_VERSION}
     assert "candidate_tier" not in versions[0].names and "recorded" not in versions[0].names
-    assert "candidate_tier" in versions[1].names
+    assert "candidate_tier" in versions[CALL_LOG_SCHEMA_VERSION].names
 
 
 @pytest.mark.parametrize("filename", [name for name, _ in NOTEBOOKS])
