@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -61,7 +62,7 @@ def exec_command(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
     confdir = _confdir_from(sets)
     started = datetime.now(UTC).replace(tzinfo=None)
     info = read_admin_info(data_dir)
-    process = None
+    process = console = None
     if info is not None:
         if info.get("mode") != mode:
             # The running proxy holds the store: a second one could not record or replay from it.
@@ -75,7 +76,7 @@ def exec_command(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
                    f"(pid {info.get('pid')}, mode {mode})", err=True)
     else:
         port = listen_port or free_port()
-        process = _start_proxy(mode, listen_host, port, data_dir, project, sets, ready_timeout)
+        process, console = _start_proxy(mode, listen_host, port, data_dir, project, sets, ready_timeout)
     environment = {**os.environ, **client_env(port, confdir, None if project == "default" else project, listen_host)}
     if mode == Mode.REPLAY.value and not namespace_by_key(sets):
         environment.update(placeholder_keys(os.environ))
@@ -90,6 +91,8 @@ def exec_command(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
     finally:
         if process is not None:
             _stop(process)
+        if console is not None:
+            console.close()
     if process is None:
         time.sleep(FLUSH_WAIT_S)
     click.echo(run_summary(data_dir, started), err=True)
@@ -97,7 +100,7 @@ def exec_command(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
 
 
 def _start_proxy(mode: str, listen_host: str, port: int, data_dir: Path, project: str, sets: tuple[str, ...],
-                 ready_timeout: float) -> subprocess.Popen:
+                 ready_timeout: float) -> tuple[subprocess.Popen, ProxyConsole]:
     """Start `semula proxy` with its console in <data dir>/proxy.log; return once it is ready."""
     args = [sys.executable, "-m", "semula", "proxy", "--mode", mode, "--listen-host", listen_host,
             "--listen-port", str(port), "--data-dir", str(data_dir), "--project", project]
@@ -108,13 +111,12 @@ def _start_proxy(mode: str, listen_host: str, port: int, data_dir: Path, project
     with open(log_path, "w") as log_file:
         process = subprocess.Popen(args, stdout=log_file, stderr=subprocess.STDOUT, text=True,
                                    start_new_session=True)
+    console = ProxyConsole(log_path)
     deadline = time.monotonic() + ready_timeout
     while True:
-        text = log_path.read_text(errors="replace")
-        ready = [line for line in text.split("\n")[:-1] if line.startswith("semula ready:")]  # whole lines
-        if ready:
-            click.echo(f"{ready[0]} · console in {log_path}", err=True)
-            return process
+        if console.echo_new():
+            console.follow()
+            return process, console
         if process.poll() is not None or time.monotonic() > deadline:
             _stop(process)
             text = log_path.read_text(errors="replace")
@@ -123,6 +125,49 @@ def _start_proxy(mode: str, listen_host: str, port: int, data_dir: Path, project
             hint = f"\n{port_hint(listen_host, port)}" if in_use else ""
             raise click.ClickException(f"the proxy did not start (console in {log_path}):\n{tail}{hint}")
         time.sleep(0.1)
+
+
+class ProxyConsole:
+    """Follows proxy.log and echoes semula's own status lines (ready, bad recordings, store problems).
+
+    mitmproxy's lines and the one line per call stay in the file: the command's output stays its own.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.ready = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def echo_new(self) -> bool:
+        """Echo the status lines completed since the last call; return whether the proxy said it is ready."""
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            chunk = f.read()
+        complete = chunk[:chunk.rfind(b"\n") + 1]
+        self.offset += len(complete)
+        for line in complete.decode(errors="replace").splitlines():
+            if line.startswith("semula ready:"):
+                self.ready = True
+                click.echo(f"{line} · console in {self.path}", err=True)
+            elif line.startswith("semula") and " → " not in line:  # not a per-call line
+                click.echo(line, err=True)
+        return self.ready
+
+    def follow(self) -> None:
+        def run() -> None:
+            while not self._stop.wait(0.2):
+                self.echo_new()
+
+        self._thread = threading.Thread(target=run, name="semula-console", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.echo_new()
 
 
 def run_summary(data_dir: Path, since: datetime) -> str:
