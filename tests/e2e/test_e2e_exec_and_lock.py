@@ -55,10 +55,11 @@ sys.exit(int(sys.argv[2]))
 
 
 def semula_exec(data_dir: Path, confdir: Path, upstream_port: int, script: str, *args: str,
-                mode: str = "auto") -> subprocess.CompletedProcess[str]:
+                mode: str = "auto", env: dict[str, str] | None = None,
+                extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     argv = [*semula_cmd(), "exec", "--data-dir", str(data_dir), "--mode", mode,
-            *proxy_test_args(confdir, upstream_port), "--", sys.executable, "-c", script, *args]
-    return subprocess.run(argv, capture_output=True, text=True, env=clean_env(), timeout=120)
+            *proxy_test_args(confdir, upstream_port), *extra, "--", sys.executable, "-c", script, *args]
+    return subprocess.run(argv, capture_output=True, text=True, env=env or clean_env(), timeout=120)
 
 
 def last_json_line(text: str) -> dict[str, object]:

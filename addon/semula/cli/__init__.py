@@ -6,7 +6,8 @@ import click
 
 from semula.cli.embeddings_cmd import embeddings
 from semula.cli.eval_cmd import eval_command
-from semula.cli.proxy_cmd import env, exec_command, proxy
+from semula.cli.exec_cmd import exec_command
+from semula.cli.proxy_cmd import env, proxy
 from semula.cli.recordings_cmd import export_command, import_command, recordings
 from semula.cli.review_cmd import review
 from semula.cli.store_cmds import config, entries, stats

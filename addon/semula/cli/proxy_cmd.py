@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import os
+import errno
 import shlex
-import signal
 import socket
-import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import click
 
-from semula.proxy.admin import read_admin_info
 from semula.cli.common import data_dir_option
 from semula.core.modes import Mode
 from semula.providers import DEFAULT_PROVIDER_HOSTS, allow_hosts_regexes
@@ -76,16 +72,44 @@ def mitmproxy_args(mode: str, listen_host: str, listen_port: int, data_dir: Path
 @click.command()
 @proxy_options
 @click.option("--listen-port", type=int, default=8080, show_default=True)
+@click.option("--confdir", type=click.Path(path_type=Path), default=None,
+              help=f"mitmproxy's confdir, where its CA lives [default: {DEFAULT_CONFDIR}]")
 @click.option("--web", is_flag=True, help="run mitmweb (the web UI shows each call's decision)")
 def proxy(mode: str, listen_host: str, listen_port: int, data_dir: Path, project: str, recordings: Path | None,
-          no_recordings: bool, sets: tuple[str, ...], web: bool) -> None:
+          no_recordings: bool, sets: tuple[str, ...], confdir: Path | None, web: bool) -> None:
     """Run the proxy (mitmdump, or mitmweb with --web) with the semula addon."""
-    sets = recordings_sets(recordings, no_recordings) + sets
+    confdir_set = (f"confdir={confdir.expanduser()}",) if confdir else ()
+    sets = recordings_sets(recordings, no_recordings) + confdir_set + sets
     args = mitmproxy_args(mode, listen_host, listen_port, data_dir, project, sets, web)
     _check_embeddings(data_dir, sets)
     from mitmproxy.tools import main as mitm_main
 
-    sys.exit((mitm_main.mitmweb if web else mitm_main.mitmdump)(args) or 0)
+    try:
+        code = (mitm_main.mitmweb if web else mitm_main.mitmdump)(args) or 0
+    except SystemExit as e:  # mitmproxy exits by itself on a start-up error
+        code = e.code if isinstance(e.code, int) else 1
+    if code and port_in_use(listen_host, listen_port):
+        click.echo(port_hint(listen_host, listen_port), err=True)
+    sys.exit(code)
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """Whether something else listens on host:port (the reason mitmproxy could not bind)."""
+    if not port:
+        return False
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            return e.errno == errno.EADDRINUSE
+    return False
+
+
+def port_hint(host: str, port: int) -> str:
+    # mitmproxy's own message suggests `--mode regular@PORT`, which is not semula's --mode.
+    return (f"semula: {host}:{port} is already in use: pick another port with --listen-port PORT "
+            "(not mitmproxy's `--mode regular@PORT`: semula's --mode is auto|replay|record|passthrough)")
 
 
 def _check_embeddings(data_dir: Path, sets: tuple[str, ...]) -> None:
@@ -143,100 +167,54 @@ def client_env(port: int, confdir: Path, project: str | None = None, host: str =
     }
 
 
+# Replay needs no real key, but SDKs refuse to start without one: CI gets a placeholder for each
+# provider whose variables are all unset. A group shares one placeholder decision (google-genai
+# prefers GOOGLE_API_KEY over GEMINI_API_KEY: a placeholder must never shadow a real key).
+PLACEHOLDER_KEY = "sk-semula-replay-placeholder"
+PROVIDER_KEY_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("OPENAI_API_KEY",), ("ANTHROPIC_API_KEY",), ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    ("AZURE_OPENAI_API_KEY",), ("MISTRAL_API_KEY",), ("GROQ_API_KEY",), ("OPENROUTER_API_KEY",),
+    ("TOGETHER_API_KEY",), ("DEEPSEEK_API_KEY",), ("XAI_API_KEY",),
+)
+
+
+def placeholder_keys(environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    """Placeholder API keys for the providers none of whose key variables is set."""
+    return {name: PLACEHOLDER_KEY for group in PROVIDER_KEY_GROUPS
+            if not any(environ.get(n) for n in group) for name in group}
+
+
+def namespace_by_key(sets: tuple[str, ...]) -> bool:
+    """With semula_namespace_by_key on, the key picks the namespace: a placeholder would pick a wrong one."""
+    from semula.core.settings import parse_switch
+
+    values = [s.split("=", 1)[1] for s in sets if s.startswith("semula_namespace_by_key=")]
+    try:
+        return bool(values) and parse_switch("semula_namespace_by_key", values[-1])
+    except ValueError:
+        return True  # unsure: set no placeholder
+
+
 @click.command()
 @click.option("--port", type=int, default=8080, show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--confdir", type=click.Path(path_type=Path), default=DEFAULT_CONFDIR, show_default=True)
 @click.option("--project", default=None, help="send calls to this project (proxy user name)")
-def env(port: int, host: str, confdir: Path, project: str | None) -> None:
+@click.option("--mode", type=click.Choice(MODES), default=None,
+              help="the proxy's mode; replay also exports placeholder API keys for the unset ones")
+@click.option("--namespace-by-key", is_flag=True, help="the proxy runs with semula_namespace_by_key: no placeholders")
+def env(port: int, host: str, confdir: Path, project: str | None, mode: str | None, namespace_by_key: bool) -> None:
     """Print shell exports that point clients at the proxy: eval "$(semula env)"."""
     for name, value in client_env(port, confdir, project, host).items():
         click.echo(f"export {name}={shlex.quote(value)}")
+    if mode == Mode.REPLAY.value and not namespace_by_key:
+        for group in PROVIDER_KEY_GROUPS:
+            if not any(os.environ.get(n) for n in group):
+                click.echo(_group_line(group))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _confdir_from(sets: tuple[str, ...]) -> Path:
-    for item in sets:
-        if item.startswith("confdir="):
-            return Path(item.split("=", 1)[1]).expanduser()
-    return Path(DEFAULT_CONFDIR).expanduser()
-
-
-def _pump(stream, sink) -> None:
-    for line in stream:
-        sink.write(line)
-        sink.flush()
-
-
-@click.command("exec", context_settings={"ignore_unknown_options": True})
-@proxy_options
-@click.option("--listen-port", type=int, default=0, help="0: a free port")
-@click.option("--ready-timeout", type=float, default=60.0, show_default=True)
-@click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
-def exec_command(mode: str, listen_host: str, listen_port: int, data_dir: Path, project: str,
-                 recordings: Path | None, no_recordings: bool, sets: tuple[str, ...], ready_timeout: float,
-                 cmd: tuple[str, ...]) -> None:
-    """Run CMD with a proxy around it; exit with CMD's exit code: semula exec --mode replay -- pytest."""
-    sets = recordings_sets(recordings, no_recordings) + sets
-    confdir = _confdir_from(sets)
-    info = read_admin_info(data_dir)
-    process = None
-    if info is not None:
-        port = int(info["proxy"].rsplit(":", 1)[1])
-        confdir = Path(info.get("confdir") or confdir)  # trust the CA of the proxy actually running
-        if info.get("mode") != mode:
-            click.echo(f"semula: reusing the proxy already running on {data_dir} (mode {info.get('mode')}, "
-                       f"not {mode})", err=True)
-        else:
-            click.echo(f"semula: reusing the proxy already running on {data_dir} at {info['proxy']}", err=True)
-    else:
-        port = listen_port or free_port()
-        args = [sys.executable, "-m", "semula", "proxy", "--mode", mode, "--listen-host", listen_host,
-                "--listen-port", str(port), "--data-dir", str(data_dir), "--project", project]
-        for item in sets:
-            args += ["--set", item]
-        process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                   start_new_session=True)
-        deadline = time.monotonic() + ready_timeout
-        seen: list[str] = []
-        assert process.stdout is not None
-        while True:
-            line = process.stdout.readline()
-            if line:
-                seen.append(line)
-                sys.stderr.write(line)
-                if line.startswith("semula ready:"):
-                    break
-            if process.poll() is not None or time.monotonic() > deadline:
-                _stop(process)
-                raise click.ClickException("the proxy did not start:\n" + "".join(seen[-20:]))
-        threading.Thread(target=_pump, args=(process.stdout, sys.stderr), daemon=True).start()
-    environment = {**os.environ, **client_env(port, confdir, None if project == "default" else project, listen_host)}
-    try:
-        result = subprocess.run(list(cmd), env=environment)
-        code = result.returncode
-    except FileNotFoundError:
-        click.echo(f"semula: command not found: {cmd[0]}", err=True)
-        code = 127
-    except KeyboardInterrupt:
-        code = 130
-    finally:
-        if process is not None:
-            _stop(process)
-    sys.exit(code)
-
-
-def _stop(process: subprocess.Popen) -> None:
-    """SIGINT lets mitmproxy run its `done` hooks: the call log is flushed before exit."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+def _group_line(group: tuple[str, ...]) -> str:
+    """Set the group's variables only when none is set in the shell (exported or not)."""
+    unset = " && ".join(f'[ -z "${{{n}:-}}" ]' for n in group)
+    exports = "; ".join(f"export {n}={PLACEHOLDER_KEY}" for n in group)
+    return f"if {unset}; then {exports}; fi"

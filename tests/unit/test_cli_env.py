@@ -1,0 +1,43 @@
+"""`semula env --mode replay`: placeholder API keys that never shadow a key the shell has."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from semula.cli import main
+from semula.cli.proxy_cmd import PLACEHOLDER_KEY, namespace_by_key, placeholder_keys
+
+KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+
+def test_placeholder_keys_fill_only_unset_providers() -> None:
+    keys = placeholder_keys({"ANTHROPIC_API_KEY": "sk-ant", "GOOGLE_API_KEY": "g"})
+    assert keys["OPENAI_API_KEY"] == PLACEHOLDER_KEY
+    assert not {"ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"} & keys.keys()
+
+
+def test_namespace_by_key_switch() -> None:
+    assert namespace_by_key(("semula_namespace_by_key=true",))
+    assert not namespace_by_key(("semula_namespace_by_key=off",)) and not namespace_by_key(())
+
+
+@pytest.mark.parametrize("extra, expect_placeholder", [
+    (["--mode", "replay"], True), ([], False), (["--mode", "replay", "--namespace-by-key"], False)])
+def test_env_exports_placeholders_in_replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: list[str],
+                                            expect_placeholder: bool) -> None:
+    for key in KEYS:
+        monkeypatch.delenv(key, raising=False)
+    result = CliRunner().invoke(main, ["env", "--confdir", str(tmp_path), *extra])
+    assert result.exit_code == 0, result.output
+    # The shell keeps a key it has, even one it never exported.
+    shell = subprocess.run(
+        ["bash", "-c", f'ANTHROPIC_API_KEY=sk-ant-local\n{result.output}\n'
+                       'echo "$OPENAI_API_KEY|$ANTHROPIC_API_KEY|$GEMINI_API_KEY|$GOOGLE_API_KEY"'],
+        capture_output=True, text=True, env={k: v for k, v in os.environ.items() if k not in KEYS}, check=True)
+    placeholder = PLACEHOLDER_KEY if expect_placeholder else ""
+    assert shell.stdout.strip() == f"{placeholder}|sk-ant-local|{placeholder}|{placeholder}"
