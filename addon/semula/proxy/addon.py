@@ -118,10 +118,8 @@ class SemulaAddon(Lifecycle):
         state.decision_ms = (time.perf_counter() - started) * 1000
         if state.decision.action == "forward":
             state.upstream_started = time.perf_counter()
-            fp = state.normalised_fp or state.request_fp
-            if state.decision.record and self.mode is Mode.AUTO and fp:
-                state.pending_key = (state.project, fp)
-                self.pending.setdefault(state.pending_key, asyncio.Event())
+            if not state.decision.record:  # the identical requests waiting for this one look again now
+                self._release(state)
         else:
             self._finish(flow, state)
 
@@ -154,8 +152,11 @@ class SemulaAddon(Lifecycle):
                 bypass = Bypass("unparsable_body", f"cannot match this request: {e}")
         state.settings = engine.settings_for(state.project) if engine else ProjectSettings()
         lookups = ProxyLookups(engine, self.store, self.pending) if engine is not None else None
-        return await cascade(self.mode, state.project, state.canonical, state.settings, lookups,
-                             bypass=bypass, store_problem=self.store.problem, offload=offload)
+        try:
+            return await cascade(self.mode, state.project, state.canonical, state.settings, lookups,
+                                 bypass=bypass, store_problem=self.store.problem, offload=offload)
+        finally:
+            state.pending_key = lookups.claimed if lookups is not None else None
 
     async def _serve(self, flow: http.HTTPFlow, state: FlowState, decision: Decision) -> bool:
         engine = self.store.engine
@@ -299,13 +300,18 @@ class SemulaAddon(Lifecycle):
             state.error = f"not recorded: {self.store.problem}"
         return entry_id
 
+    def _release(self, state: FlowState) -> None:
+        """Wake the identical requests waiting for this one (its recording is stored, or never will be)."""
+        if state.pending_key is not None and (event := self.pending.pop(state.pending_key, None)):
+            event.set()
+        state.pending_key = None
+
     # --- the call log ----------------------------------------------------------------------
 
     def _finish(self, flow: http.HTTPFlow, state: FlowState, upstream_ms: float | None = None,
                 usage: Usage | None = None, entry_id: int | None = None, recorded: bool = False) -> None:
         self.flows.pop(flow.id, None)
-        if state.pending_key is not None and (event := self.pending.pop(state.pending_key, None)):
-            event.set()
+        self._release(state)
         decision = state.decision
         assert decision is not None
         entry = decision.entry_id if decision.entry_id is not None else entry_id

@@ -153,24 +153,38 @@ class StoreThread:
 
 
 class ProxyLookups:
-    """The cascade's lookups in the proxy: memory on the event loop, the near search on the store thread."""
+    """The cascade's lookups in the proxy: memory on the event loop, the near search on the store thread.
 
-    def __init__(self, engine: Engine, thread: StoreThread, pending: dict[tuple[str, str], asyncio.Event]):
+    With `coalesce`, a miss with no identical request in flight claims its key in `pending` at once
+    (no await between the lookup and the claim): `claimed` names it, and the addon releases it when
+    the call is not recorded, or when its recording is stored.
+    """
+
+    def __init__(self, engine: Engine, thread: StoreThread, pending: dict[tuple[str, str], asyncio.Event],
+                 coalesce: bool = True):
         self.engine = engine
         self.thread = thread
         self.pending = pending
+        self.coalesce = coalesce
+        self.claimed: tuple[str, str] | None = None
 
     def certain(self, project: str, request_fp: str, normalised_fp: str | None) -> Match | None:
         return self.engine.match(project, request_fp, normalised_fp)
 
     async def recording_in_flight(self, project: str, fingerprint: str) -> bool:
-        event = self.pending.get((project, fingerprint))
+        key = (project, fingerprint)
+        event = self.pending.get(key)
         if event is None:
+            if self.coalesce and self.claimed is None:
+                self.pending[key] = asyncio.Event()
+                self.claimed = key
             return False
         try:
             await asyncio.wait_for(event.wait(), PENDING_WAIT_SECONDS)
         except TimeoutError:
-            pass
+            log.warning("semula: an identical request still in flight after %.0f s; forwarding this one too",
+                        PENDING_WAIT_SECONDS)
+            return False
         return True
 
     async def near(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
