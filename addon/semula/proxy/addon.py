@@ -32,7 +32,7 @@ from semula.providers import DEFAULT_PROVIDER_HOSTS, adapter_for, host_matches
 from semula.providers.base import Adapter, AdapterError, RawRequest, Usage
 from semula.providers.sse import split_frames
 from semula.proxy import options
-from semula.proxy.bodies import decode_partial
+from semula.proxy.bodies import BodyTooLarge, decode_capped, decode_partial
 from semula.proxy.calllog import call_row, console_line, flow_comment, semula_headers
 from semula.proxy.flowstate import FlowState
 from semula.proxy.identity import api_key_hash, proxy_user
@@ -125,14 +125,15 @@ class SemulaAddon(Lifecycle):
 
     async def _decide(self, flow: http.HTTPFlow, state: FlowState) -> Outcome:
         request = flow.request
+        body, bypass = await self._request_body(request)
         raw = RawRequest(
             method=request.method.upper(), host=state.host, path=state.path,
             query=tuple((k, v) for k, v in request.query.fields),
-            headers={k.lower(): v for k, v in request.headers.items()},
-            body=request.get_content(strict=False) or b"",
+            headers={k.lower(): v for k, v in request.headers.items()}, body=body,
         )
         adapter = state.adapter = adapter_for(raw.host, raw.path)
-        bypass: Bypass | None = no_cache_header({NO_CACHE_HEADER: "1"}) if state.no_cache else None
+        if state.no_cache:
+            bypass = no_cache_header({NO_CACHE_HEADER: "1"})
         try:
             validate_project(state.project)
         except SettingsError as e:
@@ -157,6 +158,21 @@ class SemulaAddon(Lifecycle):
                                  bypass=bypass, store_problem=self.store.problem, offload=offload)
         finally:
             state.pending_key = lookups.claimed if lookups is not None else None
+
+    async def _request_body(self, request: http.Request) -> tuple[bytes, Bypass | None]:
+        """The decoded body, inflated off the loop and at most `semula_max_body_mb` (a gzip bomb is
+        not matched: forwarded untouched, refused in replay)."""
+        raw = request.raw_content or b""
+        encoding = request.headers.get("content-encoding", "")
+        cap = int(self.settings.max_body_mb * 2**20)
+        if not encoding.strip() and len(raw) <= cap:
+            return raw, None
+        try:
+            return await _off_the_loop(decode_capped, raw, encoding, cap), None
+        except BodyTooLarge as e:
+            return b"", Bypass("body_too_large", str(e))
+        except ValueError:
+            return raw, None  # as before: an undecodable body is matched as sent
 
     async def _serve(self, flow: http.HTTPFlow, state: FlowState, decision: Decision) -> bool:
         engine = self.store.engine
