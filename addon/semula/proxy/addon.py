@@ -311,9 +311,9 @@ class SemulaAddon(Lifecycle):
                            status=response.status_code, headers=response.headers.items(), streamed=state.streamed,
                            usage=usage, upstream_ms=upstream_ms, request_fp=state.request_fp,
                            normalised_fp=state.normalised_fp)
-        entry_id = await self.store.run("recording", engine.record, new, state.started_at)
+        entry_id = await self.store.run("recording", engine.record, new, state.started_at, write=True)
         if entry_id is None:
-            state.error = f"not recorded: {self.store.problem}"
+            state.error = f"not recorded: {self.store.write_problem or self.store.problem}"
         return entry_id
 
     def _release(self, state: FlowState) -> None:

@@ -45,6 +45,7 @@ class StoreThread:
         self._open: Callable[[], Engine] | None = None
         self._opening: asyncio.Future[None] | None = None
         self.load_wait = LOAD_WAIT_SECONDS
+        self.write_problem: str | None = None  # why the last write failed, if it did
         # Keys the requests decided while the store is unavailable: they are neither matched nor recorded.
         self._unstored_key = FingerprintKey.generate()
 
@@ -105,13 +106,24 @@ class StoreThread:
         finally:
             self._opening = None
 
-    async def run(self, what: str, fn: Callable[..., T], *args: Any) -> T | None:
-        """Run `fn` on the store thread; on failure log why, drop the handle, return None."""
+    async def run(self, what: str, fn: Callable[..., T], *args: Any, write: bool = False) -> T | None:
+        """Run `fn` on the store thread; on failure log why and return None.
+
+        A failed read drops the handle (the next call reopens it); a failed `write` (a full disk)
+        keeps it: the recordings in memory still serve hits, only this write is lost.
+        """
         try:
-            return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+            result = await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
         except Exception as e:
-            self.failed(what, e)
+            if not write:
+                self.failed(what, e)
+                return None
+            self.write_problem = str(e)
+            log.warning("semula: %s failed: %s (not stored; hits are still served from memory)", what, e)
             return None
+        if write:
+            self.write_problem = None
+        return result
 
     def failed(self, what: str, e: Exception) -> None:
         self.problem = str(e)
