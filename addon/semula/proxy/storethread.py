@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, TypeVar
 
 from semula.core.canonical import CanonicalRequest
@@ -23,7 +25,7 @@ from semula.core.redact import FingerprintKey
 from semula.core.settings import ProjectSettings
 from semula.engine.engine import Engine
 from semula.recordings.folder import RecordingsFolder
-from semula.store.duckdb_store import Store
+from semula.store.duckdb_store import STORE_FILE, Store
 from semula.store.types import StoreError
 
 log = logging.getLogger("semula")
@@ -46,6 +48,9 @@ class StoreThread:
         self._opening: asyncio.Future[None] | None = None
         self.load_wait = LOAD_WAIT_SECONDS
         self.write_problem: str | None = None  # why the last write failed, if it did
+        self._store_file: Path | None = None
+        self._file_id: tuple[int, int] | None = None  # the store file's (device, inode) when opened
+        self._file_gone: str | None = None
         # Keys the requests decided while the store is unavailable: they are neither matched nor recorded.
         self._unstored_key = FingerprintKey.generate()
 
@@ -58,9 +63,12 @@ class StoreThread:
     def configure(self, data_dir: str, review_log: Callable[[dict[str, Any]], None], embedder: Any,
                   recordings: str | None = None, load_wait: float = LOAD_WAIT_SECONDS) -> None:
         self.load_wait = load_wait
+        self._store_file = Path(data_dir) / STORE_FILE
+
         def open_engine() -> Engine:
             folder = RecordingsFolder(recordings, data_dir) if recordings else None
             engine = Engine(Store.open(data_dir), review_log=review_log, embedder=embedder, folder=folder)
+            self._file_id, self._file_gone = _file_id(self._store_file), None
             if engine.sync_report is not None:
                 print(engine.sync_report.line(folder.root), flush=True)
                 for rel, problem in engine.sync_report.bad:
@@ -112,6 +120,9 @@ class StoreThread:
         A failed read drops the handle (the next call reopens it); a failed `write` (a full disk)
         keeps it: the recordings in memory still serve hits, only this write is lost.
         """
+        if write and (gone := self._store_file_gone()):
+            self.write_problem = gone
+            return None
         try:
             result = await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
         except Exception as e:
@@ -124,6 +135,14 @@ class StoreThread:
         if write:
             self.write_problem = None
         return result
+
+    def _store_file_gone(self) -> str | None:
+        """Whether the store file was deleted or replaced since it was opened (then writes cannot persist)."""
+        if self._file_gone is None and self._file_id is not None and _file_id(self._store_file) != self._file_id:
+            self._file_gone = (f"the store file {self._store_file} was deleted or replaced under the running proxy: "
+                               "new recordings cannot persist; restart the proxy")
+            print(f"semula: WARNING: {self._file_gone}", flush=True)
+        return self._file_gone
 
     def failed(self, what: str, e: Exception) -> None:
         self.problem = str(e)
@@ -162,6 +181,14 @@ class StoreThread:
         if engine:
             self.executor.submit(engine.close).result(timeout=60)
         self.executor.shutdown(wait=True)
+
+
+def _file_id(path: Path | None) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path) if path is not None else None
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if st is not None else None
 
 
 class ProxyLookups:
