@@ -49,7 +49,11 @@ class Lookups(Protocol):
         """The certain tiers (exact, then normalised and alias when `normalised_fp` is given)."""
 
     async def recording_in_flight(self, project: str, fingerprint: str) -> bool:
-        """Wait for an identical request's recording in flight; True if there was one."""
+        """Wait for an identical request's recording in flight; True if one ended (look again).
+
+        False when there was none (the lookups may then claim the key: this request goes upstream
+        and the identical ones that follow wait for it) or the wait timed out.
+        """
 
     async def near(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
                    settings: ProjectSettings, fuzzy_bypass_reason: str | None) -> NearSearch:
@@ -97,7 +101,10 @@ async def cascade(mode: Mode, project: str, request: CanonicalRequest | None, se
     fuzzy_reason = None
     if lookups is not None and bypass is None and match is None:
         match = lookups.certain(project, request_fp, normalised_fp)
-        if match is None and mode is Mode.AUTO and await lookups.recording_in_flight(project, normalised_fp or request_fp):
+        # An identical request already on its way upstream: wait for its recording, else claim the key
+        # (before any await) so the identical requests that follow wait for this one.
+        while match is None and mode is Mode.AUTO and await lookups.recording_in_flight(
+                project, normalised_fp or request_fp):
             match = lookups.certain(project, request_fp, normalised_fp)
         if match is None and mode in (Mode.AUTO, Mode.REPLAY) and normalised_fp:
             fuzzy = fuzzy_bypass(request, settings)

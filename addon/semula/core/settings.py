@@ -217,3 +217,4 @@ class AddonSettings:
     admin: bool = True
     recordings: str | None = None  # the recordings folder; None: off
     load_timeout: float = 60.0
+    max_body_mb: float = 32.0  # a request body that inflates beyond this is not matched

@@ -32,7 +32,7 @@ from semula.providers import DEFAULT_PROVIDER_HOSTS, adapter_for, host_matches
 from semula.providers.base import Adapter, AdapterError, RawRequest, Usage
 from semula.providers.sse import split_frames
 from semula.proxy import options
-from semula.proxy.bodies import decode_partial
+from semula.proxy.bodies import BodyTooLarge, decode_capped, decode_partial
 from semula.proxy.calllog import call_row, console_line, flow_comment, semula_headers
 from semula.proxy.flowstate import FlowState
 from semula.proxy.identity import api_key_hash, proxy_user
@@ -118,23 +118,22 @@ class SemulaAddon(Lifecycle):
         state.decision_ms = (time.perf_counter() - started) * 1000
         if state.decision.action == "forward":
             state.upstream_started = time.perf_counter()
-            fp = state.normalised_fp or state.request_fp
-            if state.decision.record and self.mode is Mode.AUTO and fp:
-                state.pending_key = (state.project, fp)
-                self.pending.setdefault(state.pending_key, asyncio.Event())
+            if not state.decision.record:  # the identical requests waiting for this one look again now
+                self._release(state)
         else:
             self._finish(flow, state)
 
     async def _decide(self, flow: http.HTTPFlow, state: FlowState) -> Outcome:
         request = flow.request
+        body, bypass = await self._request_body(request)
         raw = RawRequest(
             method=request.method.upper(), host=state.host, path=state.path,
             query=tuple((k, v) for k, v in request.query.fields),
-            headers={k.lower(): v for k, v in request.headers.items()},
-            body=request.get_content(strict=False) or b"",
+            headers={k.lower(): v for k, v in request.headers.items()}, body=body,
         )
         adapter = state.adapter = adapter_for(raw.host, raw.path)
-        bypass: Bypass | None = no_cache_header({NO_CACHE_HEADER: "1"}) if state.no_cache else None
+        if state.no_cache:
+            bypass = no_cache_header({NO_CACHE_HEADER: "1"})
         try:
             validate_project(state.project)
         except SettingsError as e:
@@ -154,8 +153,26 @@ class SemulaAddon(Lifecycle):
                 bypass = Bypass("unparsable_body", f"cannot match this request: {e}")
         state.settings = engine.settings_for(state.project) if engine else ProjectSettings()
         lookups = ProxyLookups(engine, self.store, self.pending) if engine is not None else None
-        return await cascade(self.mode, state.project, state.canonical, state.settings, lookups,
-                             bypass=bypass, store_problem=self.store.problem, offload=offload)
+        try:
+            return await cascade(self.mode, state.project, state.canonical, state.settings, lookups,
+                                 bypass=bypass, store_problem=self.store.problem, offload=offload)
+        finally:
+            state.pending_key = lookups.claimed if lookups is not None else None
+
+    async def _request_body(self, request: http.Request) -> tuple[bytes, Bypass | None]:
+        """The decoded body, inflated off the loop and at most `semula_max_body_mb` (a gzip bomb is
+        not matched: forwarded untouched, refused in replay)."""
+        raw = request.raw_content or b""
+        encoding = request.headers.get("content-encoding", "")
+        cap = int(self.settings.max_body_mb * 2**20)
+        if not encoding.strip() and len(raw) <= cap:
+            return raw, None
+        try:
+            return await _off_the_loop(decode_capped, raw, encoding, cap), None
+        except BodyTooLarge as e:
+            return b"", Bypass("body_too_large", str(e))
+        except ValueError:
+            return raw, None  # as before: an undecodable body is matched as sent
 
     async def _serve(self, flow: http.HTTPFlow, state: FlowState, decision: Decision) -> bool:
         engine = self.store.engine
@@ -294,18 +311,23 @@ class SemulaAddon(Lifecycle):
                            status=response.status_code, headers=response.headers.items(), streamed=state.streamed,
                            usage=usage, upstream_ms=upstream_ms, request_fp=state.request_fp,
                            normalised_fp=state.normalised_fp)
-        entry_id = await self.store.run("recording", engine.record, new, state.started_at)
+        entry_id = await self.store.run("recording", engine.record, new, state.started_at, write=True)
         if entry_id is None:
-            state.error = f"not recorded: {self.store.problem}"
+            state.error = f"not recorded: {self.store.write_problem or self.store.problem}"
         return entry_id
+
+    def _release(self, state: FlowState) -> None:
+        """Wake the identical requests waiting for this one (its recording is stored, or never will be)."""
+        if state.pending_key is not None and (event := self.pending.pop(state.pending_key, None)):
+            event.set()
+        state.pending_key = None
 
     # --- the call log ----------------------------------------------------------------------
 
     def _finish(self, flow: http.HTTPFlow, state: FlowState, upstream_ms: float | None = None,
                 usage: Usage | None = None, entry_id: int | None = None, recorded: bool = False) -> None:
         self.flows.pop(flow.id, None)
-        if state.pending_key is not None and (event := self.pending.pop(state.pending_key, None)):
-            event.set()
+        self._release(state)
         decision = state.decision
         assert decision is not None
         entry = decision.entry_id if decision.entry_id is not None else entry_id

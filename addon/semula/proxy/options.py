@@ -50,6 +50,8 @@ def declare(loader: Any) -> None:
     )
     loader.add_option("semula_load_timeout", float, 60.0,
                       "seconds a request that arrives while the store loads waits before the clear error")
+    loader.add_option("semula_max_body_mb", float, 32.0,
+                      "request bodies inflating beyond this many MB are not matched (auto: forwarded untouched)")
     loader.add_option("semula_embeddings", bool, _embeddings_default(),
                       "opt-in embedding tier (fastembed); also SEMULA_EMBEDDINGS=on")
 
@@ -68,5 +70,5 @@ def read(options: Any) -> tuple[Mode, AddonSettings]:
         mode=mode.value, data_dir=data_dir, default_project=options.semula_project,
         hosts=tuple(options.semula_hosts), record_errors=options.semula_record_errors,
         namespace_by_key=options.semula_namespace_by_key, admin=options.semula_admin, recordings=recordings,
-        load_timeout=options.semula_load_timeout,
+        load_timeout=options.semula_load_timeout, max_body_mb=options.semula_max_body_mb,
     )

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, TypeVar
 
 from semula.core.canonical import CanonicalRequest
@@ -23,7 +25,7 @@ from semula.core.redact import FingerprintKey
 from semula.core.settings import ProjectSettings
 from semula.engine.engine import Engine
 from semula.recordings.folder import RecordingsFolder
-from semula.store.duckdb_store import Store
+from semula.store.duckdb_store import STORE_FILE, Store
 from semula.store.types import StoreError
 
 log = logging.getLogger("semula")
@@ -45,6 +47,10 @@ class StoreThread:
         self._open: Callable[[], Engine] | None = None
         self._opening: asyncio.Future[None] | None = None
         self.load_wait = LOAD_WAIT_SECONDS
+        self.write_problem: str | None = None  # why the last write failed, if it did
+        self._store_file: Path | None = None
+        self._file_id: tuple[int, int] | None = None  # the store file's (device, inode) when opened
+        self._file_gone: str | None = None
         # Keys the requests decided while the store is unavailable: they are neither matched nor recorded.
         self._unstored_key = FingerprintKey.generate()
 
@@ -57,9 +63,12 @@ class StoreThread:
     def configure(self, data_dir: str, review_log: Callable[[dict[str, Any]], None], embedder: Any,
                   recordings: str | None = None, load_wait: float = LOAD_WAIT_SECONDS) -> None:
         self.load_wait = load_wait
+        self._store_file = Path(data_dir) / STORE_FILE
+
         def open_engine() -> Engine:
             folder = RecordingsFolder(recordings, data_dir) if recordings else None
             engine = Engine(Store.open(data_dir), review_log=review_log, embedder=embedder, folder=folder)
+            self._file_id, self._file_gone = _file_id(self._store_file), None
             if engine.sync_report is not None:
                 print(engine.sync_report.line(folder.root), flush=True)
                 for rel, problem in engine.sync_report.bad:
@@ -105,13 +114,35 @@ class StoreThread:
         finally:
             self._opening = None
 
-    async def run(self, what: str, fn: Callable[..., T], *args: Any) -> T | None:
-        """Run `fn` on the store thread; on failure log why, drop the handle, return None."""
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
-        except Exception as e:
-            self.failed(what, e)
+    async def run(self, what: str, fn: Callable[..., T], *args: Any, write: bool = False) -> T | None:
+        """Run `fn` on the store thread; on failure log why and return None.
+
+        A failed read drops the handle (the next call reopens it); a failed `write` (a full disk)
+        keeps it: the recordings in memory still serve hits, only this write is lost.
+        """
+        if write and (gone := self._store_file_gone()):
+            self.write_problem = gone
             return None
+        try:
+            result = await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+        except Exception as e:
+            if not write:
+                self.failed(what, e)
+                return None
+            self.write_problem = str(e)
+            log.warning("semula: %s failed: %s (not stored; hits are still served from memory)", what, e)
+            return None
+        if write:
+            self.write_problem = None
+        return result
+
+    def _store_file_gone(self) -> str | None:
+        """Whether the store file was deleted or replaced since it was opened (then writes cannot persist)."""
+        if self._file_gone is None and self._file_id is not None and _file_id(self._store_file) != self._file_id:
+            self._file_gone = (f"the store file {self._store_file} was deleted or replaced under the running proxy: "
+                               "new recordings cannot persist; restart the proxy")
+            print(f"semula: WARNING: {self._file_gone}", flush=True)
+        return self._file_gone
 
     def failed(self, what: str, e: Exception) -> None:
         self.problem = str(e)
@@ -152,25 +183,47 @@ class StoreThread:
         self.executor.shutdown(wait=True)
 
 
-class ProxyLookups:
-    """The cascade's lookups in the proxy: memory on the event loop, the near search on the store thread."""
+def _file_id(path: Path | None) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path) if path is not None else None
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if st is not None else None
 
-    def __init__(self, engine: Engine, thread: StoreThread, pending: dict[tuple[str, str], asyncio.Event]):
+
+class ProxyLookups:
+    """The cascade's lookups in the proxy: memory on the event loop, the near search on the store thread.
+
+    With `coalesce`, a miss with no identical request in flight claims its key in `pending` at once
+    (no await between the lookup and the claim): `claimed` names it, and the addon releases it when
+    the call is not recorded, or when its recording is stored.
+    """
+
+    def __init__(self, engine: Engine, thread: StoreThread, pending: dict[tuple[str, str], asyncio.Event],
+                 coalesce: bool = True):
         self.engine = engine
         self.thread = thread
         self.pending = pending
+        self.coalesce = coalesce
+        self.claimed: tuple[str, str] | None = None
 
     def certain(self, project: str, request_fp: str, normalised_fp: str | None) -> Match | None:
         return self.engine.match(project, request_fp, normalised_fp)
 
     async def recording_in_flight(self, project: str, fingerprint: str) -> bool:
-        event = self.pending.get((project, fingerprint))
+        key = (project, fingerprint)
+        event = self.pending.get(key)
         if event is None:
+            if self.coalesce and self.claimed is None:
+                self.pending[key] = asyncio.Event()
+                self.claimed = key
             return False
         try:
             await asyncio.wait_for(event.wait(), PENDING_WAIT_SECONDS)
         except TimeoutError:
-            pass
+            log.warning("semula: an identical request still in flight after %.0f s; forwarding this one too",
+                        PENDING_WAIT_SECONDS)
+            return False
         return True
 
     async def near(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
