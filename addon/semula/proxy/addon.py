@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from dataclasses import replace
 from collections.abc import Callable
@@ -103,8 +104,10 @@ class SemulaAddon(Lifecycle):
         try:
             state.outcome = await self._decide(flow, state)
         except Exception as e:  # a bug of ours must not take the call down with it
-            log.exception("semula: internal error while deciding; forwarding the call")
-            state.error = f"internal error: {e}"
+            log.error("semula: internal error while deciding (%s: %s); %s", type(e).__name__, e,
+                      "refusing the call" if self.mode is Mode.REPLAY else "forwarding the call",
+                      exc_info=os.environ.get("SEMULA_DEBUG", "") not in ("", "0"))
+            state.error = f"internal error: {type(e).__name__}: {e}"
             state.outcome = replace(state.outcome or _no_outcome(), decision=Decision(
                 "error", "refuse" if self.mode is Mode.REPLAY else "forward", reason=state.error))
         decision = state.decision

@@ -15,6 +15,7 @@ from mitmproxy import ctx
 from semula.core.modes import Mode
 from semula.core.settings import AddonSettings
 from semula.proxy.admin import AdminServer, read_admin_info
+from semula.proxy.calllog import TERMINAL_SAFE_LOG
 from semula.proxy.storethread import StoreThread
 from semula.store.logschema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
 from semula.store.parquetlog import ParquetLog
@@ -27,6 +28,7 @@ class Lifecycle:
 
     def __init__(self, settings: AddonSettings) -> None:
         self.settings = settings
+        log.addFilter(TERMINAL_SAFE_LOG)
         self.mode = Mode.AUTO
         self.store = StoreThread()
         self.calls: ParquetLog | None = None
@@ -106,7 +108,8 @@ class Lifecycle:
             self.admin.close()
             self.admin = None
         for log_writer in (self.calls, self.reviews):
-            if log_writer:
-                log_writer.close()
+            if log_writer and (lost := log_writer.close()):
+                print(f"semula: {lost} log rows could not be written to {log_writer.directory} and are lost"
+                      f" ({log_writer.last_error or 'see the errors above'})", flush=True)
         self.calls = self.reviews = None
         self.store.close()
