@@ -150,6 +150,7 @@ class SemulaAddon(Lifecycle):
         engine = self.store.engine
         if bypass is None and self.mode is not Mode.PASSTHROUGH:
             key = self.store.fingerprint_key
+            raw = replace(raw, path=redact_text(raw.path, key))  # a key in the path: /v1/sk-…/chat
             try:
                 state.canonical = (await offload(_canonicalise, adapter, raw, key) if offload
                                    else _canonicalise(adapter, raw, key))
@@ -244,6 +245,7 @@ class SemulaAddon(Lifecycle):
             return
         self.flows.pop(flow.id, None)
         state.error = message
+        state.cut = flow.response is not None
         self._finish(flow, state, upstream_ms=self._upstream_ms(state))
 
     async def _complete(self, flow: http.HTTPFlow, state: FlowState, client_gone: str | None = None) -> None:
@@ -265,7 +267,7 @@ class SemulaAddon(Lifecycle):
         usage = adapter.usage_from_frames(frames) if state.streamed else adapter.usage_from_body(body)
         entry_id = None
         if client_gone and not (state.streamed and adapter.stream_complete(frames)):
-            state.error = client_gone
+            state.error, state.cut = client_gone, True
         elif state.decision.record and state.canonical is not None:
             why_not = self._unrecordable(adapter, response.status_code, state.streamed, frames)
             if why_not:
@@ -312,7 +314,7 @@ class SemulaAddon(Lifecycle):
         decision = state.decision
         assert decision is not None
         entry = decision.entry_id if decision.entry_id is not None else entry_id
-        status = flow.response.status_code if flow.response is not None else None
+        status = flow.response.status_code if flow.response is not None and not state.cut else None
         row = call_row(state, flow.request.method, self.mode.value, status, upstream_ms=upstream_ms, usage=usage,
                        entry_id=entry, recorded=recorded)
         if self.calls is not None:

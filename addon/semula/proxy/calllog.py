@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from semula.core.decision import Decision
+from semula.core.redact import redact_text
 from semula.providers.base import Usage
 from semula.proxy.flowstate import FlowState
 
@@ -49,7 +50,7 @@ def call_row(state: FlowState, method: str, mode: str, status: int | None, *, up
     row = {
         "project": state.project,
         "provider": canonical.provider if canonical else (state.adapter.name if state.adapter else None),
-        "host": state.host, "method": method, "path": state.path,
+        "host": state.host, "method": method, "path": redact_text(state.path),
         "model": canonical.model if canonical else None, "mode": mode,
         "decision": decision.decision, "tier": decision.tier, "score": decision.score, "entry_id": entry_id,
         "bypass_reason": decision.bypass_reason or (state.outcome.fuzzy_bypass_reason if state.outcome else None),
@@ -81,8 +82,8 @@ def console_line(state: FlowState, row: dict[str, Any], recorded: bool) -> str:
         extra += " · recorded"
     elif state.error and decision.action != "refuse":
         extra += f" · {state.error}"
-    status = row["status"] if row["status"] is not None else "no response"
-    return terminal_safe(f"semula: {state.project} {row['provider']} {row['method']} {state.host}{state.path} → "
+    status = row["status"] if row["status"] is not None else ("cut" if state.cut else "no response")
+    return terminal_safe(f"semula: {state.project} {row['provider']} {row['method']} {state.host}{row['path']} → "
                          f"{decision.decision}{tier}{entry_text}{extra} · {status} · {took}")
 
 
