@@ -9,6 +9,7 @@ miss). Adding a provider means adding one adapter module and registering it.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -87,12 +88,17 @@ def host_matches(host: str, patterns: Iterable[str]) -> bool:
     return False
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
 def load_json_object(body: bytes) -> dict[str, Any]:
     """Parse a request body that must be a JSON object, or say why not."""
     if not body or not body.strip():
         raise AdapterError("body is empty")
     try:
         value = json.loads(body)
+    except RecursionError:
+        raise AdapterError("body is nested too deeply to match") from None
     except UnicodeDecodeError as e:
         raise AdapterError(f"body is not UTF-8 text: {e.reason} at byte {e.start}") from None
     except json.JSONDecodeError as e:
@@ -101,6 +107,13 @@ def load_json_object(body: bytes) -> dict[str, Any]:
         raise AdapterError(f"body is not JSON: {e}") from None
     if not isinstance(value, dict):
         raise AdapterError(f"body is a JSON {type(value).__name__ if value is not None else 'null'}, not an object")
+    if _SURROGATE_ESCAPE.search(body):  # usually an escaped emoji (a pair); a lone half is not text
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise AdapterError("body holds a lone surrogate escape (like \\ud800), which is not text") from None
+        except RecursionError:
+            raise AdapterError("body is nested too deeply to match") from None
     return value
 
 
@@ -151,11 +164,14 @@ class Adapter:
     def canonicalise(self, raw: RawRequest, key: FingerprintKey) -> CanonicalRequest:
         """The canonical request; each secret in the body becomes a placeholder keyed by ``key``."""
         data = load_json_object(raw.body)
-        body = redact_json({k: v for k, v in data.items() if k not in NEVER_MATTERS}, key)
         try:
-            return self._read(raw, body)
-        except BodyShapeError:
-            return self.unparsed(raw, body)
+            body = redact_json({k: v for k, v in data.items() if k not in NEVER_MATTERS}, key)
+            try:
+                return self._read(raw, body)
+            except BodyShapeError:
+                return self.unparsed(raw, body)
+        except RecursionError:
+            raise AdapterError("body is nested too deeply to match") from None
 
     def _read(self, raw: RawRequest, body: dict[str, Any]) -> CanonicalRequest:
         raise BodyShapeError("no reader")

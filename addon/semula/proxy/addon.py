@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from dataclasses import replace
 from collections.abc import Callable
@@ -103,8 +104,10 @@ class SemulaAddon(Lifecycle):
         try:
             state.outcome = await self._decide(flow, state)
         except Exception as e:  # a bug of ours must not take the call down with it
-            log.exception("semula: internal error while deciding; forwarding the call")
-            state.error = f"internal error: {e}"
+            log.error("semula: internal error while deciding (%s: %s); %s", type(e).__name__, e,
+                      "refusing the call" if self.mode is Mode.REPLAY else "forwarding the call",
+                      exc_info=os.environ.get("SEMULA_DEBUG", "") not in ("", "0"))
+            state.error = f"internal error: {type(e).__name__}: {e}"
             state.outcome = replace(state.outcome or _no_outcome(), decision=Decision(
                 "error", "refuse" if self.mode is Mode.REPLAY else "forward", reason=state.error))
         decision = state.decision
@@ -146,6 +149,7 @@ class SemulaAddon(Lifecycle):
         engine = self.store.engine
         if bypass is None and self.mode is not Mode.PASSTHROUGH:
             key = self.store.fingerprint_key
+            raw = replace(raw, path=redact_text(raw.path, key))  # a key in the path: /v1/sk-…/chat
             try:
                 state.canonical = (await offload(_canonicalise, adapter, raw, key) if offload
                                    else _canonicalise(adapter, raw, key))
@@ -258,6 +262,7 @@ class SemulaAddon(Lifecycle):
             return
         self.flows.pop(flow.id, None)
         state.error = message
+        state.cut = flow.response is not None
         self._finish(flow, state, upstream_ms=self._upstream_ms(state))
 
     async def _complete(self, flow: http.HTTPFlow, state: FlowState, client_gone: str | None = None) -> None:
@@ -279,7 +284,7 @@ class SemulaAddon(Lifecycle):
         usage = adapter.usage_from_frames(frames) if state.streamed else adapter.usage_from_body(body)
         entry_id = None
         if client_gone and not (state.streamed and adapter.stream_complete(frames)):
-            state.error = client_gone
+            state.error, state.cut = client_gone, True
         elif state.decision.record and state.canonical is not None:
             why_not = self._unrecordable(adapter, response.status_code, state.streamed, frames)
             if why_not:
@@ -331,7 +336,7 @@ class SemulaAddon(Lifecycle):
         decision = state.decision
         assert decision is not None
         entry = decision.entry_id if decision.entry_id is not None else entry_id
-        status = flow.response.status_code if flow.response is not None else None
+        status = flow.response.status_code if flow.response is not None and not state.cut else None
         row = call_row(state, flow.request.method, self.mode.value, status, upstream_ms=upstream_ms, usage=usage,
                        entry_id=entry, recorded=recorded)
         if self.calls is not None:

@@ -6,13 +6,38 @@ and the web UI.
 
 from __future__ import annotations
 
+import logging
+import re
 from typing import Any
 
 from semula.core.decision import Decision
+from semula.core.redact import redact_text
 from semula.providers.base import Usage
 from semula.proxy.flowstate import FlowState
 
 COMMENT_ERROR_CHARS = 300
+# Control characters (newlines forge lines, ESC drives the terminal), bidi overrides and lone
+# surrogates (a raw header byte) never reach the terminal as they are.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every unsafe character written as its Python escape (`\\n`, `\\x1b`, `\\udcff`)."""
+    return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+class TerminalSafeLog(logging.Filter):
+    """Escapes semula's log messages (they can quote a project name or a path) like console lines."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        safe = terminal_safe(message)
+        if safe != message:
+            record.msg, record.args = safe, None
+        return True
+
+
+TERMINAL_SAFE_LOG = TerminalSafeLog()
 
 
 def call_row(state: FlowState, method: str, mode: str, status: int | None, *, upstream_ms: float | None,
@@ -25,7 +50,7 @@ def call_row(state: FlowState, method: str, mode: str, status: int | None, *, up
     row = {
         "project": state.project,
         "provider": canonical.provider if canonical else (state.adapter.name if state.adapter else None),
-        "host": state.host, "method": method, "path": state.path,
+        "host": state.host, "method": method, "path": redact_text(state.path),
         "model": canonical.model if canonical else None, "mode": mode,
         "decision": decision.decision, "tier": decision.tier, "score": decision.score, "entry_id": entry_id,
         "bypass_reason": decision.bypass_reason or (state.outcome.fuzzy_bypass_reason if state.outcome else None),
@@ -57,9 +82,9 @@ def console_line(state: FlowState, row: dict[str, Any], recorded: bool) -> str:
         extra += " · recorded"
     elif state.error and decision.action != "refuse":
         extra += f" · {state.error}"
-    status = row["status"] if row["status"] is not None else "no response"
-    return (f"semula: {state.project} {row['provider']} {row['method']} {state.host}{state.path} → "
-            f"{decision.decision}{tier}{entry_text}{extra} · {status} · {took}")
+    status = row["status"] if row["status"] is not None else ("cut" if state.cut else "no response")
+    return terminal_safe(f"semula: {state.project} {row['provider']} {row['method']} {state.host}{row['path']} → "
+                         f"{decision.decision}{tier}{entry_text}{extra} · {status} · {took}")
 
 
 def flow_comment(decision: Decision, entry: int | None, state: FlowState) -> str:

@@ -37,6 +37,7 @@ class FlowState:
     chunks: list[bytes] = field(default_factory=list)
     served: Served = field(default_factory=Served)
     error: str | None = None
+    cut: bool = False  # the answer broke off: the client did not get it whole
     pending_key: tuple[str, str] | None = None
 
     @property

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import os
 import uuid
@@ -15,6 +16,7 @@ from mitmproxy import ctx
 from semula.core.modes import Mode
 from semula.core.settings import AddonSettings
 from semula.proxy.admin import AdminServer, read_admin_info
+from semula.proxy.calllog import TERMINAL_SAFE_LOG
 from semula.proxy.storethread import StoreThread
 from semula.store.logschema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
 from semula.store.parquetlog import ParquetLog
@@ -27,6 +29,7 @@ class Lifecycle:
 
     def __init__(self, settings: AddonSettings) -> None:
         self.settings = settings
+        log.addFilter(TERMINAL_SAFE_LOG)
         self.mode = Mode.AUTO
         self.store = StoreThread()
         self.calls: ParquetLog | None = None
@@ -41,6 +44,7 @@ class Lifecycle:
 
     async def running(self) -> None:
         data_dir = Path(self.settings.data_dir)
+        _private_data_dir(data_dir)
         if ctx.options.semula_embeddings and not await self._load_embedder(data_dir):
             return
         self.calls = ParquetLog(data_dir / "calls", CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION)
@@ -64,9 +68,14 @@ class Lifecycle:
             except OSError as e:
                 log.warning("semula: admin endpoint not started (%s); CLI commands cannot reach this proxy", e)
         self.is_running = True
+        bound = self._listen_address(connectable=False)
+        if not _is_loopback(bound):
+            print(f"semula: WARNING: listening on {bound}, not on loopback: anyone who can reach this machine "
+                  "can use the proxy, read recorded answers and send calls with the keys it sees. "
+                  "Use --listen-host 127.0.0.1 unless other machines must reach it.", flush=True)
         store_note = "" if self.store.engine else f" · store unavailable: {self.store.problem}"
         print(
-            f"semula ready: {listen} · mode {self.mode.value} · data dir {data_dir} · "
+            f"semula ready: {bound} · mode {self.mode.value} · data dir {data_dir} · "
             f"CA {confdir / 'mitmproxy-ca-cert.pem'}{store_note}",
             flush=True,
         )
@@ -87,15 +96,18 @@ class Lifecycle:
         log.info("semula: embedding tier on with model %s", self.embedder.name)
         return True
 
-    def _listen_address(self) -> str:
+    def _listen_address(self, connectable: bool = True) -> str:
+        """The proxy's address: as bound (the ready line), or one a local client can connect to."""
         try:
             addrs = ctx.master.addons.get("proxyserver").listen_addrs()
             host, port = addrs[0][0], addrs[0][1]
         except Exception:
             host, port = ctx.options.listen_host or "127.0.0.1", ctx.options.listen_port or 8080
-        if host in ("", "0.0.0.0", "::"):
+        if host == "":
+            host = "0.0.0.0"
+        if connectable and host in ("0.0.0.0", "::"):
             host = "127.0.0.1"
-        return f"http://{host}:{port}"
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     def _log_review(self, row: dict[str, Any]) -> None:
         if self.reviews is not None:
@@ -106,7 +118,30 @@ class Lifecycle:
             self.admin.close()
             self.admin = None
         for log_writer in (self.calls, self.reviews):
-            if log_writer:
-                log_writer.close()
+            if log_writer and (lost := log_writer.close()):
+                print(f"semula: {lost} log rows could not be written to {log_writer.directory} and are lost"
+                      f" ({log_writer.last_error or 'see the errors above'})", flush=True)
         self.calls = self.reviews = None
         self.store.close()
+
+
+def _is_loopback(url: str) -> bool:
+    host = url.split("//", 1)[1].rsplit(":", 1)[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _private_data_dir(data_dir: Path) -> None:
+    """Store and logs are readable by their owner only: files 0600, a data dir semula creates 0700.
+
+    A directory the user gave that already exists (such as `.`) keeps its mode."""
+    os.umask(0o077)
+    if not data_dir.exists():
+        try:
+            data_dir.mkdir(parents=True, mode=0o700)
+        except OSError as e:  # the store and logs say so when they cannot write
+            log.warning("semula: cannot create the data dir %s: %s", data_dir, e)

@@ -24,6 +24,7 @@ from semula.core.decision import Match
 from semula.core.redact import FingerprintKey
 from semula.core.settings import ProjectSettings
 from semula.engine.engine import Engine
+from semula.proxy.calllog import terminal_safe
 from semula.recordings.folder import RecordingsFolder
 from semula.store.duckdb_store import STORE_FILE, Store
 from semula.store.types import StoreError
@@ -70,9 +71,9 @@ class StoreThread:
             engine = Engine(Store.open(data_dir), review_log=review_log, embedder=embedder, folder=folder)
             self._file_id, self._file_gone = _file_id(self._store_file), None
             if engine.sync_report is not None:
-                print(engine.sync_report.line(folder.root), flush=True)
+                print(terminal_safe(engine.sync_report.line(folder.root)), flush=True)
                 for rel, problem in engine.sync_report.bad:
-                    print(f"semula: bad recording {folder.root / rel}: {problem}", flush=True)
+                    print(terminal_safe(f"semula: bad recording {folder.root / rel}: {problem}"), flush=True)
             gc.freeze()  # the preloaded answers are long-lived: keep them out of every collection
             return engine
 

@@ -4,6 +4,12 @@ Rows go into `<dir>/date=YYYY-MM-DD/part-<time>-<id>.parquet`. Each flush writes
 under a temporary name and renames them, so readers (DuckDB, pandas, polars, notebooks)
 never see a half-written file while the proxy runs. Nothing here blocks the caller:
 `append` puts a row on a queue.
+
+A row is cleaned against the schema before it is written (a lone surrogate becomes a visible
+escape, a number out of its column's range becomes null), and a batch the writer still rejects
+is written row by row, so one bad row never takes the others with it. Rows that cannot be
+written because of the disk (full, read-only) are held back, up to `MAX_HELD_ROWS`, and
+retried on the next flush; `close` returns how many were finally lost.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ import pyarrow.parquet as pq
 
 log = logging.getLogger("semula")
 
+MAX_HELD_ROWS = 10_000  # rows kept for a retry while the disk refuses them
+
 
 class ParquetLog:
     def __init__(self, directory: Path | str, schema: pa.Schema, schema_version: int,
@@ -37,6 +45,9 @@ class ParquetLog:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"semula-log-{self.directory.name}", daemon=True)
         self._closed = False
+        self._held: deque[dict[str, Any]] = deque()  # rows the disk refused, retried on the next flush
+        self.lost = 0
+        self.last_error: str | None = None
         self._thread.start()
 
     def append(self, row: dict[str, Any]) -> None:
@@ -46,17 +57,26 @@ class ParquetLog:
         row.setdefault("schema_version", self.schema_version)
         self._rows.append(row)
 
-    def close(self, timeout: float = 10.0) -> None:
-        """Flush what is queued and stop the writer (shutdown, end of `semula exec`)."""
+    def close(self, timeout: float = 10.0) -> int:
+        """Flush what is queued and stop the writer (shutdown, end of `semula exec`).
+
+        Returns how many rows were lost: held back by a refusing disk until the end, or dropped."""
         if self._closed:
-            return
+            return self.lost
         self._closed = True
         self._stop.set()
         self._thread.join(timeout)
+        self.lost += len(self._held) + len(self._rows)
+        self._held.clear()
+        return self.lost
 
     def _run(self) -> None:
         while True:
             stopping = self._stop.wait(self.flush_seconds)
+            if self._held:
+                retry = list(self._held)
+                self._held.clear()
+                self._flush(retry)
             while self._rows:
                 batch = []
                 while self._rows and len(batch) < self.max_rows:
@@ -74,16 +94,80 @@ class ParquetLog:
         for date, day_rows in by_date.items():
             try:
                 self._write(date, day_rows)
-            except Exception as e:  # a full disk must not kill the proxy; say so and go on
-                log.error("semula: could not write %d log rows to %s: %s", len(day_rows), self.directory, e)
+            except OSError as e:  # a full disk or a read-only dir: hold the rows and retry
+                self._hold(day_rows, e)
+            except Exception:  # the writer rejected some value: write row by row
+                self._write_one_by_one(date, day_rows)
+
+    def _write_one_by_one(self, date: str, rows: list[dict[str, Any]]) -> None:
+        for row in rows:
+            try:
+                self._write(date, [row])
+            except OSError as e:
+                self._hold([row], e)
+            except Exception as e:
+                self.lost += 1
+                log.error("semula: could not write a log row to %s: %s", self.directory, e)
+
+    def _hold(self, rows: list[dict[str, Any]], error: OSError) -> None:
+        if self.last_error is None:
+            log.error("semula: could not write %d log rows to %s (%s); holding up to %d rows to retry",
+                      len(rows), self.directory, error, MAX_HELD_ROWS)
+        self.last_error = str(error)
+        self._held.extend(rows)
+        while len(self._held) > MAX_HELD_ROWS:
+            self._held.popleft()
+            self.lost += 1
 
     def _write(self, date: str, rows: list[dict[str, Any]]) -> None:
         folder = self.directory / f"date={date}"
         folder.mkdir(parents=True, exist_ok=True)
-        columns = {name: [row.get(name) for row in rows] for name in self.schema.names}
+        clean = [clean_row(row, self.schema) for row in rows]
+        columns = {name: [row.get(name) for row in clean] for name in self.schema.names}
         table = pa.Table.from_pydict(columns, schema=self.schema)
         stamp = datetime.now(UTC).strftime("%H%M%S%f")
         final = folder / f"part-{stamp}-{uuid.uuid4().hex[:8]}.parquet"
         temp = folder / f".{final.name}.tmp"
-        pq.write_table(table, temp)
-        os.replace(temp, final)
+        try:
+            pq.write_table(table, temp)
+            os.replace(temp, final)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+        if self.last_error is not None and not self._held:
+            log.warning("semula: %s is writable again", self.directory)
+            self.last_error = None
+
+
+def clean_row(row: dict[str, Any], schema: pa.Schema) -> dict[str, Any]:
+    """The row with every value made acceptable to its column, or null."""
+    return {field.name: _clean(row.get(field.name), field.type) for field in schema}
+
+
+def _clean(value: Any, kind: pa.DataType) -> Any:
+    if value is None:
+        return None
+    if pa.types.is_string(kind):
+        text = value if isinstance(value, str) else str(value)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (JSON "\\ud800", a raw header byte)
+            text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+        return text
+    if pa.types.is_boolean(kind):
+        return value if isinstance(value, bool) else None
+    if pa.types.is_integer(kind):
+        if not isinstance(value, int) or isinstance(value, bool):
+            return None
+        info = _int_range(kind)
+        return value if info[0] <= value <= info[1] else None
+    if pa.types.is_floating(kind):
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return value
+
+
+def _int_range(kind: pa.DataType) -> tuple[int, int]:
+    bits = kind.bit_width
+    if pa.types.is_signed_integer(kind):
+        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return 0, (1 << bits) - 1
