@@ -217,3 +217,5 @@ class AddonSettings:
     admin: bool = True
     recordings: str | None = None  # the recordings folder; None: off
     load_timeout: float = 60.0
+    repeats: str = "one"  # "sequence": the n-th identical request of a run gets the n-th answer
+    repeats_exhausted: str = "last"  # sequence replay past the last answer: "last" serves it, "refuse" refuses

@@ -38,6 +38,7 @@ class FlowState:
     served: Served = field(default_factory=Served)
     error: str | None = None
     pending_key: tuple[str, str] | None = None
+    run: str = ""  # the x-semula-run header: the run whose repeats are counted (sequence mode)
 
     @property
     def decision(self) -> Decision | None:
