@@ -11,7 +11,7 @@ from semula.core.cascade import Candidate
 from semula.core.nearmatch import Verdict
 from semula.core.repeats import sequenced
 from semula.engine.engine import Engine
-from semula.recordings.folder import RecordingsFolder
+from semula.recordings.folder import RecordingsFolder, check
 from semula.store.duckdb_store import Store
 
 REVIEW = Verdict("lexical", 0.8, serve=False, review=True, reason="score 0.80 < serve threshold 1.00")
@@ -86,6 +86,7 @@ def test_a_bad_shared_file_is_skipped_and_named(tmp_path: Path) -> None:
     (tmp_path / "rec" / "p" / "_aliases" / "x.json").write_text("{ nope")
     ci = engine_at(tmp_path, "ci")
     assert [rel for rel, _ in ci.sync_report.shared.bad] == ["p/_aliases/x.json"]
+    assert [rel for rel, _ in check(tmp_path / "rec")[1]] == ["p/_aliases/x.json"]
     ci.close()
 
 

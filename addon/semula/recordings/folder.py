@@ -28,7 +28,7 @@ from semula.core.settings import ProjectSettings, SettingsError, validate_projec
 from semula.providers.base import Usage
 from semula.recordings.entry import recording_of
 from semula.recordings.format import Recording, RecordingFileError, dumps, loads, relative_path
-from semula.recordings.shared import SharedReport, load_settings, load_shared
+from semula.recordings.shared import SharedReport, check_shared, load_settings, load_shared
 from semula.store.base import RecordingStore
 from semula.store.types import Entry
 
@@ -111,7 +111,8 @@ def check(root: Path) -> tuple[int, list[tuple[str, str]]]:
             good += 1
         except (RecordingFileError, UnicodeDecodeError, OSError) as e:
             bad.append((str(path.relative_to(root)), str(e)))
-    return good, bad
+    shared_good, shared_bad = check_shared(root)
+    return good + shared_good, bad + shared_bad
 
 
 class RecordingsFolder:

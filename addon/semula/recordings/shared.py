@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,6 @@ from semula.recordings.entry import fingerprints_of
 from semula.recordings.format import slug
 from semula.store.base import RecordingStore
 
-log = logging.getLogger("semula")
 
 ALIASES_DIR = "_aliases"
 REJECTIONS_DIR = "_rejections"
@@ -156,3 +154,17 @@ def load_settings(root: Path, store: RecordingStore, report: SharedReport) -> No
                         report.settings_changed.add(project)
         except (OSError, ValueError, KeyError, TypeError, SettingsError) as e:
             report.bad.append((str(path.relative_to(root)), str(e)))
+
+
+def check_shared(root: Path) -> tuple[int, list[tuple[str, str]]]:
+    """(good files, [(relative path, problem)]) of the aliases, rejections and settings (`semula recordings check`)."""
+    good, bad = 0, []
+    for pattern, fmt in ((f"*/{ALIASES_DIR}/*.json", ALIAS_FORMAT), (f"*/{REJECTIONS_DIR}/*.json", REJECTION_FORMAT),
+                         (f"*/{SETTINGS_FILE}", SETTINGS_FORMAT)):
+        for path in sorted(root.glob(pattern)):
+            try:
+                _read(path, fmt)
+                good += 1
+            except (OSError, ValueError, SettingsError) as e:
+                bad.append((str(path.relative_to(root)), str(e)))
+    return good, bad
