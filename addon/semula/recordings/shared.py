@@ -28,7 +28,6 @@ from semula.recordings.entry import fingerprints_of
 from semula.recordings.format import slug
 from semula.store.base import RecordingStore
 
-
 ALIASES_DIR = "_aliases"
 REJECTIONS_DIR = "_rejections"
 SETTINGS_FILE = "_settings.json"
