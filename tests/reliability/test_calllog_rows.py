@@ -11,7 +11,6 @@ import shutil
 from pathlib import Path
 
 import pyarrow.parquet as pq
-import pytest
 
 from semula.store import parquetlog
 from semula.store.logschema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION

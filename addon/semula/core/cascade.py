@@ -13,7 +13,7 @@ outcome) drive it with `run_now`, without an event loop.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from semula.core.bypass import fuzzy_bypass
@@ -21,6 +21,7 @@ from semula.core.canonical import CanonicalRequest, normalised_fingerprint, requ
 from semula.core.decision import Bypass, Decision, Match, decide
 from semula.core.modes import Mode
 from semula.core.nearmatch import Verdict
+from semula.core.repeats import Repeats, exhausted_reason, sequenced
 from semula.core.settings import ProjectSettings
 
 T = TypeVar("T")
@@ -72,6 +73,8 @@ class Outcome:
     normalised_fp: str | None = None
     near: NearSearch | None = None
     fuzzy_bypass_reason: str | None = None
+    occurrence: int = 1  # sequence mode: which occurrence of this request in its run
+    exhausted: str | None = None  # sequence replay refused past the last answer: why
 
 
 async def _inline(fn: Callable[..., T], *args: Any) -> T:
@@ -80,38 +83,61 @@ async def _inline(fn: Callable[..., T], *args: Any) -> T:
 
 async def cascade(mode: Mode, project: str, request: CanonicalRequest | None, settings: ProjectSettings,
                   lookups: Lookups | None, *, bypass: Bypass | None = None, store_problem: str | None = None,
-                  offload: Offload | None = None) -> Outcome:
+                  offload: Offload | None = None, repeats: Repeats | None = None) -> Outcome:
     """Decide one provider call.
 
     `request` is None when the body could not be understood (then `bypass` says why);
     `lookups` is None when the store is unavailable (then `store_problem` says why).
     `offload` runs the normalised fingerprint of a large body off the caller's loop.
+    `repeats` (sequence mode) keys the n-th occurrence of a request in its run to the n-th answer:
+    the fingerprints in the outcome carry `#n`, and no identical recording in flight is awaited.
     """
     if mode is Mode.PASSTHROUGH:
         return Outcome(decide(mode, None))
     problem = store_problem if lookups is None else None
     if request is None:
         return Outcome(decide(mode, None, bypass, problem))
-    request_fp = request_fingerprint(request)
+    base_fp = request_fingerprint(request)
+    n = repeats.count(base_fp) if repeats is not None and bypass is None else 1
+    request_fp = sequenced(base_fp, n)
     match = lookups.certain(project, request_fp, None) if lookups and bypass is None else None  # exact first
-    normalised_fp = None
+    base_normalised = None
     if match is None and request.parsed:
-        normalised_fp = await (offload or _inline)(normalised_fingerprint, request, *settings.fingerprint_inputs)
+        base_normalised = await (offload or _inline)(normalised_fingerprint, request, *settings.fingerprint_inputs)
+    normalised_fp = sequenced(base_normalised, n) if base_normalised else None
     near = None
     fuzzy_reason = None
+    exhausted = None
     if lookups is not None and bypass is None and match is None:
         match = lookups.certain(project, request_fp, normalised_fp)
         # An identical request already on its way upstream: wait for its recording, else claim the key
         # (before any await) so the identical requests that follow wait for this one.
-        while match is None and mode is Mode.AUTO and await lookups.recording_in_flight(
+        while match is None and repeats is None and mode is Mode.AUTO and await lookups.recording_in_flight(
                 project, normalised_fp or request_fp):
             match = lookups.certain(project, request_fp, normalised_fp)
-        if match is None and mode in (Mode.AUTO, Mode.REPLAY) and normalised_fp:
+        if match is None and repeats is not None and n > 1 and mode is Mode.REPLAY:
+            match, exhausted = _last_answer(lookups, project, base_fp, base_normalised, n, repeats)
+        near_allowed = exhausted is None and (n == 1 or mode is Mode.REPLAY)  # auto: a repeat is recorded anew
+        if match is None and near_allowed and mode in (Mode.AUTO, Mode.REPLAY) and base_normalised:
             fuzzy = fuzzy_bypass(request, settings)
             fuzzy_reason = fuzzy.reason if fuzzy else None
-            near = await lookups.near(project, request, request_fp, normalised_fp, settings, fuzzy_reason)
+            near = await lookups.near(project, request, base_fp, base_normalised, settings, fuzzy_reason)
             match = near.served
-    return Outcome(decide(mode, match, bypass, problem), request_fp, normalised_fp, near, fuzzy_reason)
+    decision = decide(mode, match, bypass, problem)
+    if exhausted is not None and decision.action == "refuse":
+        decision = replace(decision, reason=exhausted)
+    return Outcome(decision, request_fp, normalised_fp, near, fuzzy_reason, n, exhausted)
+
+
+def _last_answer(lookups: Lookups, project: str, request_fp: str, normalised_fp: str | None, n: int,
+                 repeats: Repeats) -> tuple[Match | None, str | None]:
+    """Replay past the last recorded answer: that answer, or (refuse_exhausted) why there is none."""
+    for k in range(n - 1, 0, -1):
+        earlier = lookups.certain(project, sequenced(request_fp, k),
+                                  sequenced(normalised_fp, k) if normalised_fp else None)
+        if earlier is not None:
+            return (None, exhausted_reason(n, k)) if repeats.refuse_exhausted else (earlier, None)
+    return None, None
 
 
 def run_now(coroutine: Coroutine[Any, Any, T]) -> T:

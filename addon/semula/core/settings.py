@@ -218,3 +218,5 @@ class AddonSettings:
     recordings: str | None = None  # the recordings folder; None: off
     load_timeout: float = 60.0
     max_body_mb: float = 32.0  # a request body that inflates beyond this is not matched
+    repeats: str = "one"  # "sequence": the n-th identical request of a run gets the n-th answer
+    repeats_exhausted: str = "last"  # sequence replay past the last answer: "last" serves it, "refuse" refuses

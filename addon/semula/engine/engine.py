@@ -47,7 +47,7 @@ class Engine:
             self.embeddings = EmbeddingTier(store.vectors, embedder)
         self.index = FingerprintIndex()
         self.answers = AnswerCache()
-        self.review = ReviewQueue(store, self.index, self.lexical, review_log)
+        self.review = ReviewQueue(store, self.index, self.lexical, review_log, folder=folder)
         self.searcher = NearSearcher(store, self.lexical, self.review, self.embeddings)
         self.recordings = Recordings(store, self.index, self.answers, self.lexical, self.review, self.embeddings,
                                      folder)
@@ -55,6 +55,9 @@ class Engine:
         self.sync_report: SyncReport | None = None
         if folder is not None:  # the committed recordings, before the index is built from the store
             self.sync_report = folder.sync(store, lambda p: settings_from_mapping(store.project_settings(p)))
+            for project in sorted(self.sync_report.shared.settings_changed):  # a teammate's fingerprint inputs
+                self.recordings.refingerprint(project, settings_from_mapping(store.project_settings(project)),
+                                              reload=False)
         upgrade(store, lambda project, settings: self.recordings.refingerprint(project, settings, reload=False))
         self.recordings.reload()
 

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from semula.core.canonical import FINGERPRINT_VERSION, CanonicalRequest, normalised_fingerprint
+from semula.core.repeats import occurrence_of, sequenced
 from semula.core.settings import (
     FINGERPRINT_KEYS,
     ProjectSettings,
@@ -26,6 +27,7 @@ from semula.engine.review import ReviewQueue, shorten
 from semula.store.base import LexicalProposer, RecordingStore
 from semula.recordings.entry import fingerprints_of
 from semula.recordings.folder import RecordingsFolder
+from semula.recordings.shared import settings_file
 from semula.store.types import Entry, NewEntry
 
 log = logging.getLogger("semula")
@@ -117,6 +119,8 @@ class Recordings:
         self.store.set_project_setting(project, key, list(parsed) if isinstance(parsed, tuple) else parsed)
         new = replace(self.index.settings_for(project), **{key: parsed})
         self.index.set_settings(project, new)
+        if self.folder is not None:  # teammates and CI get the project's settings with its recordings
+            self.folder.write_shared(settings_file(project, self.store.project_settings(project)))
         changed = 0
         if key in FINGERPRINT_KEYS:
             changed = self.refingerprint(project, new)
@@ -124,10 +128,12 @@ class Recordings:
 
     def refingerprint(self, project: str, settings: ProjectSettings, reload: bool = True) -> int:
         """Recompute normalised fingerprints (and the aliases pointing at them) from stored requests."""
-        old_fps = {entry_id: fp for entry_id, p, _, fp in self.store.index_rows() if p == project}
+        rows = {entry_id: (rfp, fp) for entry_id, p, rfp, fp in self.store.index_rows() if p == project}
+        old_fps = {entry_id: fp for entry_id, (_, fp) in rows.items()}
         updates = []
         for entry_id, canonical in self.store.project_canonicals(project, limit=10**9):
-            fp = normalised_fingerprint(CanonicalRequest.from_json(canonical), *settings.fingerprint_inputs)
+            fp = sequenced(normalised_fingerprint(CanonicalRequest.from_json(canonical), *settings.fingerprint_inputs),
+                           occurrence_of(rows.get(entry_id, ("", ""))[0]))  # a sequence's n-th answer keeps #n
             if fp != old_fps.get(entry_id):
                 updates.append((entry_id, fp))
         self.store.set_normalised_fps(updates)
@@ -159,11 +165,13 @@ class Recordings:
             return 0
         settings = {p: settings_from_mapping(v) for p, v in self.store.all_project_settings().items()}
 
-        def of(project: str, canonical: dict[str, Any]) -> tuple[str, str]:
-            return fingerprints_of(CanonicalRequest.from_json(canonical), settings.get(project, ProjectSettings()))
+        def of(project: str, canonical: dict[str, Any], occurrence: int = 1) -> tuple[str, str]:
+            fps = fingerprints_of(CanonicalRequest.from_json(canonical), settings.get(project, ProjectSettings()))
+            return sequenced(fps[0], occurrence), sequenced(fps[1], occurrence)
 
         projects = self.store.projects()
-        entries = [(entry_id, *of(project, canonical)) for project in projects
+        occurrences = {entry_id: occurrence_of(rfp) for entry_id, _, rfp, _ in self.store.index_rows()}
+        entries = [(entry_id, *of(project, canonical, occurrences.get(entry_id, 1))) for project in projects
                    for entry_id, canonical in self.store.project_canonicals(project, limit=10**9)]
         candidates = [(c["id"], *of(c["project"], c["request_canonical"]))
                       for c in self.store.candidates(status=None, limit=10**9)]

@@ -19,6 +19,8 @@ from typing import Any
 from semula.core.canonical import CanonicalRequest
 from semula.core.cascade import Candidate
 from semula.engine.index import FingerprintIndex
+from semula.recordings import shared
+from semula.recordings.folder import RecordingsFolder, relpath_of
 from semula.store.base import LexicalProposer, RecordingStore
 from semula.store.logschema import REVIEW_LOG_SCHEMA_VERSION
 
@@ -47,8 +49,9 @@ def word_diff(old: str, new: str) -> str:
 
 class ReviewQueue:
     def __init__(self, store: RecordingStore, index: FingerprintIndex, lexical: LexicalProposer,
-                 log: Callable[[dict[str, Any]], None] | None = None):
+                 log: Callable[[dict[str, Any]], None] | None = None, folder: RecordingsFolder | None = None):
         self.store = store
+        self.folder = folder  # approvals and rejections are written there too, for teammates and CI
         self.index = index
         self.lexical = lexical
         self.log = log
@@ -148,7 +151,7 @@ class ReviewQueue:
     def approve(self, candidate_id: int) -> dict[str, Any]:
         row = self._get(candidate_id, must_be_open=True)
         project, fp = row["project"], row["request_normalised_fp"]
-        if self.store.get_entry(row["entry_id"]) is None:
+        if (entry := self.store.get_entry(row["entry_id"])) is None:
             raise ValueError(f"candidate #{candidate_id}: its recording #{row['entry_id']} was deleted")
         # The approved answer replaces the request's own recording (auto mode recorded it while
         # the candidate waited): otherwise the exact tier would keep serving that one.
@@ -156,9 +159,13 @@ class ReviewQueue:
         for entry_id in replaced:
             self.store.delete_entry(entry_id)
             self.lexical.deleted(entry_id)
+            if self.folder is not None:
+                self.folder.delete(entry_id)
         aliases = [(a, e, r) for a, e, r in self.store.alias_requests(project) if a != fp]
         self.store.replace_aliases(project, [*aliases, (fp, row["entry_id"], row["request_canonical"])])
         self.index.put_alias(project, fp, row["entry_id"])
+        if self.folder is not None:
+            self.folder.write_shared(shared.alias_file(project, row["request_canonical"], relpath_of(entry)))
         self.store.set_candidate_status([candidate_id], "approved")
         self._event("approved", {**row, "status": "approved"})
         others = [r for r in self.store.open_candidates_for(project, fp) if r["id"] != candidate_id]
@@ -172,6 +179,9 @@ class ReviewQueue:
     def reject(self, candidate_id: int) -> dict[str, Any]:
         row = self._get(candidate_id, must_be_open=True)
         self.store.set_candidate_status([candidate_id], "rejected")
+        if self.folder is not None and (entry := self.store.get_entry(row["entry_id"])) is not None:
+            self.folder.write_shared(shared.rejection_file(row["project"], row["request_canonical"], relpath_of(entry),
+                                                           row["tier"], row["score"], row.get("reason")))
         self._event("rejected", {**row, "status": "rejected"})
         if not self.store.open_candidates_for(row["project"], row["request_normalised_fp"]):
             self._set_open(row["project"], row["request_normalised_fp"], False)

@@ -38,6 +38,7 @@ from semula.proxy.calllog import call_row, console_line, flow_comment, semula_he
 from semula.proxy.flowstate import FlowState
 from semula.proxy.identity import api_key_hash, proxy_user
 from semula.proxy.lifecycle import Lifecycle
+from semula.proxy.runs import RUN_HEADER, RunCounters
 from semula.proxy.storethread import ProxyLookups
 
 log = logging.getLogger("semula")
@@ -55,6 +56,7 @@ class SemulaAddon(Lifecycle):
         # Recordings in flight, by (project, normalised or exact fp): a streamed answer reaches
         # the client before it is stored, so a repeat sent at once must wait for it.
         self.pending: dict[tuple[str, str], asyncio.Event] = {}
+        self.runs = RunCounters()  # semula_repeats=sequence: occurrences of each request per run
 
     def load(self, loader: Any) -> None:
         options.declare(loader)
@@ -88,12 +90,13 @@ class SemulaAddon(Lifecycle):
         user = proxy_user(headers.get("proxy-authorization"))  # plain-HTTP proxying sends it per request
         header_project = headers.get(PROJECT_HEADER)
         no_cache = NO_CACHE_HEADER in headers
-        for name in ("proxy-authorization", PROJECT_HEADER, NO_CACHE_HEADER):
+        run = headers.get(RUN_HEADER, "")
+        for name in ("proxy-authorization", PROJECT_HEADER, NO_CACHE_HEADER, RUN_HEADER):
             if name in headers:
                 del headers[name]
         project = self.conn_projects.get(flow.client_conn.id) or user or header_project or self.settings.default_project
         self.flows[flow.id] = FlowState(host=host, project=project, no_cache=no_cache,
-                                        path=flow.request.path.split("?", 1)[0])
+                                        path=flow.request.path.split("?", 1)[0], run=run)
 
     async def request(self, flow: http.HTTPFlow) -> None:
         state = self.flows.get(flow.id)
@@ -159,7 +162,8 @@ class SemulaAddon(Lifecycle):
         lookups = ProxyLookups(engine, self.store, self.pending) if engine is not None else None
         try:
             return await cascade(self.mode, state.project, state.canonical, state.settings, lookups,
-                                 bypass=bypass, store_problem=self.store.problem, offload=offload)
+                                 bypass=bypass, store_problem=self.store.problem, offload=offload,
+                                 repeats=self.runs.repeats(self.settings, state.run, state.project))
         finally:
             state.pending_key = lookups.claimed if lookups is not None else None
 
@@ -207,6 +211,7 @@ class SemulaAddon(Lifecycle):
             problem = f"{decision.bypass_reason}, and replay mode never reaches the network"
         elif decision.decision == "error":
             problem = decision.reason
+        problem = problem or state.outcome.exhausted
         nearest, others = [], []
         engine = self.store.engine
         if engine is not None and state.canonical is not None and decision.decision == "miss":

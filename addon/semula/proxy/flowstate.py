@@ -39,6 +39,7 @@ class FlowState:
     error: str | None = None
     cut: bool = False  # the answer broke off: the client did not get it whole
     pending_key: tuple[str, str] | None = None
+    run: str = ""  # the x-semula-run header: the run whose repeats are counted (sequence mode)
 
     @property
     def decision(self) -> Decision | None:

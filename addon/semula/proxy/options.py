@@ -21,6 +21,8 @@ from semula.providers import DEFAULT_PROVIDER_HOSTS
 # On by default, in the directory semula starts in: the folder people commit.
 DEFAULT_RECORDINGS = "semula-recordings"
 RECORDINGS_OFF = ("", "off", "none", "0", "false", "no")
+REPEATS = ("one", "sequence")
+REPEATS_EXHAUSTED = ("last", "refuse")
 
 
 def _embeddings_default() -> bool:
@@ -52,6 +54,12 @@ def declare(loader: Any) -> None:
                       "seconds a request that arrives while the store loads waits before the clear error")
     loader.add_option("semula_max_body_mb", float, 32.0,
                       "request bodies inflating beyond this many MB are not matched (auto: forwarded untouched)")
+    loader.add_option("semula_repeats", str, "one",
+                      "identical requests in one run: 'one' answer for all, or a 'sequence' of answers in order",
+                      choices=list(REPEATS))
+    loader.add_option("semula_repeats_exhausted", str, "last",
+                      "sequence replay after the last answer: serve the 'last' again, or 'refuse' (a miss)",
+                      choices=list(REPEATS_EXHAUSTED))
     loader.add_option("semula_embeddings", bool, _embeddings_default(),
                       "opt-in embedding tier (fastembed); also SEMULA_EMBEDDINGS=on")
 
@@ -71,4 +79,5 @@ def read(options: Any) -> tuple[Mode, AddonSettings]:
         hosts=tuple(options.semula_hosts), record_errors=options.semula_record_errors,
         namespace_by_key=options.semula_namespace_by_key, admin=options.semula_admin, recordings=recordings,
         load_timeout=options.semula_load_timeout, max_body_mb=options.semula_max_body_mb,
+        repeats=options.semula_repeats, repeats_exhausted=options.semula_repeats_exhausted,
     )

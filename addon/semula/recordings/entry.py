@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 
 from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
 from semula.core.normalise import scrub_volatile
+from semula.core.repeats import occurrence_of, sequenced
 from semula.core.redact import clean_headers, redact_bytes, redact_text
 from semula.core.settings import ProjectSettings
 from semula.providers.base import Usage
@@ -26,11 +27,17 @@ def fingerprints_of(request: CanonicalRequest, settings: ProjectSettings) -> tup
 def recording_of(project: str, request: CanonicalRequest, settings: ProjectSettings, *, host: str, body: bytes,
                  status: int = 200, headers: Iterable[tuple[str, str]] = (("content-type", "application/json"),),
                  streamed: bool = False, usage: Usage | None = None, upstream_ms: float | None = None,
-                 request_fp: str | None = None, normalised_fp: str | None = None) -> NewEntry:
-    """The one place a recording is assembled: fingerprints, redaction and the searchable text."""
+                 request_fp: str | None = None, normalised_fp: str | None = None, occurrence: int = 1) -> NewEntry:
+    """The one place a recording is assembled: fingerprints, redaction and the searchable text.
+
+    `occurrence` n ≥ 2 keys the n-th answer of a sequence (`semula_repeats=sequence`): fingerprints
+    computed here get `#n`; fingerprints passed in already carry it.
+    """
     if request_fp is None or normalised_fp is None:
+        n = max(occurrence, occurrence_of(request_fp) if request_fp else 1)
         computed = fingerprints_of(request, settings)
-        request_fp, normalised_fp = request_fp or computed[0], normalised_fp or computed[1]
+        request_fp = request_fp or sequenced(computed[0], n)
+        normalised_fp = normalised_fp or sequenced(computed[1], n)
     usage = usage or Usage()
     return NewEntry(
         project=project, provider=request.provider, host=host, method=request.method,

@@ -23,10 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from semula.core.canonical import CanonicalRequest
+from semula.core.repeats import base_of, occurrence_of
 from semula.core.settings import ProjectSettings, SettingsError, validate_project
 from semula.providers.base import Usage
 from semula.recordings.entry import recording_of
 from semula.recordings.format import Recording, RecordingFileError, dumps, loads, relative_path
+from semula.recordings.shared import SharedReport, check_shared, load_settings, load_shared
 from semula.store.base import RecordingStore
 from semula.store.types import Entry
 
@@ -47,14 +49,17 @@ class SyncReport:
     removed: int = 0
     bad: list[tuple[str, str]] = field(default_factory=list)  # (relative path, problem)
     exported: int = 0
+    shared: SharedReport = field(default_factory=SharedReport)  # aliases, rejections, settings
 
     def line(self, root: Path) -> str:
         text = (f"semula: recordings {root}: {self.loaded} loaded, {self.unchanged} unchanged, "
                 f"{self.removed} removed")
         if self.exported:
             text += f", {self.exported} exported from the store"
-        if self.bad:
-            text += f", {len(self.bad)} bad file(s) skipped (semula recordings check lists them)"
+        if self.shared.aliases or self.shared.rejections:
+            text += f", {self.shared.aliases} alias(es) and {self.shared.rejections} rejection(s) loaded"
+        if self.bad or self.shared.bad:
+            text += f", {len(self.bad) + len(self.shared.bad)} bad file(s) skipped (semula recordings check lists them)"
         return text
 
 
@@ -67,13 +72,15 @@ def recording_from_entry(entry: Entry) -> Recording:
         prompt_tokens=entry.prompt_tokens, completion_tokens=entry.completion_tokens,
         upstream_ms=entry.upstream_ms,
         recorded_at=recorded_at.isoformat() if isinstance(recorded_at, datetime) else recorded_at,
+        occurrence=occurrence_of(entry.request_fp),
     )
 
 
-def _relpath_of(entry: Entry) -> str:
+def relpath_of(entry: Entry) -> str:
+    """Where the file of this recording is, relative to the folder."""
     request = CanonicalRequest.from_json(entry.canonical)
     return relative_path(entry.project, entry.provider, entry.endpoint, request.last_user_text() or request.last_text(),
-                         entry.request_fp)
+                         base_of(entry.request_fp), occurrence_of(entry.request_fp))
 
 
 def iter_files(root: Path) -> Iterator[Path]:
@@ -104,7 +111,8 @@ def check(root: Path) -> tuple[int, list[tuple[str, str]]]:
             good += 1
         except (RecordingFileError, UnicodeDecodeError, OSError) as e:
             bad.append((str(path.relative_to(root)), str(e)))
-    return good, bad
+    shared_good, shared_bad = check_shared(root)
+    return good + shared_good, bad + shared_bad
 
 
 class RecordingsFolder:
@@ -154,7 +162,7 @@ class RecordingsFolder:
     # --- the proxy's writes ---------------------------------------------------------------
 
     def write(self, entry: Entry, save: bool = True) -> Path:
-        rel = _relpath_of(entry)
+        rel = relpath_of(entry)
         text = dumps(recording_from_entry(entry))
         path = self.root / rel
         write_atomically(path, text)
@@ -173,6 +181,18 @@ class RecordingsFolder:
             self._save_manifest()
         return gone
 
+    def write_shared(self, rel_and_text: tuple[str, str]) -> None:
+        """An alias, a rejection or a project's settings (`recordings.shared`); failing only logs."""
+        rel, text = rel_and_text
+        try:
+            write_atomically(self.root / rel, text)
+        except OSError as e:
+            log.error("semula: cannot write %s (%s): teammates and CI will not see it", self.root / rel, e)
+
+    def entry_of(self, rel: str) -> int | None:
+        """The entry id of the recording file at `rel`, if it is loaded."""
+        return (self.files.get(rel) or {}).get("entry_id")
+
     def _ensure_gitattributes(self) -> None:
         path = self.root / ".gitattributes"
         if not path.exists():
@@ -183,6 +203,7 @@ class RecordingsFolder:
     def sync(self, store: RecordingStore, settings_for: Callable[[str], ProjectSettings]) -> SyncReport:
         """Load new and changed files into the store, remove the entries of deleted files."""
         report = SyncReport()
+        load_settings(self.root, store, report.shared)  # first: recordings are fingerprinted under them
         if not self.files and (not self.root.is_dir() or not any(iter_files(self.root))):
             report.exported = self.export(store)  # an upgrade: the store's recordings become the first files
             if report.exported:
@@ -223,6 +244,9 @@ class RecordingsFolder:
                 store.delete_entry(entry_id)
                 report.removed += 1
         self._save_manifest()
+        load_shared(self.root, store, self.entry_of, settings_for, report.shared)
+        for rel, problem in report.shared.bad:
+            log.warning("semula: %s skipped: %s", self.root / rel, problem)
         return report
 
     @staticmethod
@@ -232,6 +256,7 @@ class RecordingsFolder:
             recording.project, request, settings, host=recording.host, body=recording.body,
             status=recording.status, headers=recording.headers, streamed=recording.streamed,
             usage=Usage(recording.prompt_tokens, recording.completion_tokens), upstream_ms=recording.upstream_ms,
+            occurrence=recording.occurrence,
         )
 
     def export(self, store: RecordingStore) -> int:

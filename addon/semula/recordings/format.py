@@ -48,6 +48,7 @@ class Recording:
     completion_tokens: int | None
     upstream_ms: float | None
     recorded_at: str | None
+    occurrence: int = 1  # semula_repeats=sequence: the n-th answer to this request in a run
 
 
 # ---------------------------------------------------------------- the file's path
@@ -60,11 +61,16 @@ def slug(text: str) -> str:
     return "-".join(words)[:SLUG_CHARS].strip("-") or "request"
 
 
-def relative_path(project: str, provider: str, endpoint: str, prompt: str, request_fp: str) -> str:
-    """project/provider/endpoint/prompt-slug-fingerprint.json: two different requests never share a file."""
+def relative_path(project: str, provider: str, endpoint: str, prompt: str, request_fp: str,
+                  occurrence: int = 1) -> str:
+    """project/provider/endpoint/prompt-slug-fingerprint.json: two different requests never share a file.
+
+    The n-th answer of a sequence (n ≥ 2) is `...-fingerprint-n.json`, beside the first.
+    """
     endpoint_slug = _SLUG_DROP.sub("-", endpoint.lower()).strip("-") or "root"
     digest = hashlib.sha256(request_fp.encode()).hexdigest()[:12]
-    return f"{project}/{provider}/{endpoint_slug}/{slug(prompt)}-{digest}.json"
+    suffix = f"-{occurrence}" if occurrence > 1 else ""
+    return f"{project}/{provider}/{endpoint_slug}/{slug(prompt)}-{digest}{suffix}.json"
 
 
 # ---------------------------------------------------------------- bodies
@@ -191,6 +197,7 @@ def dumps(recording: Recording) -> str:
         "usage": {"prompt_tokens": recording.prompt_tokens, "completion_tokens": recording.completion_tokens},
         "upstream_ms": recording.upstream_ms, "recorded_at": recording.recorded_at,
         "response": {**response, "answer_text": body.get("answer_text")},
+        **({"occurrence": recording.occurrence} if recording.occurrence > 1 else {}),
     })
     # The body goes in last and unsorted: its key order is part of what was recorded.
     envelope["response"] = {**envelope["response"], **{k: v for k, v in body.items() if k != "answer_text"}}
@@ -231,6 +238,9 @@ def loads(text: str) -> Recording:
         raise RecordingFileError("response.status is missing or not a number")
     if not isinstance(data["request"], dict):
         raise RecordingFileError("request is not an object")
+    occurrence = data.get("occurrence", 1)
+    if not isinstance(occurrence, int) or isinstance(occurrence, bool) or occurrence < 1:
+        raise RecordingFileError(f"occurrence {occurrence!r} is not a whole number from 1")
     try:
         body = body_from(response)
     except (ValueError, TypeError) as e:
@@ -242,5 +252,5 @@ def loads(text: str) -> Recording:
         headers=_headers(response.get("headers") or []), body=body,
         streamed=bool(data.get("streamed")), prompt_tokens=usage.get("prompt_tokens"),
         completion_tokens=usage.get("completion_tokens"), upstream_ms=data.get("upstream_ms"),
-        recorded_at=data.get("recorded_at"),
+        recorded_at=data.get("recorded_at"), occurrence=occurrence,
     )
