@@ -94,7 +94,7 @@ def test_a_changed_number_is_never_served_at_any_threshold(proxy_factory: ProxyF
     assert headers["x-semula-decision"] == "miss" and fake_provider.count() == before + 1
     proxy.stop()
     miss = [r for r in read_call_log(proxy.data_dir) if r["decision"] == "miss" and r["candidate_tier"]]
-    assert miss and "120" in miss[-1]["guard_reason"] and "220" in miss[-1]["guard_reason"], miss
+    assert miss and "120" in miss[-1]["guard_reason"] and "220" in miss[-1]["guard_reason"], (miss, proxy.output())
 
 
 def _review_log(data_dir) -> list[dict]:

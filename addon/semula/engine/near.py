@@ -18,6 +18,7 @@ from semula.core.nearmatch import near_match
 from semula.core.settings import ProjectSettings, threshold_for
 from semula.engine.review import ReviewQueue
 from semula.store.base import LexicalProposer, RecordingStore
+from semula.store.types import StoreError
 
 log = logging.getLogger("semula")
 
@@ -51,7 +52,12 @@ class NearSearcher:
         best = candidates[0]
         if best.verdict.serve:
             return NearSearch(served=Match(best.verdict.tier, best.entry_id, best.verdict.score), best=best)
-        queued = self.review.queue(project, request, request_fp, normalised_fp, candidates, paired) if queue else []
+        queued: list[Candidate] = []
+        if queue:
+            try:
+                queued = self.review.queue(project, request, request_fp, normalised_fp, candidates, paired)
+            except StoreError as e:  # the verdict stands and is logged; only the queueing is lost
+                log.warning("semula: could not queue review candidates (%s); the call stays a miss", e)
         best = next((c for c in queued if c.entry_id == best.entry_id), best)
         return NearSearch(best=best, queued=tuple(queued))
 
