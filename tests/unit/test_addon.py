@@ -68,7 +68,7 @@ def test_miss_is_recorded_then_served_exact_and_normalised(tmp_path):
         assert second.response.headers["x-semula-decision"] == "hit"
         assert second.response.headers["x-semula-tier"] == "exact"
         assert json.loads(second.response.content)["choices"][0]["message"]["content"] == "answer"
-        assert "semula hit" in second.comment and second.marked
+        assert second.comment.startswith("hit exact") and second.marked
         variant = {"model": "gpt-4o", "messages": [{"role": "user", "content": "  HELLO   THERE. "}]}
         third = await call(addon, provider_flow(variant), answer=None)
         assert third.response.headers["x-semula-tier"] == "normalised"
@@ -225,3 +225,17 @@ def test_decode_partial_keeps_what_arrived_of_a_compressed_stream_cut_before_its
     assert decode_partial(flushed + compressor.flush(zlib.Z_FINISH), "gzip") == frames
     assert decode_partial(b"plain", "identity") == b"plain"
     assert decode_partial(b"not gzip", "gzip") == b"not gzip"
+
+
+def test_a_recorded_miss_names_its_new_entry_in_the_headers(tmp_path) -> None:
+    addon = SemulaAddon()
+    with taddons.context(addon) as tctx:
+        tctx.configure(addon, semula_data_dir=str(tmp_path))
+        asyncio.run(addon.running())
+        try:
+            first = asyncio.run(call(addon, provider_flow({"model": "gpt-4o", "messages": [
+                {"role": "user", "content": "name the entry"}]})))
+            assert first.response.headers["x-semula-decision"] == "miss"
+            assert first.response.headers["x-semula-entry"].isdigit()
+        finally:
+            addon.done()

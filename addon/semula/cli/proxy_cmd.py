@@ -62,6 +62,9 @@ def mitmproxy_args(mode: str, listen_host: str, listen_port: int, data_dir: Path
         args += ["--set", f"allow_hosts={regex}"]
     if web:
         args += ["--set", "web_open_browser=false"]
+        # The flow list shows each call's decision (the flow comment) without opening the flow.
+        for column in ("tls", "icon", "path", "method", "status", "size", "time", "comment"):
+            args += ["--set", f"web_columns={column}"]
     for item in sets:
         if "=" not in item:
             raise click.BadParameter(f"{item!r} is not NAME=VALUE", param_hint="--set")

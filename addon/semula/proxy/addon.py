@@ -296,6 +296,8 @@ class SemulaAddon(Lifecycle):
                 state.error = why_not
             else:
                 entry_id = await self._record(state, response, body, usage, upstream_ms)
+                if entry_id is not None and not state.streamed:  # a streamed answer's headers are gone
+                    response.headers["x-semula-entry"] = str(entry_id)
         self._finish(flow, state, upstream_ms=upstream_ms, usage=usage, entry_id=entry_id,
                      recorded=entry_id is not None)
 

@@ -88,7 +88,11 @@ def console_line(state: FlowState, row: dict[str, Any], recorded: bool) -> str:
 
 
 def flow_comment(decision: Decision, entry: int | None, state: FlowState) -> str:
-    parts = [f"semula {decision.decision}", f"tier {decision.tier}"]
+    """Short ASCII words first ("hit exact", "miss", "refused"): they read in mitmweb's comment column."""
+    head = "refused" if decision.action == "refuse" else decision.decision
+    if decision.tier != "none":
+        head += f" {decision.tier}"
+    parts = [head]
     if decision.score is not None:
         parts.append(f"score {decision.score:.3f}")
     if entry is not None:
