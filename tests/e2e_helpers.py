@@ -24,7 +24,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 FAKEPROVIDER = Path(__file__).resolve().parent / "fakeprovider.py"
-READY_MARKER = "semula ready:"
+READY_MARKER = "semula ready"  # also "semula ready, NOT recording:"
 PROVIDER_HOSTS = ("api.openai.com", "api.anthropic.com", "generativelanguage.googleapis.com")
 SEMULA_HEADERS = ("x-semula-decision", "x-semula-tier", "x-semula-score", "x-semula-entry")
 

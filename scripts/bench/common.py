@@ -219,7 +219,7 @@ def start_semula_proxy(procs: Processes, work: Path, data_dir: Path, confdir: Pa
     proc = procs.start([sys.executable, "-m", "semula", "proxy", "--mode", mode, "--listen-host", "127.0.0.1",
                         "--listen-port", str(port), "--data-dir", str(data_dir), "--set", f"confdir={confdir}"],
                        log_path, {"PYTHONPATH": str(REPO / "addon")})
-    wait_ready(proc, log_path, "semula ready:", port)
+    wait_ready(proc, log_path, "semula ready", port)
     return proc, port
 
 

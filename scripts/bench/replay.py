@@ -169,7 +169,7 @@ def run_variant(procs: common.Processes, variant: str, run: int, work: Path, con
     argv, marker = {
         "semula": ([sys.executable, "-m", "semula", "proxy", "--mode", "replay", "--listen-host", "127.0.0.1",
                     "--listen-port", str(port), "--data-dir", str(data_dir), "--set", f"confdir={confdir}"],
-                   "semula ready:"),
+                   "semula ready"),
         "noop": ([mitmdump(), *proxy_args(port, confdir), "-s", str(NOOP_ADDON)], None),
         # The flows name the fake provider's 127.0.0.1:port: host and port are left out of the match.
         "replay": ([mitmdump(), *proxy_args(port, confdir), "--server-replay", str(flows), "--set",

@@ -148,7 +148,7 @@ class ProxyConsole:
         complete = chunk[:chunk.rfind(b"\n") + 1]
         self.offset += len(complete)
         for line in complete.decode(errors="replace").splitlines():
-            if line.startswith("semula ready:"):
+            if line.startswith("semula ready"):
                 self.ready = True
                 click.echo(f"{line} · console in {self.path}", err=True)
             elif line.startswith("semula") and " → " not in line:  # not a per-call line

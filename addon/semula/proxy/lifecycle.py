@@ -74,8 +74,9 @@ class Lifecycle:
                   "can use the proxy, read recorded answers and send calls with the keys it sees. "
                   "Use --listen-host 127.0.0.1 unless other machines must reach it.", flush=True)
         store_note = "" if self.store.engine else f" · store unavailable: {self.store.problem}"
+        ready = "semula ready" if self.store.engine else "semula ready, NOT recording"
         print(
-            f"semula ready: {bound} · mode {self.mode.value} · data dir {data_dir} · "
+            f"{ready}: {bound} · mode {self.mode.value} · data dir {data_dir} · "
             f"CA {confdir / 'mitmproxy-ca-cert.pem'}{store_note}",
             flush=True,
         )
