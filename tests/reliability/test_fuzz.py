@@ -92,7 +92,31 @@ def check_body(target: Target, body: bytes, lookups: Lookups, headers: dict[str,
     return "bypass" if canonical is None else ("parsed" if canonical.parsed else "unparsed")
 
 
+def on_a_fresh_thread(fn):
+    """Run on a new thread: a shallow stack like the proxy's event loop (pytest's own frames would make
+    deep bodies fail earlier, in json.loads, and hide a RecursionError further on)."""
+    import threading
+
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            fn()
+        except BaseException as e:  # noqa: BLE001 - re-raised on the test's thread
+            failure.append(e)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+
+
 def test_seeded_mutations_of_real_bodies_through_every_adapter_and_the_cascade() -> None:
+    on_a_fresh_thread(_seeded_mutations)
+
+
+def _seeded_mutations() -> None:
     lookups = Lookups()
     kinds: dict[str, int] = {}
     for index, target, mutation, body in mutated_bodies(SEED, MUTATED):
