@@ -89,6 +89,34 @@ def host_matches(host: str, patterns: Iterable[str]) -> bool:
 
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+# json.loads decodes bytes with "surrogatepass": a surrogate encoded in UTF-8 (ED A0..BF xx) is let through.
+_ENCODED_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")
+
+
+def _may_hold_surrogates(body: bytes) -> bool:
+    """Cheap hints that the parsed value may hold a surrogate (which is not text and cannot be hashed)."""
+    head = body[:4]
+    utf16_or_32 = b"\x00" in head or head[:2] in (b"\xff\xfe", b"\xfe\xff")
+    return utf16_or_32 or bool(_SURROGATE_ESCAPE.search(body)) or bool(_ENCODED_SURROGATE.search(body))
+
+
+# Deeper than this is not matched: normalising walks the value recursively, and a body nested just under
+# the interpreter's limit parsed fine but broke the fingerprint later (a RecursionError, an internal error).
+MAX_DEPTH = 200
+
+
+def nesting_depth(value: Any) -> int:
+    """How deep lists and objects nest in a parsed JSON value (iterative: any depth is safe)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = item.values()
+        elif not isinstance(item, list):
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in item if isinstance(child, (dict, list)))
+    return deepest
 
 
 def load_json_object(body: bytes) -> dict[str, Any]:
@@ -107,7 +135,9 @@ def load_json_object(body: bytes) -> dict[str, Any]:
         raise AdapterError(f"body is not JSON: {e}") from None
     if not isinstance(value, dict):
         raise AdapterError(f"body is a JSON {type(value).__name__ if value is not None else 'null'}, not an object")
-    if _SURROGATE_ESCAPE.search(body):  # usually an escaped emoji (a pair); a lone half is not text
+    if nesting_depth(value) > MAX_DEPTH:
+        raise AdapterError(f"body is nested too deeply to match (over {MAX_DEPTH} levels)")
+    if _may_hold_surrogates(body):  # usually an escaped emoji (a pair); a lone half is not text
         try:
             json.dumps(value, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:

@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+"""Soak: 64 clients of mixed load through one auto-mode proxy, then a replay check of every recording.
+
+    .venv/bin/python scripts/soak.py                          # 10 minutes: writes benchmark/results/reliability.md
+    .venv/bin/python scripts/soak.py --minutes 1 --out /tmp/reliability.md
+
+The load: new and repeated prompts (OpenAI chat, Anthropic, Gemini), streams, bursts of identical
+requests sent at once, several projects, and seeded bad bodies (tests/fuzzbodies.py). Reported:
+semula's own 5xx and internal errors on the console, call-log rows vs requests, duplicate upstream
+calls (the fake's counter vs the forwarded requests; misses of one request more than once), the
+proxy's RSS after start, after warm-up and at the end, and a replay proxy on the same data dir
+answering each recorded request as a hit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "scripts"))
+os.environ["SEMULA_RECORDINGS"] = "off"  # as the tests: no recordings folder in the working directory
+
+import httpx  # noqa: E402
+
+from bench.common import machine  # noqa: E402
+from e2e_helpers import read_call_log, ssl_context, start_fake_provider, start_proxy, stop_process  # noqa: E402
+from fuzzbodies import ANTHROPIC, GEMINI, GEMINI_STREAM, OPENAI_CHAT, PROXY_TARGETS, Target, mutated_bodies  # noqa: E402
+
+CLIENTS = 64
+PROJECTS = ("soak-a", "soak-b", "soak-c", "soak-d")
+REPEATED = 24  # prompts in the shared pool that every client asks again and again
+HEADERS = {"content-type": "application/json", "authorization": "Bearer sk-test-not-a-real-key",
+           "x-api-key": "sk-ant-test-not-a-real-key", "anthropic-version": "2023-06-01"}
+
+
+@dataclass
+class Call:
+    project: str
+    kind: str
+    target: Target
+    body: bytes
+    status: int  # -1: the connection failed
+    decision: str | None
+    seconds: float
+    error: str = ""
+    extra: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def key(self) -> tuple[str, str, bytes]:
+        return self.project, self.target.path, self.body
+
+
+def body_for(target: Target, text: str, stream: bool) -> tuple[Target, bytes]:
+    if target is ANTHROPIC:
+        body = {"model": "claude-3-5-haiku-latest", "max_tokens": 64, "stream": stream,
+                "messages": [{"role": "user", "content": text}]}
+    elif target is GEMINI:
+        target = GEMINI_STREAM if stream else GEMINI
+        body = {"contents": [{"role": "user", "parts": [{"text": text}]}]}
+    else:
+        body = {"model": "gpt-4o-mini", "stream": stream, "messages": [{"role": "user", "content": text}]}
+    return target, json.dumps(body).encode()
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of the proxy process and its children, in MB."""
+    def one(p: int) -> int:
+        try:
+            line = next(ln for ln in Path(f"/proc/{p}/status").read_text().splitlines() if ln.startswith("VmRSS:"))
+            return int(line.split()[1])
+        except (OSError, StopIteration):
+            return 0
+
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    kids = [int(x) for x in children.read_text().split()] if children.exists() else []
+    return (one(pid) + sum(one(k) for k in kids)) / 1024
+
+
+class Load:
+    """The clients' shared state: the deadline, the bad bodies, the burst prompt of the moment, the calls."""
+
+    def __init__(self, seed: int, deadline: float) -> None:
+        self.seed = seed
+        self.deadline = deadline
+        self.calls: list[Call] = []
+        self.lock = threading.Lock()
+        self.bad = iter(mutated_bodies(seed, 10**9, PROXY_TARGETS, huge=False))
+        self.run = f"{seed}-{os.getpid()}"
+
+    def next_bad(self) -> tuple[Target, bytes]:
+        with self.lock:
+            _, target, _, body = next(self.bad)
+        return target, body
+
+    def plan(self, rng: random.Random, client: int, n: int) -> tuple[str, Target, bytes, dict[str, str]]:
+        target = rng.choice((OPENAI_CHAT, OPENAI_CHAT, ANTHROPIC, GEMINI))
+        stream = rng.random() < 0.3
+        roll = rng.random()
+        if roll < 0.35:
+            kind, text = "new", f"soak new question {self.run} client {client} number {n}"
+        elif roll < 0.80:
+            kind, text = "repeat", f"soak repeated question {self.run} number {rng.randrange(REPEATED)}"
+        elif roll < 0.92:
+            # Every client that rolls this within one 3-second window asks the same thing at about the same time;
+            # SLOW keeps the first upstream call open for 0.5 s, so the others overlap it.
+            kind, text = "burst", f"SLOW soak burst {self.run} window {int(time.monotonic() // 3)}"
+            target, stream = OPENAI_CHAT, False
+        else:
+            target, body = self.next_bad()
+            return "bad", target, body, {"content-encoding": "gzip"} if body[:2] == b"\x1f\x8b" else {}
+        target, body = body_for(target, text, stream)
+        return kind, target, body, {}
+
+
+def client_loop(load: Load, proxy_port: int, ca: Path, client: int) -> None:
+    rng = random.Random(load.seed * 1000 + client)
+    project = PROJECTS[client % len(PROJECTS)]
+    proxy = f"http://{project}@127.0.0.1:{proxy_port}"
+    with httpx.Client(proxy=proxy, verify=ssl_context(ca), trust_env=False, timeout=60) as http:
+        n = 0
+        while time.monotonic() < load.deadline:
+            kind, target, body, extra = load.plan(rng, client, n)
+            n += 1
+            started = time.monotonic()
+            try:
+                r = http.post(target.url, content=body, headers={**HEADERS, **extra})
+                call = Call(project, kind, target, body, r.status_code, r.headers.get("x-semula-decision"),
+                            time.monotonic() - started, " ".join(r.text[:200].split()) if r.status_code >= 500 else "", tuple(extra.items()))
+            except httpx.HTTPError as e:
+                call = Call(project, kind, target, body, -1, None, time.monotonic() - started, repr(e)[:200], tuple(extra.items()))
+            with load.lock:
+                load.calls.append(call)
+
+
+def replay_check(calls: list[Call], data_dir: Path, confdir: Path, dead_port: int) -> dict[str, object]:
+    """A replay proxy (provider gone) on the same data dir must answer every recorded request as a hit."""
+    recorded = {c.key: c for c in calls if c.decision == "miss" and 200 <= c.status < 300}
+    proxy = start_proxy(mode="replay", data_dir=data_dir, confdir=confdir, upstream_port=dead_port)
+    outcomes: Counter[str] = Counter()
+    misses: list[str] = []
+    lock = threading.Lock()
+    items = list(recorded.values())
+
+    def worker(part: list[Call]) -> None:
+        with httpx.Client(proxy=f"http://{part[0].project}@127.0.0.1:{proxy.port}" if part else None,
+                          verify=ssl_context(proxy.ca_path), trust_env=False, timeout=60) as http:
+            for c in part:
+                try:
+                    r = http.post(c.target.url, content=c.body, headers={**HEADERS, **dict(c.extra)})
+                    got = f"{r.status_code} {r.headers.get('x-semula-decision')}"
+                except httpx.HTTPError as e:
+                    got = f"error {type(e).__name__}"
+                with lock:
+                    outcomes[got] += 1
+                    if got != "200 hit" and len(misses) < 10:
+                        misses.append(f"{c.project} {c.target.name} {c.body[:80]!r}: {got}")
+
+    by_project: dict[str, list[Call]] = {}
+    for c in items:
+        by_project.setdefault(c.project, []).append(c)
+    threads = [threading.Thread(target=worker, args=(part[i::4],)) for part in by_project.values() for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    proxy.stop()
+    internal = [ln for ln in proxy.output().splitlines() if "internal error" in ln.lower() or "Traceback" in ln]
+    return {"recorded requests": len(items), "answered as hits": outcomes.get("200 hit", 0),
+            "outcomes": dict(outcomes), "examples of failures": misses, "internal errors (replay console)": internal[:10]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, default=10)
+    parser.add_argument("--clients", type=int, default=CLIENTS)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=REPO / "benchmark" / "results" / "reliability.md")
+    args = parser.parse_args()
+    from e2e_helpers import closed_port
+
+    facts = machine(clients=str(args.clients), minutes=f"{args.minutes:g}", seed=str(args.seed))
+    with tempfile.TemporaryDirectory(prefix="semula-soak-") as tmp_name:
+        tmp = Path(tmp_name)
+        fake = start_fake_provider(tmp / "fakecerts")
+        confdir, data_dir = tmp / "mitmconf", tmp / "data" / "semula-data"
+        confdir.mkdir()
+        data_dir.mkdir(parents=True)
+        try:
+            proxy = start_proxy(mode="auto", data_dir=data_dir, confdir=confdir, upstream_port=fake.port)
+            rss = {"after start": rss_mb(proxy.proc.pid)}
+            fake_before = fake.count()
+            started = time.monotonic()
+            duration = args.minutes * 60
+            warmup = min(30.0, duration / 4)
+            load = Load(args.seed, started + duration)
+            threads = [threading.Thread(target=client_loop, args=(load, proxy.port, proxy.ca_path, i), daemon=True)
+                       for i in range(args.clients)]
+            for t in threads:
+                t.start()
+            time.sleep(warmup)
+            rss["after warm-up"] = rss_mb(proxy.proc.pid)
+            for t in threads:
+                t.join()
+            elapsed = time.monotonic() - started
+            rss["at the end"] = rss_mb(proxy.proc.pid)
+            upstream = fake.count() - fake_before
+            proxy.stop()
+            output = proxy.output()
+            rows = read_call_log(data_dir)
+            replay = replay_check(load.calls, data_dir, confdir, closed_port())
+        finally:
+            stop_process(fake.proc)
+    report = summarise(load.calls, rows, output, upstream, rss, replay, elapsed)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(render(facts, report), encoding="utf-8")
+    args.out.with_suffix(".json").write_text(json.dumps({"machine": facts, **report}, indent=1, default=str) + "\n")
+    print(args.out.read_text())
+    return 0 if report["verdict"] == "pass" else 1
+
+
+def summarise(calls: list[Call], rows: list[dict], output: str, upstream: int, rss: dict[str, float],
+              replay: dict[str, object], elapsed: float) -> dict[str, object]:
+    answered = [c for c in calls if c.status > 0]
+    # A bad body the fake provider chokes on closes its connection: mitmproxy's 502, not semula's.
+    upstream_gone = [c for c in answered if c.status == 502 and "server closed connection" in c.error]
+    semula_5xx = [c for c in answered if c.status >= 500 and c.decision not in ("miss", "bypass")
+                  and c not in upstream_gone]
+    # (the fake drops a body it cannot read before counting it: those 502s are not in its counter)
+    forwarded = [c for c in answered if c.decision in ("miss", "bypass", "error", "passthrough")]
+    miss_keys = Counter(c.key for c in answered if c.decision == "miss")
+    duplicates = sum(n - 1 for n in miss_keys.values() if n > 1)
+    internal = [ln for ln in output.splitlines() if "internal error" in ln.lower() or "Traceback" in ln]
+    bursts = Counter(c.key for c in answered if c.kind == "burst")
+    burst_misses = sum(1 for c in answered if c.kind == "burst" and c.decision == "miss")
+    report: dict[str, object] = {
+        "requests": len(calls), "requests per second": round(len(calls) / elapsed, 1),
+        "by kind": dict(Counter(c.kind for c in calls)),
+        "statuses": dict(sorted(Counter(c.status for c in calls).items())),
+        "decisions": dict(Counter(str(c.decision) for c in calls)),
+        "connection failures": sum(1 for c in calls if c.status < 0),
+        "semula's own 5xx": len(semula_5xx),
+        "502 from the fake closing on a bad body": len(upstream_gone),
+        "examples of 5xx / failures": [f"{c.kind} {c.target.name} {c.status}: {c.error}"
+                                       for c in calls if c.status < 0 or c in semula_5xx][:10],
+        "internal errors in the console": len(internal), "console examples": internal[:10],
+        "call-log rows": len(rows), "answered requests": len(answered),
+        "upstream calls (fake counter)": upstream, "forwarded requests (miss/bypass/error)": len(forwarded),
+        "duplicate upstream calls (fake - forwarded)": upstream - len(forwarded),
+        "requests missed more than once": duplicates,
+        "identical-concurrent bursts": len(bursts), "burst requests": sum(bursts.values()),
+        "burst misses (ideally one a burst)": burst_misses,
+        "RSS MB": {k: round(v, 1) for k, v in rss.items()},
+        "latency p50/p99 s": [round(x, 3) for x in pctl([c.seconds for c in answered])],
+        "replay": replay,
+    }
+    ok = (not semula_5xx and not internal and len(rows) == len(answered) and not report["connection failures"]
+          and upstream == len(forwarded) and duplicates == 0 and burst_misses <= len(bursts)
+          and replay["answered as hits"] == replay["recorded requests"] and not replay["internal errors (replay console)"])
+    report["verdict"] = "pass" if ok else "FAIL"
+    return report
+
+
+def pctl(values: list[float]) -> tuple[float, float]:
+    if not values:
+        return (float("nan"), float("nan"))
+    s = sorted(values)
+    return s[len(s) // 2], s[min(len(s) - 1, int(len(s) * 0.99))]
+
+
+def render(facts: dict[str, str], report: dict[str, object]) -> str:
+    lines = ["# Reliability soak", "",
+             "`scripts/soak.py`: 64 clients of mixed load (new and repeated prompts, streams, bursts of identical",
+             "requests, four projects, seeded bad bodies) through one auto-mode proxy in front of the fake provider,",
+             "then a replay proxy on the same data dir asked every recorded request.", "",
+             f"**Verdict: {report['verdict']}**", "", "## Figures", "", "| | |", "|---|---|"]
+    for key, value in report.items():
+        if key in ("replay", "verdict") or key.startswith("examples") or key == "console examples":
+            continue
+        lines.append(f"| {key} | {value} |")
+    lines += ["", "## Replay check", "", "| | |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in report["replay"].items()]  # type: ignore[union-attr]
+    for title, key in (("Examples of 5xx / failures", "examples of 5xx / failures"),
+                       ("Internal errors on the console", "console examples")):
+        if report.get(key):
+            lines += ["", f"## {title}", "", "```", *map(str, report[key]), "```"]  # type: ignore[arg-type]
+    lines += ["", "## Machine", "", "| | |", "|---|---|", *[f"| {k} | {v} |" for k, v in facts.items()], ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
