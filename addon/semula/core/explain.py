@@ -6,7 +6,7 @@ a failed CI run is built from this, so each difference names the field and both 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from semula.core.canonical import CanonicalRequest, canonical_json
@@ -14,6 +14,11 @@ from semula.core.checks import MISS_CHECKS
 from semula.core.normalise import words
 from semula.core.settings import ProjectSettings
 from semula.core.text import dice
+
+
+# A miss explanation reads at most this much of each text (head and tail): 2,000 stored 20 KB
+# conversations diffed whole took 11-22 s per replay miss.
+TEXT_HEAD = TEXT_TAIL = 2048
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,22 @@ def differences(incoming: CanonicalRequest, recorded: CanonicalRequest) -> list[
     return [reason for check in MISS_CHECKS if (reason := check(incoming, recorded, settings)) is not None]
 
 
+def cut(text: str) -> str:
+    """`text`'s head and tail, when it is longer than both (what a miss explanation reads of it)."""
+    if len(text) <= TEXT_HEAD + TEXT_TAIL:
+        return text
+    return text[:TEXT_HEAD] + " … " + text[-TEXT_TAIL:]
+
+
+def capped(request: CanonicalRequest) -> CanonicalRequest:
+    """`request` with its system prompt and message texts `cut`: bounded work per candidate."""
+    if len(request.system or "") <= TEXT_HEAD + TEXT_TAIL and all(
+            len(m.text) <= TEXT_HEAD + TEXT_TAIL for m in request.messages):
+        return request
+    return replace(request, system=cut(request.system) if request.system else request.system,
+                   messages=tuple(replace(m, text=cut(m.text)) for m in request.messages))
+
+
 def conversation_words(request: CanonicalRequest) -> list[str]:
     texts = [request.system or ""] + [m.text for m in request.messages]
     if not request.parsed:
@@ -38,14 +59,20 @@ def conversation_words(request: CanonicalRequest) -> list[str]:
 
 def nearest_recordings(incoming: CanonicalRequest, candidates: list[tuple[int, CanonicalRequest]],
                        limit: int = 3) -> list[Nearest]:
+    """The `limit` nearest candidates: same provider and endpoint first, then by word overlap less
+    a penalty per differing field. Texts are `cut` first, so the cost per candidate is bounded."""
+    incoming = capped(incoming)
     incoming_words = conversation_words(incoming)
     ranked = []
     for entry_id, recorded in candidates:
+        recorded = capped(recorded)
         diffs = differences(incoming, recorded)
         similarity = dice(incoming_words, conversation_words(recorded))
-        ranked.append((-(similarity - 0.05 * len(diffs)), -entry_id, Nearest(entry_id, round(similarity, 3), tuple(diffs))))
-    ranked.sort(key=lambda item: item[:2])
-    return [item[2] for item in ranked[:limit]]
+        elsewhere = (recorded.provider, recorded.endpoint) != (incoming.provider, incoming.endpoint)
+        ranked.append((elsewhere, -(similarity - 0.05 * len(diffs)), -entry_id,
+                       Nearest(entry_id, round(similarity, 3), tuple(diffs))))
+    ranked.sort(key=lambda item: item[:3])
+    return [item[3] for item in ranked[:limit]]
 
 
 def miss_message(project: str, mode: str, nearest: list[Nearest], other_projects: list[str],

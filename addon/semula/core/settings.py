@@ -220,3 +220,4 @@ class AddonSettings:
     max_body_mb: float = 32.0  # a request body that inflates beyond this is not matched
     repeats: str = "one"  # "sequence": the n-th identical request of a run gets the n-th answer
     repeats_exhausted: str = "last"  # sequence replay past the last answer: "last" serves it, "refuse" refuses
+    read_only: bool = False  # never write the data dir: the store opens read-only, the logs go to a temp dir

@@ -26,7 +26,9 @@ from semula.engine.upkeep import upgrade
 from semula.store.base import RecordingStore
 from semula.store.types import Entry
 
-NEAREST_CANDIDATES = 2000
+# A replay miss's explanation diffs at most this many recordings: the lexical proposals for its
+# last user text, then the newest of the same provider and endpoint.
+NEAREST_CANDIDATES = 50
 
 
 class Engine:
@@ -105,10 +107,20 @@ class Engine:
                                     settings or self.settings_for(project), fuzzy_bypass_reason)
 
     def nearest(self, project: str, request: CanonicalRequest, limit: int = 3) -> list[Nearest]:
-        candidates = [
-            (entry_id, CanonicalRequest.from_json(c))
-            for entry_id, c in self.store.project_canonicals(project, limit=NEAREST_CANDIDATES)
-        ]
+        """The recordings nearest a miss, from the indexes (never a scan of the whole project)."""
+        text = request.last_user_text()
+        ids = self.lexical.propose(project, text) if text.strip() else []
+        stored = self.store.canonicals_by_ids(ids)
+        chosen = {i: stored[i] for i in ids if i in stored}
+        same = self.store.project_canonicals(project, provider=request.provider, endpoint=request.endpoint,
+                                             limit=NEAREST_CANDIDATES)
+        for entry_id, canonical in same:
+            if len(chosen) >= NEAREST_CANDIDATES:
+                break
+            chosen.setdefault(entry_id, canonical)
+        if not chosen:  # nothing at this endpoint: the project's newest, so the message can say what differs
+            chosen = dict(self.store.project_canonicals(project, limit=NEAREST_CANDIDATES))
+        candidates = [(entry_id, CanonicalRequest.from_json(c)) for entry_id, c in chosen.items()]
         return nearest_recordings(request, candidates, limit)
 
     def approve(self, candidate_id: int) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import asyncio
 import ipaddress
 import logging
 import os
+import tempfile
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +20,7 @@ from semula.proxy.admin import AdminServer, read_admin_info
 from semula.proxy.calllog import TERMINAL_SAFE_LOG
 from semula.proxy.storethread import StoreThread
 from semula.store.logschema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
+from semula.store.duckdb_store import STORE_FILE
 from semula.store.parquetlog import ParquetLog
 
 log = logging.getLogger("semula")
@@ -44,13 +46,17 @@ class Lifecycle:
 
     async def running(self) -> None:
         data_dir = Path(self.settings.data_dir)
-        _private_data_dir(data_dir)
+        read_only = self.settings.read_only or _not_writable(data_dir)
+        if not read_only:
+            _private_data_dir(data_dir)
+        # A read-only data dir (a mounted CI cache): the logs and admin.json go to a temporary directory.
+        log_dir = Path(tempfile.mkdtemp(prefix="semula-logs-")) if read_only else data_dir
         if ctx.options.semula_embeddings and not await self._load_embedder(data_dir):
             return
-        self.calls = ParquetLog(data_dir / "calls", CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION)
-        self.reviews = ParquetLog(data_dir / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION)
+        self.calls = ParquetLog(log_dir / "calls", CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION)
+        self.reviews = ParquetLog(log_dir / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION)
         self.store.configure(self.settings.data_dir, self._log_review, self.embedder, self.settings.recordings,
-                             self.settings.load_timeout)
+                             self.settings.load_timeout, read_only=read_only)
         await self.store.ensure_open(force=True)
         listen = self._listen_address()
         confdir = Path(os.path.expanduser(ctx.options.confdir))
@@ -61,7 +67,7 @@ class Lifecycle:
                   "Stop the other proxy, point clients at it, or use another --data-dir.", flush=True)
         elif self.settings.admin:
             try:
-                self.admin = AdminServer(data_dir, self._admin_dispatch, {
+                self.admin = AdminServer(log_dir, self._admin_dispatch, {
                     "proxy": listen, "mode": self.mode.value, "data_dir": str(data_dir),
                     "project": self.settings.default_project, "confdir": str(confdir),
                 })
@@ -75,6 +81,8 @@ class Lifecycle:
                   "Use --listen-host 127.0.0.1 unless other machines must reach it.", flush=True)
         store_note = "" if self.store.engine else f" · store unavailable: {self.store.problem}"
         ready = "semula ready" if self.store.engine else "semula ready, NOT recording"
+        if read_only:
+            store_note += f" · read-only: the store is not written; call log and review log in {log_dir}"
         print(
             f"{ready}: {bound} · mode {self.mode.value} · data dir {data_dir} · "
             f"CA {confdir / 'mitmproxy-ca-cert.pem'}{store_note}",
@@ -134,6 +142,14 @@ def _is_loopback(url: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def _not_writable(data_dir: Path) -> bool:
+    """A data dir that exists but cannot be written, or whose store file cannot (a read-only mount)."""
+    store_file = data_dir / STORE_FILE
+    if store_file.exists() and not os.access(store_file, os.W_OK):
+        return True
+    return data_dir.is_dir() and not os.access(data_dir, os.W_OK)
 
 
 def _private_data_dir(data_dir: Path) -> None:

@@ -62,13 +62,30 @@ class StoreThread:
         return engine.fingerprint_key if engine is not None else self._unstored_key
 
     def configure(self, data_dir: str, review_log: Callable[[dict[str, Any]], None], embedder: Any,
-                  recordings: str | None = None, load_wait: float = LOAD_WAIT_SECONDS) -> None:
+                  recordings: str | None = None, load_wait: float = LOAD_WAIT_SECONDS, read_only: bool = False) -> None:
         self.load_wait = load_wait
         self._store_file = Path(data_dir) / STORE_FILE
 
         def open_engine() -> Engine:
             folder = RecordingsFolder(recordings, data_dir) if recordings else None
-            engine = Engine(Store.open(data_dir), review_log=review_log, embedder=embedder, folder=folder)
+
+            def engine_on(store: Store) -> Engine:
+                try:
+                    return Engine(store, review_log=review_log, embedder=embedder, folder=folder)
+                except BaseException:
+                    store.close()
+                    raise
+
+            if not read_only:
+                engine = engine_on(Store.open(data_dir))
+            else:
+                try:
+                    engine = engine_on(Store.open(data_dir, read_only=True))
+                except StoreError as e:  # opening needed a write (an upgrade, the recordings folder)
+                    if not self._store_file.is_file():
+                        raise
+                    log.info("semula: the read-only store needs writes to open (%s): using a temporary copy", e)
+                    engine = engine_on(Store.open_copy(data_dir))
             self._file_id, self._file_gone = _file_id(self._store_file), None
             if engine.sync_report is not None:
                 print(terminal_safe(engine.sync_report.line(folder.root)), flush=True)

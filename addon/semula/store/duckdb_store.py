@@ -10,6 +10,7 @@ the DuckDB-backed pieces the engine needs (`lexical_index()`, `vectors`), so not
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -19,6 +20,7 @@ from typing import Any
 import duckdb
 
 from semula.store import bulk, migrations
+from semula.store.duckdb_connect import connect, working_copy
 from semula.store.duckdb_meta import StoreMeta
 from semula.store.duckdb_errors import describe_duckdb_error, store_errors
 from semula.store.fts import LexicalIndex
@@ -53,24 +55,6 @@ def _candidate(row: tuple) -> dict[str, Any]:
     return out
 
 
-def fts_extension_path() -> Path:
-    """Where the PyPI package `duckdb-extension-fts` keeps the extension for our duckdb."""
-    try:
-        import duckdb_extension_fts
-    except ImportError as e:
-        raise StoreError(
-            "DuckDB's full-text-search extension is not installed: "
-            f"run `pip install duckdb-extension-fts=={duckdb.__version__}` (INSTALL fts needs internet)"
-        ) from e
-    path = Path(duckdb_extension_fts.__file__).parent / "extensions" / f"v{duckdb.__version__}" / "fts.duckdb_extension"
-    if not path.is_file():
-        raise StoreError(
-            f"DuckDB's full-text-search extension for duckdb {duckdb.__version__} is missing at {path}: "
-            f"install the matching package, `pip install duckdb-extension-fts=={duckdb.__version__}`"
-        )
-    return path
-
-
 def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
@@ -78,51 +62,49 @@ def _now() -> datetime:
 class Store(StoreMeta):
     """Thin DuckDB adapter. Not thread-safe: call it from one thread."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path):
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, read_only: bool = False):
         self.con = con  # tests may inspect the database through it; code goes through the methods
         self.path = path
+        self.read_only = read_only  # opened read_only: every write raises StoreError
+        self.copied_from: Path | None = None  # this is a temporary working copy of a read-only store
         self.vectors = VectorTable(con, path)
 
     def lexical_index(self, on_error: Callable[[Exception], None] | None = None) -> LexicalIndex:
         """A new full-text index over this store's entries; its owner closes it before the store."""
         with self._errors():
-            return LexicalIndex(self.con, on_error)
+            return LexicalIndex(self.con, on_error, read_only=self.read_only)
 
     @classmethod
-    def open(cls, data_dir: Path | str) -> Store:
+    def open(cls, data_dir: Path | str, read_only: bool = False) -> Store:
+        """Open (and migrate) the store; `read_only` never writes (needing migrations: a temp copy)."""
         data_dir = Path(data_dir)
         path = data_dir / STORE_FILE
+        if read_only:
+            if not path.is_file():
+                raise StoreError(f"there is no store at {path} to read (read-only data dir)")
+            store = cls(connect(path, read_only=True), path, read_only=True)
+            with store._errors():
+                if not migrations.pending(store.con):
+                    return store
+            store.close()
+            return cls.open_copy(data_dir)
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise StoreError(f"cannot create the data dir {data_dir}: {e}") from e
-        extension = fts_extension_path()
-        try:
-            con = duckdb.connect(
-                str(path),
-                config={"autoinstall_known_extensions": False, "autoload_known_extensions": False},
-            )
-        except duckdb.Error as e:
-            raise StoreError(describe_duckdb_error(e, path)) from e
-        try:
-            con.execute(f"LOAD '{extension}'")
-            loaded = con.execute(
-                "SELECT loaded FROM duckdb_extensions() WHERE extension_name = 'fts'"
-            ).fetchone()
-            if not loaded or not loaded[0]:
-                raise StoreError(f"DuckDB's fts extension did not load from {extension}")
-        except duckdb.Error as e:
-            con.close()
-            raise StoreError(
-                f"DuckDB's full-text-search extension failed to load from {extension}: {e}; "
-                f"reinstall duckdb-extension-fts=={duckdb.__version__}"
-            ) from e
-        store = cls(con, path)
+        store = cls(connect(path), path)
         try:
             store.migrate()
         except duckdb.Error as e:
-            con.close()
+            store.close()
             raise StoreError(describe_duckdb_error(e, path)) from e
+        return store
+
+    @classmethod
+    def open_copy(cls, data_dir: Path | str) -> Store:
+        """A writable temporary copy of a read-only store (migrated; writes are lost at close)."""
+        store = cls.open(working_copy(Path(data_dir) / STORE_FILE))
+        store.copied_from = Path(data_dir) / STORE_FILE
         return store
 
     def close(self) -> None:
@@ -130,6 +112,8 @@ class Store(StoreMeta):
             self.con.close()
         except duckdb.Error:
             pass
+        if self.copied_from is not None:  # the temporary working copy of a read-only store
+            shutil.rmtree(self.path.parent, ignore_errors=True)
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -242,12 +226,16 @@ class Store(StoreMeta):
         with self._errors():
             return self.con.execute("SELECT project, normalised_fp, entry_id FROM aliases").fetchall()
 
-    def project_canonicals(self, project: str, provider: str | None = None, limit: int = 2000) -> list[tuple[int, dict[str, Any]]]:
+    def project_canonicals(self, project: str, provider: str | None = None, limit: int = 2000,
+                           endpoint: str | None = None) -> list[tuple[int, dict[str, Any]]]:
         sql = "SELECT id, canonical FROM entries WHERE project = ?"
         params: list[Any] = [project]
         if provider:
             sql += " AND provider = ?"
             params.append(provider)
+        if endpoint:
+            sql += " AND endpoint = ?"
+            params.append(endpoint)
         sql += " ORDER BY id DESC LIMIT ?"
         params.append(limit)
         with self._errors():

@@ -66,7 +66,8 @@ class Fresh:
 class LexicalIndex:
     """Owns the FTS index of `entries.last_text`. `propose` runs on the store thread."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, on_error: Callable[[Exception], None] | None = None):
+    def __init__(self, con: duckdb.DuckDBPyConnection, on_error: Callable[[Exception], None] | None = None,
+                 read_only: bool = False):
         self.con = con
         self._cursor = con.cursor()  # the rebuild thread's own connection handle
         self._lock = threading.Lock()
@@ -79,6 +80,22 @@ class LexicalIndex:
         self.on_error = on_error
         self._closed = False
         self._timer: threading.Timer | None = None
+        self.read_only = read_only
+        if read_only:
+            self._use_stored_index()
+
+    def _use_stored_index(self) -> None:
+        """A read-only store cannot rebuild: query the index it was stopped with, scan what it lacks."""
+        self._stale = False
+        try:
+            rows = self.con.execute(
+                "SELECT id, project, last_text FROM entries WHERE id NOT IN (SELECT name FROM fts_main_entries.docs)"
+            ).fetchall()
+            self._built = True
+        except duckdb.Error:  # never indexed: every entry is scanned
+            rows = self.con.execute("SELECT id, project, last_text FROM entries").fetchall()
+        for entry_id, project, text in rows:
+            self._fresh[int(entry_id)] = Fresh(int(entry_id), project, tuple(lexical_words(text or "")))
 
     def close(self) -> None:
         """Stop rebuilding (the store is about to close); waits for a rebuild in progress."""
@@ -105,7 +122,7 @@ class LexicalIndex:
 
     def maybe_rebuild(self, wait: bool = False) -> None:
         with self._lock:
-            if self._closed:
+            if self._closed or self.read_only:
                 return
             interval = max(REBUILD_MIN_SECONDS, REBUILD_IDLE_FACTOR * (self.last_build_seconds or 0.0))
             wait_left = interval - (time.monotonic() - self._last_build)

@@ -138,6 +138,15 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
 )
 
 
+def pending(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether `con`'s database lacks a migration (read without writing)."""
+    found = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'schema_migrations'").fetchone()
+    if not found or not found[0]:
+        return True
+    done = {row[0] for row in con.execute("SELECT name FROM schema_migrations").fetchall()}
+    return any(name not in done for name, _ in MIGRATIONS)
+
+
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Apply every migration `con`'s database has not had yet, in order; returns the names applied.
 
