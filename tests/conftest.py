@@ -107,3 +107,16 @@ def module_proxy_factory(fake_provider: FakeProvider, mitm_confdir: Path, dead_p
         yield factory
     finally:
         factory.stop_all()
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Any]:
+    """An engine on a fresh store in a temporary data dir, closed afterwards."""
+    from semula.engine.engine import Engine
+    from semula.store.duckdb_store import Store
+
+    engine = Engine(Store.open(tmp_path))
+    try:
+        yield engine
+    finally:
+        engine.close()

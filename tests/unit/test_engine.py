@@ -8,7 +8,6 @@ from entries import chat, fingerprints, new_entry
 from semula.engine.engine import Engine
 from semula.engine.operations import run_operation
 from semula.core.settings import SettingsError
-from semula.store.duckdb_store import Store
 
 
 def record(cache: Engine, text: str, project: str = "p", **params) -> int:
@@ -20,10 +19,8 @@ def lookup(cache: Engine, text: str, project: str = "p", **params):
 
 
 @pytest.fixture
-def cache(tmp_path):
-    cache = Engine(Store.open(tmp_path))
-    yield cache
-    cache.close()
+def cache(engine):
+    return engine
 
 
 def test_tiers_and_projects(cache):

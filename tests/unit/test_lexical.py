@@ -9,7 +9,6 @@ from entries import chat, fingerprints, new_entry
 
 from semula.engine.engine import Engine
 from semula.core.settings import ProjectSettings
-from semula.store.duckdb_store import Store
 
 canonical = chat
 
@@ -24,10 +23,8 @@ def near(cache: Engine, content, project="p", settings=None):
 
 
 @pytest.fixture
-def cache(tmp_path):
-    cache = Engine(Store.open(tmp_path))
-    yield cache
-    cache.close()
+def cache(engine):
+    return engine
 
 
 def test_a_new_recording_is_findable_at_once_and_after_the_rebuild(cache):

@@ -49,12 +49,14 @@ def run_store_operation(data_dir: Path, method: str, params: dict[str, Any]) -> 
 
 def _existing_folder(data_dir: Path) -> Any:
     """The recordings folder a proxy started here would use, if it exists (so a delete removes the file)."""
-    value = os.environ.get("SEMULA_RECORDINGS", "semula-recordings").strip()
-    if value.lower() in ("", "off", "none", "0", "false", "no") or not Path(value).expanduser().is_dir():
+    from semula.recordings.location import recordings_location
+
+    location = recordings_location(os.environ.get("SEMULA_RECORDINGS"))
+    if location is None or not location.is_dir():
         return None
     from semula.recordings.folder import RecordingsFolder
 
-    return RecordingsFolder(Path(value), data_dir)
+    return RecordingsFolder(location, data_dir)
 
 
 @contextmanager

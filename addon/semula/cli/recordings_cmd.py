@@ -9,13 +9,11 @@ from pathlib import Path
 import click
 
 from semula.cli.common import data_dir_option, open_engine, print_table, run_store_operation
-
-DEFAULT_RECORDINGS = "semula-recordings"
-
+from semula.recordings.location import DEFAULT_RECORDINGS, recordings_location
 
 def default_recordings() -> Path:
-    value = os.environ.get("SEMULA_RECORDINGS", DEFAULT_RECORDINGS)
-    return Path(DEFAULT_RECORDINGS if value.strip().lower() in ("", "off", "none", "0", "false", "no") else value)
+    """The folder a proxy started here records into; when that is off, the default one."""
+    return recordings_location(os.environ.get("SEMULA_RECORDINGS")) or Path(DEFAULT_RECORDINGS)
 
 
 folder_argument = click.argument("folder", required=False, type=click.Path(file_okay=False, path_type=Path))

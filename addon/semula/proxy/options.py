@@ -16,11 +16,9 @@ from mitmproxy import exceptions
 from semula.core.modes import Mode
 from semula.core.settings import DEFAULT_PROJECT, AddonSettings, SettingsError, parse_switch, validate_project
 from semula.providers import DEFAULT_PROVIDER_HOSTS
+from semula.recordings.location import DEFAULT_RECORDINGS, recordings_location
 
 
-# On by default, in the directory semula starts in: the folder people commit.
-DEFAULT_RECORDINGS = "semula-recordings"
-RECORDINGS_OFF = ("", "off", "none", "0", "false", "no")
 REPEATS = ("one", "sequence")
 REPEATS_EXHAUSTED = ("last", "refuse")
 
@@ -76,7 +74,8 @@ def read(options: Any) -> tuple[Mode, AddonSettings]:
         raise exceptions.OptionsError(f"semula: {e}") from None
     data_dir = str(Path(options.semula_data_dir).expanduser().resolve())
     folder = options.semula_recordings.strip()
-    recordings = None if folder.lower() in RECORDINGS_OFF else str(Path(folder).expanduser().resolve())
+    location = recordings_location(folder)
+    recordings = str(location.resolve()) if location is not None else None
     return mode, AddonSettings(
         mode=mode.value, data_dir=data_dir, default_project=options.semula_project,
         hosts=tuple(options.semula_hosts), record_errors=options.semula_record_errors,

@@ -55,6 +55,12 @@ def _candidate(row: tuple) -> dict[str, Any]:
     return out
 
 
+def _filters(**columns: Any) -> tuple[str, list[Any]]:
+    """A WHERE clause for the columns given a value (None or empty: no filter), and its parameters."""
+    given = {column: value for column, value in columns.items() if value}
+    return " AND ".join([f"{column} = ?" for column in given] or ["true"]), list(given.values())
+
+
 def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
@@ -202,15 +208,9 @@ class Store(StoreMeta):
         return bool(found)
 
     def list_entries(self, project: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        sql = (
-            "SELECT id, project, provider, model, endpoint, streamed, status, octet_length(body) AS size, "
-            "created_at, updated_at, last_text FROM entries"
-        )
-        params: list[Any] = []
-        if project:
-            sql += " WHERE project = ?"
-            params.append(project)
-        sql += " ORDER BY id DESC LIMIT ?"
+        where, params = _filters(project=project)
+        sql = ("SELECT id, project, provider, model, endpoint, streamed, status, octet_length(body) AS size, "
+               f"created_at, updated_at, last_text FROM entries WHERE {where} ORDER BY id DESC LIMIT ?")
         params.append(limit)
         with self._errors():
             cursor = self.con.execute(sql, params)
@@ -228,15 +228,8 @@ class Store(StoreMeta):
 
     def project_canonicals(self, project: str, provider: str | None = None, limit: int = 2000,
                            endpoint: str | None = None) -> list[tuple[int, dict[str, Any]]]:
-        sql = "SELECT id, canonical FROM entries WHERE project = ?"
-        params: list[Any] = [project]
-        if provider:
-            sql += " AND provider = ?"
-            params.append(provider)
-        if endpoint:
-            sql += " AND endpoint = ?"
-            params.append(endpoint)
-        sql += " ORDER BY id DESC LIMIT ?"
+        where, params = _filters(project=project, provider=provider, endpoint=endpoint)
+        sql = f"SELECT id, canonical FROM entries WHERE {where} ORDER BY id DESC LIMIT ?"
         params.append(limit)
         with self._errors():
             return [(int(i), json.loads(c)) for i, c in self.con.execute(sql, params).fetchall()]
@@ -322,15 +315,8 @@ class Store(StoreMeta):
         return [_candidate(row) for row in rows]
 
     def candidates(self, project: str | None = None, status: str | None = "open", limit: int = 200) -> list[dict[str, Any]]:
-        sql = f"SELECT {CANDIDATE_COLUMNS} FROM review_candidates WHERE 1=1"
-        params: list[Any] = []
-        if project:
-            sql += " AND project = ?"
-            params.append(project)
-        if status:
-            sql += " AND status = ?"
-            params.append(status)
-        sql += " ORDER BY id LIMIT ?"
+        where, params = _filters(project=project, status=status)
+        sql = f"SELECT {CANDIDATE_COLUMNS} FROM review_candidates WHERE {where} ORDER BY id LIMIT ?"
         params.append(limit)
         with self._errors():
             return [_candidate(r) for r in self.con.execute(sql, params).fetchall()]
