@@ -5,7 +5,8 @@ files from an older schema_version lack columns, a fresh install has no files at
 all — and getting that wrong four times is easy. `open_logs` gives each notebook
 two in-memory DuckDB tables, `calls` and `reviews`, that always have every column of the
 current schema (a column no file has yet is a typed NULL), plus a `day` column.
-`ts` is a naive timestamp in UTC, and `day` its UTC date.
+`ts` is a naive timestamp in UTC, `day` its UTC date, and `bin` the start of its time bin
+(`Logs.bin`, chosen from the logs' span). The hit rate's one definition is `HIT_RATE_COLUMNS`.
 
 It reads only the Parquet logs, never the proxy's live semula.duckdb store, which
 the running proxy holds open.
@@ -24,8 +25,11 @@ from typing import Any
 
 import duckdb
 
-from semula.store.logread import load_log
+from semula.store.logread import HIT_RATE_COLUMNS, load_log
 from semula.store.logschema import CALL_LOG_SCHEMA, REVIEW_LOG_SCHEMA
+
+__all__ = ["HIT_RATE_COLUMNS", "Logs", "Table", "data_dir_from_env", "emit_results", "open_logs", "query",
+           "setup_plots", "show", "time_axis"]
 
 DEFAULT_DATA_DIR = "../.semula"  # relative to analysis/, i.e. the repo's .semula
 RESULTS_PREFIX = "SEMULA_RESULTS "
@@ -39,6 +43,7 @@ class Logs:
     data_dir: Path
     calls: int
     reviews: int
+    bin: TimeBin
 
     @property
     def have_calls(self) -> bool:
@@ -74,6 +79,53 @@ class Logs:
         )
 
 
+@dataclass(frozen=True)
+class TimeBin:
+    """The width of the time axis' bins, chosen from the logs' span: a few minutes of calls get
+    seconds or minutes, a year of them weeks. Both tables get a `bin` column (the bin's start)."""
+
+    seconds: int
+    label: str  # "10 seconds", "hour", …
+
+    @property
+    def days(self) -> float:
+        """The bin's width in matplotlib's date units (days): bars as wide as their bin."""
+        return self.seconds / 86400
+
+
+# (seconds, label), narrowest first: the first that keeps the axis at most MAX_BINS bins wide.
+BINS = ((1, "second"), (10, "10 seconds"), (60, "minute"), (600, "10 minutes"), (3600, "hour"),
+        (6 * 3600, "6 hours"), (86400, "day"), (7 * 86400, "week"), (30 * 86400, "30 days"))
+MAX_BINS = 60
+
+
+def choose_bin(span_seconds: float) -> TimeBin:
+    """The narrowest bin that shows `span_seconds` in at most MAX_BINS bins."""
+    for seconds, label in BINS:
+        if span_seconds / seconds <= MAX_BINS:
+            return TimeBin(seconds, label)
+    return TimeBin(*BINS[-1])
+
+
+def _add_bins(con: duckdb.DuckDBPyConnection) -> TimeBin:
+    first, last = con.execute(
+        "SELECT min(ts), max(ts) FROM (SELECT ts FROM calls UNION ALL SELECT ts FROM reviews)").fetchone()
+    chosen = choose_bin((last - first).total_seconds() if first is not None else 0)
+    for table in ("calls", "reviews"):
+        con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT *, "
+                    f"time_bucket(INTERVAL '{chosen.seconds} seconds', ts) AS bin FROM {table}")
+    return chosen
+
+
+def time_axis(ax: Any) -> None:
+    """Dates on the x axis as short as they can be read ("14:05", "Mar 3"), whatever the bin."""
+    import matplotlib.dates as mdates
+
+    locator = mdates.AutoDateLocator(minticks=3, maxticks=8)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+
+
 def data_dir_from_env(default: str | os.PathLike[str] = DEFAULT_DATA_DIR) -> Path:
     """SEMULA_DATA_DIR wins so `semula report` can point the notebooks at any data dir."""
     return Path(os.environ.get("SEMULA_DATA_DIR") or default)
@@ -86,7 +138,7 @@ def open_logs(data_dir: str | os.PathLike[str]) -> Logs:
     con.execute("SET TimeZone = 'UTC'")  # days are UTC days, like the date= partitions
     calls = load_log(con, "calls", data_dir / "calls", CALL_LOG_SCHEMA)
     reviews = load_log(con, "reviews", data_dir / "reviews", REVIEW_LOG_SCHEMA)
-    return Logs(con, data_dir, calls, reviews)
+    return Logs(con, data_dir, calls, reviews, _add_bins(con))
 
 
 def setup_plots() -> None:

@@ -142,6 +142,7 @@ def test_nearest_recordings_of_nothing() -> None:
 
 HOW_TO_RECORD = ("To record it, run the test once with the proxy in auto or record mode "
                  "(e.g. `semula exec --mode auto -- <test command>`), then replay again.")
+IN_CI = "In CI: record on a developer machine and commit the new files in the recordings folder."
 NEAR = Nearest(42, 0.875, ("model differs: gpt-4o → gpt-4o-mini", "parameters differ: temperature=0.5 only in this request"))
 VERDICT = Verdict("lexical", 0.8123, serve=False, review=True, reason="below the serve threshold 1.00")
 
@@ -163,7 +164,7 @@ VERDICT = Verdict("lexical", 0.8123, serve=False, review=True, reason="below the
         ]),
         (("ci", "replay", [NEAR], ["team-b", "team-a"]), [
             "An identical request is recorded in project(s) 'team-a', 'team-b': select the project with "
-            "HTTPS_PROXY=http://<project>@host:port or the x-semula-project header.",
+            "HTTPS_PROXY=http://<project>:semula@host:port or the x-semula-project header.",
         ]),
         (("ci", "replay", [], [], "the body is not JSON"), [
             "semula: this request cannot be replayed (project 'ci', mode replay): the body is not JSON.",
@@ -171,8 +172,13 @@ VERDICT = Verdict("lexical", 0.8123, serve=False, review=True, reason="below the
         ]),
         (("ci", "replay", [NEAR], [], None, Candidate(42, VERDICT, candidate_id=9)), [
             "A near-match is queued for review: candidate #9 (lexical, score 0.81, recording #42; "
-            "not served: below the serve threshold 1.00). If its answer is right for this request, run "
-            "`semula review approve 9` and replay again.",
+            "not served: below the serve threshold 1.00). If its answer is right for this request, approve it "
+            "(`semula review show 9` shows both) with `semula review approve 9` and replay again.",
+        ]),
+        (("ci", "replay", [NEAR], [], None, Candidate(42, VERDICT, candidate_id=9), ("fp2:" + "a" * 60, "fp2:" + "b" * 60)), [
+            "From another machine (a CI store's ids mean nothing there): run the test there in replay mode, which "
+            "queues the same candidate, then `semula review approve --request fp2:aaaaaaaaaaaaaaaa "
+            "--recording fp2:bbbbbbbbbbbbbbbb` and commit the alias file",
         ]),
         (("ci", "replay", [NEAR], [], None, Candidate(42, replace(VERDICT, reason=None))), [
             "Best near-match: recording #42 (lexical, score 0.81; not served: not served).",
@@ -193,7 +199,7 @@ def test_miss_message_names_project_mode_nearest_fields_and_how_to_record() -> N
     assert "Nearest recording: #12 (similarity 1.00)" in message
     assert "model differs: gpt-4o → gpt-4o-mini" in message
     assert "parameters differ: temperature=0.5 only in this request" in message
-    assert message.endswith(HOW_TO_RECORD)
+    assert message.endswith(HOW_TO_RECORD + " " + IN_CI)
 
 
 def test_miss_message_lists_at_most_six_differences() -> None:
@@ -204,3 +210,22 @@ def test_miss_message_lists_at_most_six_differences() -> None:
 
 def test_a_problem_does_not_claim_the_project_is_empty() -> None:
     assert "has no recordings yet" not in miss_message("p", "replay", [], [], "the body is not JSON")
+
+
+def test_approve_by_fingerprints_only_in_replay_and_only_when_both_are_known() -> None:
+    queued = Candidate(42, VERDICT, candidate_id=9)
+    assert "--request" not in miss_message("ci", "auto", [NEAR], [], None, queued, ("fp2:a", "fp2:b"))
+    assert "--request" not in miss_message("ci", "replay", [NEAR], [], None, queued, ("fp2:a", None))
+    assert "--request fp2:a --recording fp2:b" in miss_message("ci", "replay", [NEAR], [], None, queued,
+                                                               ("fp2:a", "fp2:b"))
+
+
+def test_the_nearest_recording_of_another_provider_comes_after_the_same_endpoint() -> None:
+    same = chat("Translate the weather report into French please")
+    other = replace(chat("What is the capital of France?"), provider="anthropic", endpoint="/v1/messages")
+    incoming = chat("What is the capital of France?", stream=True)
+    nearest = nearest_recordings(incoming, [(1, other), (2, same)])
+    assert [n.entry_id for n in nearest] == [2, 1]
+    assert "stream differs: False → True" in nearest[0].differences
+    assert any(d.startswith("message 1 (user) text differs") for d in nearest[0].differences), nearest[0]
+    assert not any("context differs" in d for d in nearest[0].differences)

@@ -82,3 +82,37 @@ def test_list_and_show_give_both_texts_and_a_word_diff(engine: Engine) -> None:
     assert shown["diff"] == "What is the capital {+city+} of France?"
     with pytest.raises(ValueError, match="no review candidate"):
         engine.review.show(999)
+
+
+def test_deleting_a_recording_logs_its_open_candidates_closed(engine: Engine) -> None:
+    ids = recorded(engine, "one", "two")
+    first, second = queue(engine, ids)
+    engine.recordings.delete_entry(ids[0])
+    closed = [e for e in engine.events if e["event"] == "closed"]
+    assert [e["candidate_id"] for e in closed] == [first.candidate_id]
+    assert engine.review.has_open("p", NFP), "the other candidate is still open"
+    engine.recordings.delete_entry(ids[1])
+    assert [e["candidate_id"] for e in engine.events if e["event"] == "closed"] == [first.candidate_id,
+                                                                                      second.candidate_id]
+    assert not engine.review.has_open("p", NFP)
+    assert {r["status"] for r in engine.review.list(status=None)} == {"closed"}
+
+
+@pytest.mark.parametrize("cut", [None, 12])
+def test_an_open_candidate_is_found_by_the_two_fingerprints(engine: Engine, cut: int | None) -> None:
+    ids = recorded(engine, "one", "two")
+    first, second = queue(engine, ids)
+    recording_fp = engine.store.get_entry(ids[1]).request_fp
+    assert engine.review.find_open(NFP[:cut], recording_fp[:cut]) == second.candidate_id
+
+
+@pytest.mark.parametrize(("request_fp", "recording_fp", "error"), [
+    ("fp2:nothing", "", "give both"),
+    ("fp2:nothing", "fp", "no open review candidate"),
+    (NFP, "fp", "2 open candidates match"),
+])
+def test_finding_by_fingerprints_says_what_is_wrong(engine: Engine, request_fp: str, recording_fp: str,
+                                                     error: str) -> None:
+    queue(engine, recorded(engine, "one", "two"))
+    with pytest.raises(ValueError, match=error):
+        engine.review.find_open(request_fp, recording_fp)

@@ -91,13 +91,19 @@ def print_json(value: Any) -> None:
     click.echo(dumps(value).decode())
 
 
+SHORT_CELL = 10
+
+
 def print_table(title: str, rows: list[dict[str, Any]], columns: list[str],
                 formatters: dict[str, Callable[[Any], str]] | None = None) -> None:
     table = Table(title=title)
-    for column in columns:
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*[(formatters or {}).get(c, _plain)(row.get(c)) for c in columns])
+    cells = [[(formatters or {}).get(c, _plain)(row.get(c)) for c in columns] for row in rows]
+    for n, column in enumerate(columns):
+        # Short values (an id, a status, a score) stay whole on a narrow terminal; long texts wrap.
+        longest = max([len(column)] + [len(r[n]) for r in cells])
+        table.add_column(column, min_width=longest if longest <= SHORT_CELL else None)
+    for row in cells:
+        table.add_row(*row)
     console.print(table)
 
 

@@ -72,7 +72,23 @@ def mitmproxy_args(mode: str, listen_host: str, listen_port: int, data_dir: Path
     return args
 
 
-@click.command()
+class WithSemulaOptions(click.Command):
+    """A command whose help ends with the addon's semula_* options, read from their declarations."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from semula.proxy.options import declared
+
+        rows = []
+        for option in declared():
+            default = ",".join(option.default) if isinstance(option.default, list) else option.default
+            choices = f" ({'|'.join(option.choices)})" if option.choices else ""
+            rows.append((f"{option.name}={default}", f"{option.help}{choices}"))
+        with formatter.section("semula options (--set semula_NAME=VALUE, e.g. --set semula_record_errors=true)"):
+            formatter.write_dl(rows)
+        super().format_epilog(ctx, formatter)
+
+
+@click.command(cls=WithSemulaOptions)
 @proxy_options
 @click.option("--listen-port", type=int, default=8080, show_default=True)
 @click.option("--confdir", type=click.Path(path_type=Path), default=None,

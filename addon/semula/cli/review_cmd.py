@@ -21,14 +21,15 @@ def review() -> None:
               show_default=True)
 @json_option
 def review_list(data_dir: Path, project: str | None, status: str, as_json: bool) -> None:
+    """List review candidates (open ones unless --status says otherwise)."""
     rows = run_store_operation(data_dir, "review.list", {"project": project, "status": status})
     if as_json:
         return print_json(rows)
     if not rows:
         click.echo(f"no {status if status != 'all' else ''} review candidates".replace("  ", " "))
         return
-    print_table(f"review candidates ({status})", rows,
-                ["id", "project", "tier", "score", "guard_reason", "entry_id", "request", "recorded"])
+    columns = ["id", "project", "tier", "score", "guard_reason", "entry_id", "request", "recorded"]
+    print_table(f"review candidates ({status})", rows, columns if status != "all" else ["id", "status", *columns[1:]])
 
 
 @review.command("show")
@@ -36,6 +37,7 @@ def review_list(data_dir: Path, project: str | None, status: str, as_json: bool)
 @data_dir_option
 @json_option
 def review_show(candidate_id: int, data_dir: Path, as_json: bool) -> None:
+    """Show one candidate: the word diff against its recording and the recorded answer."""
     row = run_store_operation(data_dir, "review.show", {"id": candidate_id})
     if as_json:
         return print_json(row)
@@ -49,10 +51,21 @@ def review_show(candidate_id: int, data_dir: Path, as_json: bool) -> None:
 
 
 @review.command("approve")
-@click.argument("candidate_id", type=int)
+@click.argument("candidate_id", type=int, required=False)
+@click.option("--request", "request_fp", default=None,
+              help="the request's fingerprint (from a replay-miss message): works on any machine")
+@click.option("--recording", "recording_fp", default=None, help="the candidate recording's fingerprint")
 @data_dir_option
-def review_approve(candidate_id: int, data_dir: Path) -> None:
-    result = run_store_operation(data_dir, "review.approve", {"id": candidate_id})
+def review_approve(candidate_id: int | None, request_fp: str | None, recording_fp: str | None, data_dir: Path) -> None:
+    """Approve a candidate: its request is served the recorded answer from now on (tier alias).
+
+    By id (`semula review approve 7`), or by the two fingerprints a replay-miss message prints,
+    which are the same in every store: `--request fp2:… --recording fp2:…`."""
+    if candidate_id is None and not (request_fp and recording_fp):
+        raise click.UsageError("give a CANDIDATE_ID, or both --request and --recording")
+    params = {"id": candidate_id} if candidate_id is not None else {"request": request_fp, "recording": recording_fp}
+    result = run_store_operation(data_dir, "review.approve", params)
+    candidate_id = result["id"]
     note = f"; replaced the request's own recording(s) {result['replaced_recordings']}" if result["replaced_recordings"] else ""
     click.echo(f"approved #{candidate_id}: the request is now served recording #{result['alias_to']} (tier alias){note}")
 
@@ -61,5 +74,6 @@ def review_approve(candidate_id: int, data_dir: Path) -> None:
 @click.argument("candidate_id", type=int)
 @data_dir_option
 def review_reject(candidate_id: int, data_dir: Path) -> None:
+    """Reject a candidate: that pairing is never queued or served again."""
     run_store_operation(data_dir, "review.reject", {"id": candidate_id})
     click.echo(f"rejected #{candidate_id}: this pairing will never be queued or served again")

@@ -75,9 +75,27 @@ def nearest_recordings(incoming: CanonicalRequest, candidates: list[tuple[int, C
     return [item[3] for item in ranked[:limit]]
 
 
+# Fingerprints in a printed `review approve --request … --recording …` are cut to this many
+# characters: unique in practice, and short enough to paste from a CI log.
+FINGERPRINT_CHARS = 20
+
+
+def approve_command(candidate_id: int | None, request_fp: str | None, recording_fp: str | None) -> str:
+    """`semula review approve`, by the fingerprints when known: they are the same in every store
+    (CI's candidate ids are not), so the command also works on a laptop that replays the same test."""
+    if request_fp and recording_fp:
+        return (f"semula review approve --request {request_fp[:FINGERPRINT_CHARS]} "
+                f"--recording {recording_fp[:FINGERPRINT_CHARS]}")
+    return f"semula review approve {candidate_id}"
+
+
 def miss_message(project: str, mode: str, nearest: list[Nearest], other_projects: list[str],
-                 problem: str | None = None, candidate: Any = None) -> str:
-    """The replay-miss error: enough to fix a failed CI run without opening anything else."""
+                 problem: str | None = None, candidate: Any = None,
+                 fingerprints: tuple[str | None, str | None] = (None, None)) -> str:
+    """The replay-miss error: enough to fix a failed CI run without opening anything else.
+
+    `candidate` is the queued review candidate (or the best near-match), `fingerprints` the
+    request's normalised fingerprint and the candidate recording's request fingerprint."""
     head = f"semula: no recording matches this request (project '{project}', mode {mode})."
     if problem:
         head = f"semula: this request cannot be replayed (project '{project}', mode {mode}): {problem}."
@@ -94,9 +112,16 @@ def miss_message(project: str, mode: str, nearest: list[Nearest], other_projects
             parts.append(
                 f"A near-match is queued for review: candidate #{candidate.candidate_id} "
                 f"({candidate.verdict.tier}, score {candidate.verdict.score:.2f}, recording #{candidate.entry_id}; "
-                f"not served: {why}). If its answer is right for this request, run "
+                f"not served: {why}). If its answer is right for this request, approve it "
+                f"(`semula review show {candidate.candidate_id}` shows both) with "
                 f"`semula review approve {candidate.candidate_id}` and replay again."
             )
+            if mode == "replay" and all(fingerprints):
+                parts.append(
+                    "From another machine (a CI store's ids mean nothing there): run the test there in replay "
+                    f"mode, which queues the same candidate, then `{approve_command(None, *fingerprints)}` "
+                    "and commit the alias file it writes to the recordings folder."
+                )
         else:
             parts.append(
                 f"Best near-match: recording #{candidate.entry_id} ({candidate.verdict.tier}, "
@@ -105,10 +130,12 @@ def miss_message(project: str, mode: str, nearest: list[Nearest], other_projects
     if other_projects:
         parts.append(
             "An identical request is recorded in project(s) " + ", ".join(f"'{p}'" for p in sorted(other_projects))
-            + ": select the project with HTTPS_PROXY=http://<project>@host:port or the x-semula-project header."
+            + ": select the project with HTTPS_PROXY=http://<project>:semula@host:port or the x-semula-project header."
         )
     parts.append(
         "To record it, run the test once with the proxy in auto or record mode "
         "(e.g. `semula exec --mode auto -- <test command>`), then replay again."
     )
+    if mode == "replay":
+        parts.append("In CI: record on a developer machine and commit the new files in the recordings folder.")
     return " ".join(parts)

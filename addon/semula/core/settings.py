@@ -44,29 +44,32 @@ def validate_project(name: str) -> str:
     return name
 
 
+def _setting(default: Any, help: str) -> Any:
+    """A setting's default and its one-line help (`semula config set --help` lists them)."""
+    return field(default=default, metadata={"help": help})
+
+
 @dataclass(frozen=True)
 class ProjectSettings:
-    # Extra regexes whose matches are scrubbed before the normalised fingerprint.
-    scrub_patterns: tuple[str, ...] = ()
-    # JSON keys whose values are generated on each run (e.g. created_at): scrubbed wherever they
-    # appear (pasted JSON, tool call arguments, tool results) before the normalised fingerprint.
-    scrub_keys: tuple[str, ...] = ()
-    # Body parameters that this project declares never change an answer.
-    ignore_params: tuple[str, ...] = ()
-    # Above this temperature the fuzzy tiers (lexical, embedding) are skipped.
-    bypass_temperature: float = 0.3
-    # When on, requests that offer tools skip the fuzzy tiers (the peer gateway's rule).
-    bypass_tools: bool = False
-    # Lexical tier (word-overlap Dice score, 0..1).
-    lexical_serve_threshold: float = 1.0
+    scrub_patterns: tuple[str, ...] = _setting(
+        (), "extra regexes whose matches are scrubbed before the normalised fingerprint")
+    # Generated on each run (e.g. created_at): scrubbed wherever they appear (pasted JSON, tool
+    # call arguments, tool results) before the normalised fingerprint.
+    scrub_keys: tuple[str, ...] = _setting(
+        (), "JSON keys whose values are generated on each run (e.g. created_at), scrubbed everywhere")
+    ignore_params: tuple[str, ...] = _setting((), "body parameters that never change an answer in this project")
+    bypass_temperature: float = _setting(0.3, "above this temperature the fuzzy tiers (lexical, embedding) are skipped")
+    # The peer gateway's rule.
+    bypass_tools: bool = _setting(False, "requests that offer tools skip the fuzzy tiers")
+    lexical_serve_threshold: float = _setting(1.0, "lexical tier (word-overlap Dice, 0..1): serve at or above")
     # Tuned on the odd dev-pair ids (0.6 -> 0.55: recall .906 -> .969, no extra unrelated proposals).
-    lexical_review_threshold: float = 0.55
-    # Only the last tail_n messages count for near-match shape and context (None = all).
-    tail_n: int | None = None
-    # Embedding tier (cosine); serving is off unless a project opts in. Cosines mean different
-    # things for different models: each may also be a mapping {model name: threshold}.
-    embedding_review_threshold: float | Mapping[str, float] = 0.75
-    embedding_serve_threshold: float | Mapping[str, float] | None = None
+    lexical_review_threshold: float = _setting(0.55, "lexical tier: queue for review at or above")
+    tail_n: int | None = _setting(None, "only the last N messages count for near-match shape and context (null = all)")
+    # Cosines mean different things for different models: each may be a mapping {model: threshold}.
+    embedding_review_threshold: float | Mapping[str, float] = _setting(
+        0.75, "embedding tier (cosine): queue for review at or above; a number or {model: number}")
+    embedding_serve_threshold: float | Mapping[str, float] | None = _setting(
+        None, "embedding tier: serve at or above (null = never serve); a number or {model: number}")
 
     @property
     def fingerprint_inputs(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
@@ -77,6 +80,7 @@ class ProjectSettings:
 
 FINGERPRINT_KEYS = frozenset({"scrub_patterns", "ignore_params", "scrub_keys"})
 SETTING_KEYS = tuple(f.name for f in fields(ProjectSettings))
+SETTING_HELP = {f.name: f.metadata["help"] for f in fields(ProjectSettings)}
 
 
 def _unit_interval(key: str, value: Any) -> float:

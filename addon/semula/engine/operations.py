@@ -64,7 +64,10 @@ def _review_show(engine: Engine, p: dict[str, Any]) -> Any:
 
 
 def _review_approve(engine: Engine, p: dict[str, Any]) -> Any:
-    return engine.approve(int(p["id"]))
+    candidate_id = p.get("id")
+    if candidate_id is None:
+        candidate_id = engine.review.find_open(p.get("request") or "", p.get("recording") or "")
+    return {**engine.approve(int(candidate_id)), "id": int(candidate_id)}
 
 
 def _review_reject(engine: Engine, p: dict[str, Any]) -> Any:

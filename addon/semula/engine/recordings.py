@@ -77,6 +77,7 @@ class Recordings:
                       entry.id, self.folder.root, e)
 
     def delete_entry(self, entry_id: int) -> bool:
+        self.review.recording_deleted(entry_id)
         found = self.store.delete_entry(entry_id)
         if self.folder is not None:
             self.folder.delete(entry_id)

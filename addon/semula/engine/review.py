@@ -117,6 +117,16 @@ class ReviewQueue:
             self._set_open(project, normalised_fp, False)
         return len(rows)
 
+    def recording_deleted(self, entry_id: int) -> None:
+        """Before a recording is deleted: close its open candidates, with a `closed` event in the log
+        (the store would close them silently, and the report would count them open forever)."""
+        rows = self.store.candidates(None, "open", limit=100_000, entry_id=entry_id)
+        self.store.set_candidate_status([r["id"] for r in rows], "closed")
+        for row in rows:
+            self._event("closed", row)
+            if not self.store.open_candidates_for(row["project"], row["request_normalised_fp"]):
+                self._set_open(row["project"], row["request_normalised_fp"], False)
+
     # --- the human's side --------------------------------------------------------------------
 
     def list(self, project: str | None = None, status: str | None = "open") -> list[dict[str, Any]]:
@@ -157,6 +167,7 @@ class ReviewQueue:
         # the candidate waited): otherwise the exact tier would keep serving that one.
         replaced = [e for e in self.store.entries_with_normalised_fp(project, fp) if e != row["entry_id"]]
         for entry_id in replaced:
+            self.recording_deleted(entry_id)
             self.store.delete_entry(entry_id)
             self.lexical.deleted(entry_id)
             if self.folder is not None:
@@ -186,6 +197,24 @@ class ReviewQueue:
         if not self.store.open_candidates_for(row["project"], row["request_normalised_fp"]):
             self._set_open(row["project"], row["request_normalised_fp"], False)
         return {"rejected": candidate_id}
+
+    def find_open(self, request_fp: str, recording_fp: str) -> int:
+        """The open candidate pairing the request whose normalised fingerprint starts with `request_fp`
+        with the recording whose request fingerprint starts with `recording_fp`. Fingerprints are the
+        same in every store, so a replay-miss printed in CI names a candidate a laptop can approve."""
+        if not request_fp or not recording_fp:
+            raise ValueError("give both --request and --recording (fingerprints from the replay-miss message)")
+        rows = [r for r in self.store.candidates(None, "open", limit=100_000)
+                if r["request_normalised_fp"].startswith(request_fp)]
+        entries = {r["entry_id"]: self.store.get_entry(r["entry_id"]) for r in rows}
+        found = [r["id"] for r in rows if (e := entries[r["entry_id"]]) is not None and e.request_fp.startswith(recording_fp)]
+        if not found:
+            raise ValueError(f"no open review candidate pairs request {request_fp} with recording {recording_fp} here: "
+                             "replay the test against this data dir first (it queues the candidate), then approve")
+        if len(found) > 1:
+            raise ValueError(f"{len(found)} open candidates match ({', '.join(f'#{i}' for i in found)}): "
+                             "give longer fingerprints or a candidate id")
+        return found[0]
 
     def _get(self, candidate_id: int, must_be_open: bool = False) -> dict[str, Any]:
         row = self.store.candidate(candidate_id)

@@ -21,7 +21,7 @@ from mitmproxy import command, ctx, exceptions, http
 
 from semula.core.bypass import NO_CACHE_HEADER, no_cache_header
 from semula.core.canonical import CanonicalRequest
-from semula.core.cascade import Outcome, cascade
+from semula.core.cascade import Candidate, NearSearch, Outcome, cascade
 from semula.core.decision import Bypass, Decision, decide
 from semula.core.explain import miss_message
 from semula.core.modes import Mode
@@ -212,19 +212,20 @@ class SemulaAddon(Lifecycle):
         elif decision.decision == "error":
             problem = decision.reason
         problem = problem or state.outcome.exhausted
-        nearest, others = [], []
+        nearest, others, recording_fp = [], [], None
         engine = self.store.engine
+        candidate = _named_candidate(state.outcome.near)
         if engine is not None and state.canonical is not None and decision.decision == "miss":
             try:
-                nearest = await asyncio.get_running_loop().run_in_executor(
-                    self.store.executor, engine.nearest, state.project, state.canonical)
+                nearest, recording_fp = await asyncio.get_running_loop().run_in_executor(
+                    self.store.executor, _nearest_and_recording_fp, engine, state.project, state.canonical,
+                    candidate.entry_id if candidate is not None else None)
             except Exception as e:
                 log.warning("semula: could not rank the nearest recordings: %s", e)
             if state.request_fp:
                 others = sorted(engine.projects_with(state.request_fp) - {state.project})
-        near = state.outcome.near
-        candidate = near.best if near and near.best else None
-        message = redact_text(miss_message(state.project, self.mode.value, nearest, others, problem, candidate))
+        message = redact_text(miss_message(state.project, self.mode.value, nearest, others, problem, candidate,
+                                           (state.normalised_fp, recording_fp)))
         adapter = state.adapter or adapter_for(state.host, state.path)
         body = adapter.error_body(REPLAY_REFUSAL_STATUS, message)
         headers = {"content-type": "application/json", **semula_headers(decision)}
@@ -268,6 +269,10 @@ class SemulaAddon(Lifecycle):
         self.flows.pop(flow.id, None)
         state.error = message
         state.cut = flow.response is not None
+        if flow.response is None and state.decision.action == "forward":
+            # mitmproxy answers the client itself (its HTML 502) right after this hook: an addon
+            # cannot replace that answer (README, "When the provider is unreachable").
+            state.error = f"upstream {_target(flow, state.host)} unreachable: {message} (mitmproxy answered 502)"
         self._finish(flow, state, upstream_ms=self._upstream_ms(state))
 
     async def _complete(self, flow: http.HTTPFlow, state: FlowState, client_gone: str | None = None) -> None:
@@ -395,6 +400,28 @@ class SemulaAddon(Lifecycle):
 async def _off_the_loop(fn: Callable[..., Any], *args: Any) -> Any:
     """Parse and fingerprint a large body on a worker thread: it must not stall the other flows."""
     return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
+
+def _target(flow: http.HTTPFlow, host: str) -> str:
+    """The host the client asked for, and where the call really went when map_remote moved it."""
+    actual = f"{flow.request.host}:{flow.request.port}"
+    return host if actual.split(":")[0] == host else f"{host} (sent to {actual})"
+
+
+def _named_candidate(near: NearSearch | None) -> Candidate | None:
+    """The candidate a miss names: the best one if it was queued, else the first queued, else the best."""
+    if near is None:
+        return None
+    if near.best is not None and near.best.candidate_id is not None:
+        return near.best
+    return near.queued[0] if near.queued else near.best
+
+
+def _nearest_and_recording_fp(engine: Any, project: str, request: CanonicalRequest,
+                              entry_id: int | None) -> tuple[list[Any], str | None]:
+    """On the store thread: the nearest recordings, and the request fingerprint of the named candidate's."""
+    entry = engine.entry(entry_id) if entry_id is not None else None
+    return engine.nearest(project, request), entry.request_fp if entry is not None else None
 
 
 def _no_outcome() -> Outcome:

@@ -80,11 +80,23 @@ def console_line(state: FlowState, row: dict[str, Any], recorded: bool) -> str:
     extra = f" ({decision.bypass_reason})" if decision.bypass_reason else ""
     if recorded:
         extra += " · recorded"
+    if queued := queued_text(state):
+        extra += f" · {queued}"
     elif state.error and decision.action != "refuse":
         extra += f" · {state.error}"
     status = row["status"] if row["status"] is not None else ("cut" if state.cut else "no response")
     return terminal_safe(f"semula: {state.project} {row['provider']} {row['method']} {state.host}{row['path']} → "
                          f"{decision.decision}{tier}{entry_text}{extra} · {status} · {took}")
+
+
+def queued_text(state: FlowState) -> str | None:
+    """What says this call queued review candidates ("queued for review #7 (…)"), or None."""
+    near = state.outcome.near if state.outcome else None
+    if near is None or not near.queued:
+        return None
+    ids = ", ".join(f"#{c.candidate_id}" for c in near.queued)
+    first = near.queued[0]
+    return f"queued for review {ids} (`semula review show {first.candidate_id}`)"
 
 
 def flow_comment(decision: Decision, entry: int | None, state: FlowState) -> str:
@@ -100,6 +112,8 @@ def flow_comment(decision: Decision, entry: int | None, state: FlowState) -> str
     parts.append(f"project {state.project}")
     if decision.bypass_reason:
         parts.append(f"bypass: {decision.bypass_reason}")
+    if queued := queued_text(state):
+        parts.append(queued)
     if state.error:
         parts.append(state.error[:COMMENT_ERROR_CHARS])
     return " · ".join(parts)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,31 @@ def declare(loader: Any) -> None:
                       "also on when the data dir or its store is not writable")
     loader.add_option("semula_embeddings", bool, _embeddings_default(),
                       "opt-in embedding tier (fastembed); also SEMULA_EMBEDDINGS=on")
+
+
+@dataclass(frozen=True)
+class DeclaredOption:
+    name: str
+    default: Any
+    help: str
+    choices: tuple[str, ...] | None = None
+
+
+class _Collector:
+    """A stand-in for mitmproxy's loader that keeps what `declare` adds (for `semula proxy --help`)."""
+
+    def __init__(self) -> None:
+        self.options: list[DeclaredOption] = []
+
+    def add_option(self, name: str, typespec: Any, default: Any, help: str, choices: Sequence[str] | None = None) -> None:
+        self.options.append(DeclaredOption(name, default, help, tuple(choices) if choices else None))
+
+
+def declared() -> list[DeclaredOption]:
+    """Every semula_* option as `declare` adds it: one source for mitmproxy and the CLI's help."""
+    collector = _Collector()
+    declare(collector)
+    return collector.options
 
 
 def read(options: Any) -> tuple[Mode, AddonSettings]:

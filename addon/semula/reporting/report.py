@@ -272,10 +272,12 @@ section.notebook { background: #fff; border: 1px solid #dde1e6; border-radius: 8
 section.notebook > .timing { color: #5f6b76; font-size: 12px; margin-top: 10px; }
 .anchor-link { display: none; }
 img { max-width: 100%; height: auto; }
-pre { background: #f6f8fa; padding: 8px 12px; border-radius: 6px; overflow-x: auto; font-size: 13px; white-space: pre-wrap; }
+pre { background: #f6f8fa; padding: 8px 12px; border-radius: 6px; font-size: 13px; white-space: pre-wrap; overflow-wrap: anywhere; }
 table.semula { border-collapse: collapse; margin: 10px 0; font-size: 13px; display: block; overflow-x: auto; }
 table.semula th, table.semula td { border-bottom: 1px solid #e6e8eb; padding: 4px 10px; text-align: left; white-space: nowrap; }
-table.semula th { background: #f0f2f5; position: sticky; top: 0; }
+table.semula th { background: #f0f2f5; }
+/* Text cells (an error message, a guard reason) wrap instead of hiding behind a scrollbar. */
+table.semula td.txt { white-space: normal; overflow-wrap: anywhere; min-width: 8em; max-width: 60ch; }
 table.semula td.num { text-align: right; font-variant-numeric: tabular-nums; }
 p.more { color: #5f6b76; font-size: 12px; }
 code { background: #f0f2f5; padding: 1px 4px; border-radius: 4px; font-size: 90%; }

@@ -314,8 +314,9 @@ class Store(StoreMeta):
                 ).fetchone())
         return [_candidate(row) for row in rows]
 
-    def candidates(self, project: str | None = None, status: str | None = "open", limit: int = 200) -> list[dict[str, Any]]:
-        where, params = _filters(project=project, status=status)
+    def candidates(self, project: str | None = None, status: str | None = "open", limit: int = 200,
+                   entry_id: int | None = None) -> list[dict[str, Any]]:
+        where, params = _filters(project=project, status=status, entry_id=entry_id)
         sql = f"SELECT {CANDIDATE_COLUMNS} FROM review_candidates WHERE {where} ORDER BY id LIMIT ?"
         params.append(limit)
         with self._errors():

@@ -1,4 +1,4 @@
-"""Reading the Parquet logs back: one forgiving loader for `semula stats` and the notebooks.
+"""Reading the Parquet logs back: one forgiving loader and one hit rate for `semula stats` and the notebooks.
 
 Files from an older schema_version lack columns, and a fresh install has no files at all:
 `load_log` gives an in-memory table with every column of the current schema either way
@@ -8,6 +8,7 @@ Files from an older schema_version lack columns, and a fresh install has no file
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -62,3 +63,27 @@ def load_log(con: duckdb.DuckDBPyConnection, name: str, folder: Path, schema: pa
         f"FROM (SELECT {', '.join(columns)} FROM {source})"
     )
     return con.execute(f"SELECT count(*) FROM {name}").fetchone()[0]
+
+
+# The hit rate, one definition for `semula stats`, the report and the notebooks: hits ÷ lookups,
+# where a lookup is a call that asked the cache (a hit, a miss or an error) outside record mode.
+# Bypass and passthrough calls never asked, and record mode misses on purpose: none of them are
+# lookups, so a run full of `x-semula-no-cache` calls does not drag the rate down.
+HIT_RATE_COLUMNS = """count(*) AS calls,
+    count(*) FILTER (decision IN ('hit', 'miss', 'error') AND mode IS DISTINCT FROM 'record') AS lookups,
+    count(*) FILTER (decision = 'hit') AS hits,
+    round(hits / nullif(lookups, 0), 3) AS hit_rate"""
+
+
+def hit_rates(con: duckdb.DuckDBPyConnection, table: str = "calls", by: str | None = "mode",
+              project: str | None = None) -> list[dict[str, Any]]:
+    """calls, lookups, hits and hit_rate (None without lookups) per value of `by` (None: one row)."""
+    where, params = ("WHERE project = ?", [project]) if project else ("", [])
+    group = f"coalesce(CAST({by} AS VARCHAR), '?') AS {by}, " if by else ""
+    sql = f"SELECT {group}{HIT_RATE_COLUMNS} FROM {table} {where}" + (" GROUP BY ALL ORDER BY calls DESC" if by else "")
+    cursor = con.execute(sql, params)
+    names = [d[0] for d in cursor.description]
+    rows = [dict(zip(names, row)) for row in cursor.fetchall()]
+    for row in rows:  # exact, not the rounded column
+        row["hit_rate"] = row["hits"] / row["lookups"] if row["lookups"] else None
+    return rows
