@@ -126,3 +126,25 @@ def test_base64_bodies_decode_strictly() -> None:
     data["response"]["body_base64"] = "!!!" + base64.b64encode(b"x").decode()
     with pytest.raises(RecordingFileError, match="response body"):
         loads(json.dumps(data))
+
+
+def test_a_recording_file_deleted_by_a_teammate_closes_its_candidates_in_the_review_log(tmp_path: Path) -> None:
+    from semula.core.cascade import Candidate
+    from semula.core.canonical import normalised_fingerprint, request_fingerprint
+    from semula.core.nearmatch import Verdict
+    from semula.engine.engine import Engine
+
+    events: list[dict] = []
+    folder = RecordingsFolder(tmp_path / "rec", tmp_path / "data")
+    engine = Engine(Store.open(tmp_path / "data"), review_log=events.append, folder=folder)
+    entry_id = engine.record(new_entry(chat("one")))
+    incoming = chat("one please")
+    verdict = Verdict("lexical", 0.8, serve=False, review=True, reason="below")
+    engine.review.queue("p", incoming, request_fingerprint(incoming), normalised_fingerprint(incoming, (), ()),
+                        [Candidate(entry_id, verdict)], {})
+    engine.close()
+    next((tmp_path / "rec").rglob("one-*.json")).unlink()
+    engine = Engine(Store.open(tmp_path / "data"), review_log=events.append,
+                    folder=RecordingsFolder(tmp_path / "rec", tmp_path / "data"))
+    assert [e["event"] for e in events] == ["queued", "closed"]
+    engine.close()

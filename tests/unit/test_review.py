@@ -116,3 +116,13 @@ def test_finding_by_fingerprints_says_what_is_wrong(engine: Engine, request_fp: 
     queue(engine, recorded(engine, "one", "two"))
     with pytest.raises(ValueError, match=error):
         engine.review.find_open(request_fp, recording_fp)
+
+
+def test_a_miss_names_the_candidate_an_earlier_call_queued(engine: Engine) -> None:
+    ids = recorded(engine, "one", "two")
+    queue(engine, ids[:1], Verdict("lexical", 0.6, serve=False, review=True, reason="low"))
+    (best,) = queue(engine, ids[1:])
+    nearest, candidate, recording_fp = engine.miss_context("p", INCOMING, NFP, None)
+    assert candidate is not None and candidate.candidate_id == best.candidate_id and candidate.verdict.score == 0.8
+    assert recording_fp == engine.store.get_entry(ids[1]).request_fp and nearest
+    assert engine.miss_context("p", INCOMING, "fp2:other", None)[1] is None

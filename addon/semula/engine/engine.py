@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from semula.core.canonical import CanonicalRequest
-from semula.core.cascade import NearSearch
+from semula.core.cascade import Candidate, NearSearch
 from semula.core.decision import Match
 from semula.core.explain import Nearest, nearest_recordings
 from semula.core.redact import FingerprintKey
@@ -56,7 +56,8 @@ class Engine:
         self.recordings.upgrade_fingerprints()
         self.sync_report: SyncReport | None = None
         if folder is not None:  # the committed recordings, before the index is built from the store
-            self.sync_report = folder.sync(store, lambda p: settings_from_mapping(store.project_settings(p)))
+            self.sync_report = folder.sync(store, lambda p: settings_from_mapping(store.project_settings(p)),
+                                           before_delete=self.review.recording_deleted)
             for project in sorted(self.sync_report.shared.settings_changed):  # a teammate's fingerprint inputs
                 self.recordings.refingerprint(project, settings_from_mapping(store.project_settings(project)),
                                               reload=False)
@@ -122,6 +123,15 @@ class Engine:
             chosen = dict(self.store.project_canonicals(project, limit=NEAREST_CANDIDATES))
         candidates = [(entry_id, CanonicalRequest.from_json(c)) for entry_id, c in chosen.items()]
         return nearest_recordings(request, candidates, limit)
+
+    def miss_context(self, project: str, request: CanonicalRequest, normalised_fp: str | None,
+                     candidate: Candidate | None) -> tuple[list[Nearest], Candidate | None, str | None]:
+        """What a replay miss says: the nearest recordings, the review candidate to name (this call's,
+        else one an earlier call queued) and the request fingerprint of that candidate's recording."""
+        if (candidate is None or candidate.candidate_id is None) and normalised_fp:
+            candidate = self.review.open_candidate(project, normalised_fp) or candidate
+        entry = self.entry(candidate.entry_id) if candidate is not None else None
+        return self.nearest(project, request), candidate, entry.request_fp if entry is not None else None
 
     def approve(self, candidate_id: int) -> dict[str, Any]:
         result = self.review.approve(candidate_id)

@@ -18,6 +18,7 @@ from typing import Any
 
 from semula.core.canonical import CanonicalRequest
 from semula.core.cascade import Candidate
+from semula.core.nearmatch import Verdict
 from semula.engine.index import FingerprintIndex
 from semula.recordings import shared
 from semula.recordings.folder import RecordingsFolder, relpath_of
@@ -116,6 +117,18 @@ class ReviewQueue:
         if not self.store.open_candidates_for(project, normalised_fp):
             self._set_open(project, normalised_fp, False)
         return len(rows)
+
+    def open_candidate(self, project: str, normalised_fp: str) -> Candidate | None:
+        """The request's best open candidate (queued by an earlier call), for a miss to name."""
+        if not self.has_open(project, normalised_fp):
+            return None
+        rows = sorted(self.store.open_candidates_for(project, normalised_fp), key=lambda r: (-r["score"], r["id"]))
+        if not rows:
+            return None
+        row = rows[0]
+        verdict = Verdict(row["tier"], row["score"], serve=False, review=True, reason=row["reason"],
+                          guard_reason=row["guard_reason"])
+        return Candidate(row["entry_id"], verdict, row["id"])
 
     def recording_deleted(self, entry_id: int) -> None:
         """Before a recording is deleted: close its open candidates, with a `closed` event in the log

@@ -217,9 +217,9 @@ class SemulaAddon(Lifecycle):
         candidate = _named_candidate(state.outcome.near)
         if engine is not None and state.canonical is not None and decision.decision == "miss":
             try:
-                nearest, recording_fp = await asyncio.get_running_loop().run_in_executor(
-                    self.store.executor, _nearest_and_recording_fp, engine, state.project, state.canonical,
-                    candidate.entry_id if candidate is not None else None)
+                nearest, candidate, recording_fp = await asyncio.get_running_loop().run_in_executor(
+                    self.store.executor, engine.miss_context, state.project, state.canonical, state.normalised_fp,
+                    candidate)
             except Exception as e:
                 log.warning("semula: could not rank the nearest recordings: %s", e)
             if state.request_fp:
@@ -415,13 +415,6 @@ def _named_candidate(near: NearSearch | None) -> Candidate | None:
     if near.best is not None and near.best.candidate_id is not None:
         return near.best
     return near.queued[0] if near.queued else near.best
-
-
-def _nearest_and_recording_fp(engine: Any, project: str, request: CanonicalRequest,
-                              entry_id: int | None) -> tuple[list[Any], str | None]:
-    """On the store thread: the nearest recordings, and the request fingerprint of the named candidate's."""
-    entry = engine.entry(entry_id) if entry_id is not None else None
-    return engine.nearest(project, request), entry.request_fp if entry is not None else None
 
 
 def _no_outcome() -> Outcome:

@@ -200,7 +200,8 @@ class RecordingsFolder:
 
     # --- loading --------------------------------------------------------------------------
 
-    def sync(self, store: RecordingStore, settings_for: Callable[[str], ProjectSettings]) -> SyncReport:
+    def sync(self, store: RecordingStore, settings_for: Callable[[str], ProjectSettings],
+             before_delete: Callable[[int], None] | None = None) -> SyncReport:
         """Load new and changed files into the store, remove the entries of deleted files."""
         report = SyncReport()
         load_settings(self.root, store, report.shared)  # first: recordings are fingerprinted under them
@@ -241,6 +242,8 @@ class RecordingsFolder:
         for rel in [r for r in self.files if r not in seen]:
             entry_id = self.files.pop(rel)["entry_id"]
             if not any(info["entry_id"] == entry_id for info in self.files.values()):
+                if before_delete is not None:  # e.g. log its open review candidates closed
+                    before_delete(entry_id)
                 store.delete_entry(entry_id)
                 report.removed += 1
         self._save_manifest()
