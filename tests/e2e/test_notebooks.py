@@ -203,6 +203,12 @@ def test_threshold_sweep(runs: dict[str, NotebookRun], con: duckdb.DuckDBPyConne
     assert got["sweep"] == expected
     assert got["near_matches"] == len(near)
     assert any(row["rejected_served"] for row in expected), "demo data should exercise the verdict join"
+    suggestions = got["suggestions"]
+    assert suggestions, "the demo data has near matches to suggest thresholds for"
+    for row in suggestions:  # a suggestion needs reviews behind it, or it says so
+        assert isinstance(row["threshold"], float) == (row["reviewed"] >= 5), row
+        if row["reviewed"] < 5:
+            assert row["threshold"].startswith("not enough data"), row
 
 
 def test_logs_helper_fills_columns_an_old_schema_lacks(tmp_path: Path, data_dir: Path) -> None:

@@ -80,12 +80,20 @@ class WithSemulaOptions(click.Command):
 
         rows = []
         for option in declared():
-            default = ",".join(option.default) if isinstance(option.default, list) else option.default
             choices = f" ({'|'.join(option.choices)})" if option.choices else ""
-            rows.append((f"{option.name}={default}", f"{option.help}{choices}"))
+            rows.append((f"{option.name}={_shown_default(option.default)}", f"{option.help}{choices}"))
         with formatter.section("semula options (--set semula_NAME=VALUE, e.g. --set semula_record_errors=true)"):
             formatter.write_dl(rows)
         super().format_epilog(ctx, formatter)
+
+
+def _shown_default(value: object) -> str:
+    """A default as `--set` takes it: true/false, a list comma-separated (long ones cut)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list):
+        return ",".join(value) if len(value) <= 2 else f"{','.join(value[:2])},… ({len(value)} hosts)"
+    return str(value)
 
 
 @click.command(cls=WithSemulaOptions)

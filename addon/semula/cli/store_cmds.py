@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from semula.cli.common import console, data_dir_option, json_option, print_json, print_table, run_store_operation
-from semula.core.settings import SETTING_HELP, SETTING_KEYS
+from semula.core.settings import SETTING_HELP, SETTING_KEYS, ProjectSettings, settings_to_json
 
 
 @click.group()
@@ -82,7 +82,9 @@ def config_show(data_dir: Path, project: str, as_json: bool) -> None:
 def _settings_epilog() -> str:
     """The keys and what each does, from `ProjectSettings` itself (\b keeps click from rewrapping)."""
     width = max(map(len, SETTING_KEYS))
-    return "\b\nSettings:\n" + "\n".join(f"  {key.ljust(width)}  {SETTING_HELP[key]}" for key in SETTING_KEYS)
+    defaults = settings_to_json(ProjectSettings())
+    return "\b\nSettings (default):\n" + "\n".join(
+        f"  {key.ljust(width)}  {SETTING_HELP[key]} ({json.dumps(defaults[key])})" for key in SETTING_KEYS)
 
 
 @config.command("set", epilog=_settings_epilog())
