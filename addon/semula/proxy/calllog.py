@@ -80,10 +80,10 @@ def console_line(state: FlowState, row: dict[str, Any], recorded: bool) -> str:
     extra = f" ({decision.bypass_reason})" if decision.bypass_reason else ""
     if recorded:
         extra += " · recorded"
-    if queued := queued_text(state):
-        extra += f" · {queued}"
     elif state.error and decision.action != "refuse":
         extra += f" · {state.error}"
+    if queued := queued_text(state):
+        extra += f" · {queued}"
     status = row["status"] if row["status"] is not None else ("cut" if state.cut else "no response")
     return terminal_safe(f"semula: {state.project} {row['provider']} {row['method']} {state.host}{row['path']} → "
                          f"{decision.decision}{tier}{entry_text}{extra} · {status} · {took}")
