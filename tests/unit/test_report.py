@@ -132,3 +132,16 @@ def test_cli_turns_a_report_error_into_exit_code_1(monkeypatch: pytest.MonkeyPat
     result = CliRunner().invoke(report, ["--quiet"])
     assert result.exit_code == 1
     assert "overview.ipynb failed" in result.output
+
+
+def test_the_price_table_is_shown_under_its_heading(demo_report: str) -> None:
+    heading = demo_report.index("Price table (edit me)")
+    table = demo_report.index("input USD / 1M tokens")
+    assert heading < table < demo_report.index("Totals", heading), "the prices show before the next section"
+
+
+def test_error_text_wraps_instead_of_scrolling() -> None:
+    css = " ".join(report_module._CSS.split())
+    assert "table.semula td.txt { white-space: normal; overflow-wrap: anywhere;" in css
+    pre = re.search(r"pre \{[^}]*\}", css).group()
+    assert "pre-wrap" in pre and "overflow-x" not in pre
