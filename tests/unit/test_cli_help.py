@@ -117,3 +117,11 @@ def test_the_time_bin_follows_the_span(span_seconds: float, label: str) -> None:
     from semula_logs import choose_bin
 
     assert choose_bin(span_seconds).label == label
+
+
+def test_mitmweb_shows_the_comment_column() -> None:
+    from semula.cli.proxy_cmd import mitmproxy_args
+
+    args = mitmproxy_args("auto", "127.0.0.1", 8080, Path(".semula"), "default", (), web=True)
+    assert "web_columns=comment" in args and "web_columns=comment" not in mitmproxy_args(
+        "auto", "127.0.0.1", 8080, Path(".semula"), "default", (), web=False)
