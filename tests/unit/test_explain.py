@@ -163,7 +163,7 @@ VERDICT = Verdict("lexical", 0.8123, serve=False, review=True, reason="below the
         ]),
         (("ci", "replay", [NEAR], ["team-b", "team-a"]), [
             "An identical request is recorded in project(s) 'team-a', 'team-b': select the project with "
-            "HTTPS_PROXY=http://<project>@host:port or the x-semula-project header.",
+            "HTTPS_PROXY=http://<project>:semula@host:port or the x-semula-project header.",
         ]),
         (("ci", "replay", [], [], "the body is not JSON"), [
             "semula: this request cannot be replayed (project 'ci', mode replay): the body is not JSON.",

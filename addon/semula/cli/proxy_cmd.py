@@ -24,7 +24,9 @@ def proxy_options(func):
         click.option("--mode", type=click.Choice(MODES), default="auto", show_default=True),
         click.option("--listen-host", default="127.0.0.1", show_default=True),
         data_dir_option,
-        click.option("--project", default="default", show_default=True, help="default project (namespace)"),
+        click.option("--project", default="default", show_default=True,
+                     help="the project of calls that name none (no proxy user name P:semula@, no x-semula-project "
+                          "header): one proxy per project serves clients like the JVM that send neither"),
         click.option("--recordings", "recordings", type=click.Path(file_okay=False, path_type=Path), default=None,
                      help="recordings folder to commit [default: ./semula-recordings, or $SEMULA_RECORDINGS]"),
         click.option("--no-recordings", is_flag=True, help="keep recordings in the data dir's store only"),

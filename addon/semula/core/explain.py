@@ -105,7 +105,7 @@ def miss_message(project: str, mode: str, nearest: list[Nearest], other_projects
     if other_projects:
         parts.append(
             "An identical request is recorded in project(s) " + ", ".join(f"'{p}'" for p in sorted(other_projects))
-            + ": select the project with HTTPS_PROXY=http://<project>@host:port or the x-semula-project header."
+            + ": select the project with HTTPS_PROXY=http://<project>:semula@host:port or the x-semula-project header."
         )
     parts.append(
         "To record it, run the test once with the proxy in auto or record mode "
