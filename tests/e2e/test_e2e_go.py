@@ -40,12 +40,14 @@ def go_chat(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return binary
 
 
-def run_go(binary: Path, proxy: ProxyHandle, prompt: str, project: str) -> tuple[str, str]:
+def run_go(binary: Path, proxy: ProxyHandle, prompt: str, project: str, *, user_only: bool = False) -> tuple[str, str]:
     """The answer text and x-semula-decision of one run, with exactly what `semula env --project` exports."""
     res = run_semula("env", "--port", str(proxy.port), "--confdir", str(proxy.confdir), "--project", project)
     assert res.returncode == 0, res.stderr
     exports = parse_exports(res.stdout)
     assert exports["HTTPS_PROXY"] == f"http://{project}:semula@127.0.0.1:{proxy.port}", exports
+    if user_only:
+        exports["HTTPS_PROXY"] = f"http://{project}@127.0.0.1:{proxy.port}"
     run = subprocess.run([str(binary), prompt], capture_output=True, text=True, timeout=60,
                          env=clean_env(**exports, OPENAI_API_KEY="sk-test-go"))
     assert run.returncode == 0, f"{run.stderr}\n{proxy.describe()}"
@@ -69,3 +71,12 @@ def test_go_net_http_records_then_replays_with_the_provider_gone(go_chat: Path, 
     replay.stop()
     rows = read_call_log(auto.data_dir)
     assert [(r["project"], r["decision"]) for r in rows] == [("gopher", "miss"), ("gopher", "hit")], rows
+
+
+def test_go_sends_a_user_only_proxy_url_too(go_chat: Path, proxy_factory: ProxyFactory) -> None:
+    """certs_readme.md: Go sends http://P@host as well as the documented http://P:semula@host."""
+    proxy = proxy_factory("auto")
+    _, decision = run_go(go_chat, proxy, uniq("go user only"), "gopher-user", user_only=True)
+    assert decision == "miss"
+    proxy.stop()
+    assert [r["project"] for r in read_call_log(proxy.data_dir)] == ["gopher-user"]

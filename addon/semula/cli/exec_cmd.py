@@ -202,8 +202,8 @@ def run_summary(data_dir: Path, since: datetime) -> str:
     calls, hits, misses, refused = rows
     if not calls:
         return ("semula: WARNING: the command made no calls through semula — nothing was recorded or replayed. "
-                "Do its clients honour HTTPS_PROXY (certs_readme.md), or do they call a host semula does not "
-                "intercept?")
+                "Do its clients honour HTTPS_PROXY (Node 20 needs undici's dispatcher, a JVM `semula exec --java`: "
+                "certs_readme.md), or do they call a host semula does not intercept?")
     other = calls - hits - misses - refused
     other_text = f" · {other} other (bypass/passthrough/error)" if other else ""
     return (f"semula: {_count(calls, 'call', 'calls')} · {_count(hits, 'hit', 'hits')} · "
