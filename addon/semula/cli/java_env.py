@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -39,22 +40,35 @@ class Jdk:
 
 
 def find_jdk(environ: dict[str, str] | os._Environ[str] = os.environ) -> Jdk:
-    """The JDK that `java` on this shell runs: JAVA_HOME, else the one `java` on PATH belongs to."""
+    """The JDK that `java` on this shell runs: JAVA_HOME, else the `java.home` of the `java` on PATH."""
     java_home = environ.get("JAVA_HOME")
     if java_home:
         home, origin = Path(java_home), f"JAVA_HOME={java_home}"
-    elif java := shutil.which("java"):
-        home, origin = Path(java).resolve().parent.parent, f"java on PATH ({java})"
+    elif java := shutil.which("java", path=environ.get("PATH")):
+        home, origin = _java_home(java), f"java on PATH ({java})"
     else:
         raise JavaUnavailable("semula env --format java needs a JDK: no JAVA_HOME and no `java` on PATH. "
                               "Install a JDK (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME.")
     keytool = home / "bin" / "keytool"
-    cacerts = home / "lib" / "security" / "cacerts"
+    # JDK 9+ keeps cacerts in lib/security; a JDK 8 home has it under jre/.
+    cacerts = next((c for c in (home / "lib/security/cacerts", home / "jre/lib/security/cacerts") if c.exists()),
+                   home / "lib/security/cacerts")
     for needed in (keytool, cacerts):
         if not needed.exists():
             raise JavaUnavailable(f"no {needed.relative_to(home)} in the JDK of {origin} ({home}): "
                                   "a JRE without keytool? Point JAVA_HOME at a full JDK.")
     return Jdk(home, keytool, cacerts.resolve())
+
+
+def _java_home(java: str) -> Path:
+    """Where `java` really lives: launcher stubs (macOS's /usr/bin/java) are not its home."""
+    try:
+        res = subprocess.run([java, "-XshowSettings:properties", "-version"], capture_output=True, text=True,
+                             timeout=60)
+        found = re.search(r"^\s*java\.home = (.+)$", res.stderr, re.MULTILINE)
+    except (OSError, subprocess.TimeoutExpired):
+        found = None
+    return Path(found.group(1).strip()) if found else Path(java).resolve().parent.parent
 
 
 def ensure_truststore(confdir: Path, ca: Path, jdk: Jdk) -> Path:
