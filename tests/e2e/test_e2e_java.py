@@ -142,10 +142,14 @@ def test_java_format_refuses_a_project_it_cannot_send(jdk: object, tmp_path: Pat
     assert res.returncode != 0 and "x-semula-project" in res.stderr and "--project P" in res.stderr, res.stderr
 
 
-def test_java_format_without_a_jdk_says_what_to_install(tmp_path: Path) -> None:
+def test_without_a_jdk_env_and_exec_say_what_to_do(tmp_path: Path) -> None:
     env = clean_env(PATH="/nonexistent", JAVA_HOME=str(tmp_path / "no-jdk"))
     res = run_semula("env", "--format", "java", "--confdir", str(tmp_path / "conf"), env=env)
     assert res.returncode != 0 and "JAVA_HOME" in res.stderr and "keytool" in res.stderr, res.stderr
+    marker = tmp_path / "ran"
+    res = run_semula("exec", "--java", "--data-dir", str(tmp_path / "data"), "--", "touch", str(marker), env=env)
+    assert res.returncode != 0 and "JAVA_HOME" in res.stderr, res.stderr
+    assert not marker.exists() and not (tmp_path / "data").exists(), "no proxy starts, the command does not run"
 
 
 def test_exec_java_runs_jvm_clients_in_the_proxys_project(jdk: object, tmp_path: Path, mitm_confdir: Path,

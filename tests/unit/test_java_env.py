@@ -27,6 +27,7 @@ def test_java_home_names_the_jdk(tmp_path: Path, layout: str) -> None:
 @pytest.mark.parametrize(("environ", "needles"), [
     ({"PATH": ""}, ("no JAVA_HOME", "`java` on PATH", "Install a JDK")),
     ({"JAVA_HOME": "{jre}", "PATH": ""}, ("bin/keytool", "JAVA_HOME=", "full JDK")),
+    ({"JAVA_HOME": "{jre}/missing", "PATH": ""}, ("is not a folder", "JAVA_HOME")),
 ])
 def test_no_jdk_says_what_to_do(tmp_path: Path, environ: dict[str, str], needles: tuple[str, ...]) -> None:
     jre = fake_jdk(tmp_path / "jre", keytool=False)

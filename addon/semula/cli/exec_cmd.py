@@ -61,6 +61,10 @@ def exec_command(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
 
     The proxy's console goes to <data dir>/proxy.log; exec prints a summary of CMD's calls at the end.
     """
+    if java:
+        from semula.cli.java_env import find_jdk
+
+        find_jdk()  # no JDK: say so before a proxy starts
     sets = recordings_sets(recordings, no_recordings) + sets
     confdir = _confdir_from(sets)
     started = datetime.now(UTC).replace(tzinfo=None)

@@ -49,6 +49,9 @@ def find_jdk(environ: dict[str, str] | os._Environ[str] = os.environ) -> Jdk:
     else:
         raise JavaUnavailable("semula env --format java needs a JDK: no JAVA_HOME and no `java` on PATH. "
                               "Install a JDK (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME.")
+    if not home.is_dir():
+        raise JavaUnavailable(f"{origin}: {home} is not a folder. Point JAVA_HOME at a JDK (the folder with "
+                              "bin/keytool), or unset it to use the `java` on PATH.")
     keytool = home / "bin" / "keytool"
     # JDK 9+ keeps cacerts in lib/security; a JDK 8 home has it under jre/.
     cacerts = next((c for c in (home / "lib/security/cacerts", home / "jre/lib/security/cacerts") if c.exists()),
