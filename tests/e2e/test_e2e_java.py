@@ -105,6 +105,58 @@ def test_the_truststore_keeps_the_jdk_cas_and_adds_semulas(jdk: object, tmp_path
     assert len(jdk_aliases) > 1 and len(aliases) == len(jdk_aliases) + 1, (len(aliases), len(jdk_aliases))
 
 
+GET_JAVA = """
+import java.net.URI;
+import java.net.http.*;
+
+public class Get {
+    public static void main(String[] args) throws Exception {
+        HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(args[0])).build(),
+                HttpResponse.BodyHandlers.ofString());
+        System.out.println(r.statusCode());
+    }
+}
+"""
+
+
+def test_other_https_from_the_jvm_still_trusts_the_jdks_cas(jdk: object, tmp_path: Path,
+                                                            fake_provider: FakeProvider) -> None:
+    """A host the JDK trusts, called with semula's options, still works: its CA came along.
+
+    No public host is reachable here, so a copy of the JDK's cacerts also trusts the fake provider's CA
+    (standing for a public CA), and the JVM calls the fake provider directly, not through semula.
+    """
+    from dataclasses import replace
+
+    from semula.cli.java_env import ensure_truststore, java_tool_options
+    from semula.cli.proxy_cmd import ensure_ca
+
+    cacerts = tmp_path / "cacerts"
+    shutil.copyfile(jdk.cacerts, cacerts)
+    added = subprocess.run(["keytool", "-importcert", "-noprompt", "-alias", "public-ca-stand-in", "-file",
+                            str(fake_provider.ca_path), "-keystore", str(cacerts), "-storepass", "changeit"],
+                           capture_output=True, text=True, timeout=60)
+    assert added.returncode == 0, added.stderr
+    confdir = tmp_path / "conf"
+    store = ensure_truststore(confdir, ensure_ca(confdir), replace(jdk, cacerts=cacerts))
+    (tmp_path / "Get.java").write_text(GET_JAVA)
+    url = f"https://127.0.0.1:{fake_provider.port}/__count"
+
+    def get(truststore: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["java", str(tmp_path / "Get.java"), url], capture_output=True, text=True, timeout=120,
+                              env=clean_env(JAVA_TOOL_OPTIONS=java_tool_options("127.0.0.1", 9, truststore)))
+
+    run = get(store)
+    assert run.returncode == 0 and run.stdout.strip() == "200", run.stderr
+    # The control: a truststore with semula's CA alone fails that same call.
+    only_semula = tmp_path / "only-semula.p12"
+    subprocess.run(["keytool", "-importcert", "-noprompt", "-alias", "semula", "-file", str(ensure_ca(confdir)),
+                    "-keystore", str(only_semula), "-storetype", "PKCS12", "-storepass", "changeit"],
+                   capture_output=True, text=True, timeout=60, check=True)
+    failed = get(only_semula)
+    assert failed.returncode != 0 and "PKIX" in failed.stderr, failed.stderr
+
+
 def test_the_truststore_is_rebuilt_when_the_ca_or_the_jdk_store_changes(jdk: object, tmp_path: Path) -> None:
     from dataclasses import replace
 
