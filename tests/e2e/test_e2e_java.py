@@ -12,9 +12,12 @@ import json
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from semula.cli.java_env import CA_ALIAS, Jdk, ensure_truststore, find_jdk, java_tool_options
+from semula.cli.proxy_cmd import ensure_ca
 
 from conftest import ProxyFactory
 from e2e_helpers import (
@@ -37,11 +40,9 @@ CHAT_JAVA = REPO / "examples" / "clients" / "Chat.java"
 
 
 @pytest.fixture(scope="module")
-def jdk() -> object:
+def jdk() -> Jdk:
     if not shutil.which("java") or not shutil.which("keytool"):
         pytest.skip("no JDK (java, keytool) on PATH: the JVM recipe is not tested here")
-    from semula.cli.java_env import find_jdk
-
     return find_jdk(clean_env())
 
 
@@ -71,7 +72,7 @@ def keystore_aliases(store: Path, keytool: str = "keytool") -> list[str]:
 
 
 def test_java_httpclient_records_then_replays_with_the_provider_gone(
-        jdk: object, proxy_factory: ProxyFactory, fake_provider: FakeProvider) -> None:
+        jdk: Jdk, proxy_factory: ProxyFactory, fake_provider: FakeProvider) -> None:
     auto = proxy_factory("auto")
     exports = java_env(auto)
     options = exports["JAVA_TOOL_OPTIONS"]
@@ -93,11 +94,8 @@ def test_java_httpclient_records_then_replays_with_the_provider_gone(
     assert [(r["project"], r["decision"]) for r in rows] == [("jvm", "miss"), ("jvm", "hit")], rows
 
 
-def test_the_truststore_keeps_the_jdk_cas_and_adds_semulas(jdk: object, tmp_path: Path) -> None:
+def test_the_truststore_keeps_the_jdk_cas_and_adds_semulas(jdk: Jdk, tmp_path: Path) -> None:
     """Other HTTPS from the same JVM (a Maven download, a database) still trusts the JDK's CAs."""
-    from semula.cli.java_env import CA_ALIAS, ensure_truststore
-    from semula.cli.proxy_cmd import ensure_ca
-
     store = ensure_truststore(tmp_path, ensure_ca(tmp_path), jdk)
     aliases = keystore_aliases(store)
     jdk_aliases = keystore_aliases(jdk.cacerts)
@@ -119,18 +117,13 @@ public class Get {
 """
 
 
-def test_other_https_from_the_jvm_still_trusts_the_jdks_cas(jdk: object, tmp_path: Path,
+def test_other_https_from_the_jvm_still_trusts_the_jdks_cas(jdk: Jdk, tmp_path: Path,
                                                             fake_provider: FakeProvider) -> None:
     """A host the JDK trusts, called with semula's options, still works: its CA came along.
 
     No public host is reachable here, so a copy of the JDK's cacerts also trusts the fake provider's CA
     (standing for a public CA), and the JVM calls the fake provider directly, not through semula.
     """
-    from dataclasses import replace
-
-    from semula.cli.java_env import ensure_truststore, java_tool_options
-    from semula.cli.proxy_cmd import ensure_ca
-
     cacerts = tmp_path / "cacerts"
     shutil.copyfile(jdk.cacerts, cacerts)
     added = subprocess.run(["keytool", "-importcert", "-noprompt", "-alias", "public-ca-stand-in", "-file",
@@ -157,12 +150,7 @@ def test_other_https_from_the_jvm_still_trusts_the_jdks_cas(jdk: object, tmp_pat
     assert failed.returncode != 0 and "PKIX" in failed.stderr, failed.stderr
 
 
-def test_the_truststore_is_rebuilt_when_the_ca_or_the_jdk_store_changes(jdk: object, tmp_path: Path) -> None:
-    from dataclasses import replace
-
-    from semula.cli.java_env import ensure_truststore
-    from semula.cli.proxy_cmd import ensure_ca
-
+def test_the_truststore_is_rebuilt_when_the_ca_or_the_jdk_store_changes(jdk: Jdk, tmp_path: Path) -> None:
     cacerts = tmp_path / "cacerts"
     shutil.copyfile(jdk.cacerts, cacerts)
     own_jdk = replace(jdk, cacerts=cacerts)
@@ -189,7 +177,7 @@ def test_the_truststore_is_rebuilt_when_the_ca_or_the_jdk_store_changes(jdk: obj
     assert "".join(exported.stdout.split()) == "".join(new_ca.read_text().split()), "a new CA rebuilds it"
 
 
-def test_java_format_refuses_a_project_it_cannot_send(jdk: object, tmp_path: Path) -> None:
+def test_java_format_refuses_a_project_it_cannot_send(jdk: Jdk, tmp_path: Path) -> None:
     res = run_semula("env", "--format", "java", "--confdir", str(tmp_path), "--project", "alpha")
     assert res.returncode != 0 and "x-semula-project" in res.stderr and "--project P" in res.stderr, res.stderr
 
@@ -204,7 +192,7 @@ def test_without_a_jdk_env_and_exec_say_what_to_do(tmp_path: Path) -> None:
     assert not marker.exists() and not (tmp_path / "data").exists(), "no proxy starts, the command does not run"
 
 
-def test_exec_java_runs_jvm_clients_in_the_proxys_project(jdk: object, tmp_path: Path, mitm_confdir: Path,
+def test_exec_java_runs_jvm_clients_in_the_proxys_project(jdk: Jdk, tmp_path: Path, mitm_confdir: Path,
                                                           fake_provider: FakeProvider) -> None:
     """`semula exec --java --project P -- java …`: a proxy for project P, a client that sends no credentials."""
     data_dir = tmp_path / "semula-data"
