@@ -9,6 +9,7 @@ node is missing or undici cannot be installed (no registry).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -16,32 +17,24 @@ from pathlib import Path
 import pytest
 
 from conftest import ProxyFactory
-from e2e_helpers import FakeProvider, clean_env, parse_exports, read_call_log, run_semula, uniq
+from e2e_helpers import REPO, FakeProvider, ProxyHandle, clean_env, parse_exports, read_call_log, run_semula, uniq
 
 pytestmark = pytest.mark.e2e
 
-SCRIPT = """
-import { EnvHttpProxyAgent, setGlobalDispatcher } from 'undici';
-
-setGlobalDispatcher(new EnvHttpProxyAgent());
-const res = await fetch('https://api.openai.com/v1/chat/completions', {
-  method: 'POST',
-  headers: { 'content-type': 'application/json', authorization: 'Bearer sk-test-node' },
-  body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: process.argv[2] }] }),
-});
-const raw = await res.text();
-let text = null;
-try { text = JSON.parse(raw).choices?.[0]?.message?.content ?? null; } catch {}
-console.log(JSON.stringify({ status: res.status, decision: res.headers.get('x-semula-decision'), text, raw: text ? null : raw.slice(0, 500) }));
-"""
+CHAT_MJS = REPO / "examples" / "clients" / "chat.mjs"
+# undici 7 (what `npm install undici` gets) needs this Node.
+MIN_NODE = (20, 18, 1)
 
 
 @pytest.fixture(scope="module")
 def node_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A scratch npm project with undici installed, and the probe script in it."""
+    """A scratch npm project with undici installed, and examples/clients/chat.mjs in it."""
     node, npm = shutil.which("node"), shutil.which("npm")
     if not node or not npm:
         pytest.skip("node/npm not installed")
+    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
+    if tuple(int(part) for part in version.lstrip("v").split(".")[:3]) < MIN_NODE:
+        pytest.skip(f"node {version}: undici 7 needs Node >= 20.18.1 (certs_readme.md)")
     project = tmp_path_factory.mktemp("node-undici")
     try:
         res = subprocess.run([npm, "install", "undici", "--no-audit", "--no-fund", "--loglevel=error"], cwd=project,
@@ -50,33 +43,51 @@ def node_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip(f"npm install undici failed: {e}")
     if res.returncode != 0 or not (project / "node_modules" / "undici").is_dir():
         pytest.skip(f"npm install undici failed: {res.stderr[-500:]}")
-    (project / "probe.mjs").write_text(SCRIPT)
+    # The example a newcomer runs, beside the undici it imports.
+    shutil.copyfile(CHAT_MJS, project / "chat.mjs")
     return project
 
 
-@pytest.mark.parametrize("project", [None, "alpha"])
+def run_node(node_project: Path, exports: dict[str, str], content: str, proxy: ProxyHandle) -> dict[str, object]:
+    run = subprocess.run(["node", "chat.mjs", content], cwd=node_project, capture_output=True, text=True,
+                         env=clean_env(**exports, OPENAI_API_KEY="sk-test-node"), timeout=60)
+    assert run.returncode == 0, f"{run.stderr}\n{proxy.describe()}"
+    decision = re.search(r"x-semula-decision: (\S+)", run.stderr)
+    assert decision, run.stderr
+    text = json.loads(run.stdout)["choices"][0]["message"]["content"]
+    return {"decision": decision.group(1), "text": text}
+
+
+# (semula env --project, HTTPS_PROXY's user part, the project the calls land in)
+PROXY_FORMS = [
+    (None, "", "default"),
+    ("alpha", "alpha:semula@", "alpha"),  # the documented form
+    # undici 7.30's EnvHttpProxyAgent sends a user name without a password too (older undici was seen to
+    # drop it, as requests does): the documented form is P:semula@, which every client sends.
+    ("alpha", "alpha@", "alpha"),
+]
+
+
+@pytest.mark.parametrize(("project", "user", "lands_in"), PROXY_FORMS)
 def test_node_fetch_via_env_proxy_agent(node_project: Path, proxy_factory: ProxyFactory,
-                                        fake_provider: FakeProvider, project: str | None) -> None:
+                                        fake_provider: FakeProvider, project: str | None, user: str,
+                                        lands_in: str) -> None:
     proxy = proxy_factory("auto")
     env_args = ["env", "--port", str(proxy.port), "--confdir", str(proxy.confdir)]
     res = run_semula(*env_args, *(["--project", project] if project else []))
     assert res.returncode == 0, res.stderr
     exports = parse_exports(res.stdout)
     assert "NODE_EXTRA_CA_CERTS" in exports and "HTTPS_PROXY" in exports, res.stdout
+    assert exports["HTTPS_PROXY"] == f"http://{'alpha:semula@' if project else ''}127.0.0.1:{proxy.port}"
+    exports["HTTPS_PROXY"] = f"http://{user}127.0.0.1:{proxy.port}"
 
     content = uniq("node fetch")
-    outs = []
     before = fake_provider.count()
-    for _ in range(2):
-        run = subprocess.run(["node", "probe.mjs", content], cwd=node_project, capture_output=True, text=True,
-                             env=clean_env(**exports), timeout=60)
-        assert run.returncode == 0, f"{run.stderr}\n{proxy.describe()}"
-        outs.append(json.loads(run.stdout.strip().splitlines()[-1]))
-    first, second = outs
-    assert first["status"] == 200 and str(first["text"]).startswith("fake answer #"), first
+    first, second = (run_node(node_project, exports, content, proxy) for _ in range(2))
+    assert str(first["text"]).startswith(f"fake answer #{before + 1} "), first
     assert (first["decision"], second["decision"]) == ("miss", "hit")
     assert second["text"] == first["text"]
     assert fake_provider.count() == before + 1, "the second fetch was served from the recording"
     proxy.stop()
     rows = read_call_log(proxy.data_dir)
-    assert [r["project"] for r in rows] == [project or "default"] * 2, rows
+    assert [r["project"] for r in rows] == [lands_in] * 2, rows

@@ -16,6 +16,7 @@ import click
 from semula.cli.proxy_cmd import (
     DEFAULT_CONFDIR,
     client_env,
+    java_env,
     namespace_by_key,
     placeholder_keys,
     port_hint,
@@ -50,14 +51,20 @@ def _confdir_from(sets: tuple[str, ...]) -> Path:
 @proxy_options
 @click.option("--listen-port", type=int, default=0, help="0: a free port")
 @click.option("--ready-timeout", type=float, default=60.0, show_default=True)
+@click.option("--java", is_flag=True,
+              help="JVM clients too: add the proxy and a truststore to JAVA_TOOL_OPTIONS (semula env --format java)")
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 def exec_command(mode: str, listen_host: str, listen_port: int, data_dir: Path, project: str,
                  recordings: Path | None, no_recordings: bool, sets: tuple[str, ...], ready_timeout: float,
-                 cmd: tuple[str, ...]) -> None:
+                 java: bool, cmd: tuple[str, ...]) -> None:
     """Run CMD with a proxy around it; exit with CMD's exit code: semula exec --mode replay -- pytest.
 
     The proxy's console goes to <data dir>/proxy.log; exec prints a summary of CMD's calls at the end.
     """
+    if java:
+        from semula.cli.java_env import find_jdk
+
+        find_jdk()  # no JDK: say so before a proxy starts
     sets = recordings_sets(recordings, no_recordings) + sets
     confdir = _confdir_from(sets)
     started = datetime.now(UTC).replace(tzinfo=None)
@@ -77,15 +84,8 @@ def exec_command(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
     else:
         port = listen_port or free_port()
         process, console = _start_proxy(mode, listen_host, port, data_dir, project, sets, ready_timeout)
-    environment = {**os.environ, **client_env(port, confdir, None if project == "default" else project, listen_host)}
-    if mode == Mode.REPLAY.value and not namespace_by_key(sets):
-        environment.update(placeholder_keys(os.environ))
-    try:
-        result = subprocess.run(list(cmd), env=environment)
-        code = result.returncode
-    except FileNotFoundError:
-        click.echo(f"semula: command not found: {cmd[0]}", err=True)
-        code = 127
+    try:  # from here on, whatever fails stops the proxy we started
+        code = _run(cmd, _command_env(port, confdir, project, listen_host, mode, sets, java))
     except KeyboardInterrupt:
         code = 130
     finally:
@@ -97,6 +97,25 @@ def exec_command(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
         time.sleep(FLUSH_WAIT_S)
     click.echo(run_summary(data_dir, started), err=True)
     sys.exit(code)
+
+
+def _command_env(port: int, confdir: Path, project: str, listen_host: str, mode: str, sets: tuple[str, ...],
+                 java: bool) -> dict[str, str]:
+    environment = {**os.environ, **client_env(port, confdir, None if project == "default" else project, listen_host)}
+    if java:  # the JVM sends no proxy user name: its calls land in the proxy's --project
+        options = java_env(port, confdir, host=listen_host)["JAVA_TOOL_OPTIONS"]
+        environment["JAVA_TOOL_OPTIONS"] = f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} {options}".strip()
+    if mode == Mode.REPLAY.value and not namespace_by_key(sets):
+        environment.update(placeholder_keys(os.environ))
+    return environment
+
+
+def _run(cmd: tuple[str, ...], environment: dict[str, str]) -> int:
+    try:
+        return subprocess.run(list(cmd), env=environment).returncode
+    except FileNotFoundError:
+        click.echo(f"semula: command not found: {cmd[0]}", err=True)
+        return 127
 
 
 def _start_proxy(mode: str, listen_host: str, port: int, data_dir: Path, project: str, sets: tuple[str, ...],
@@ -187,8 +206,8 @@ def run_summary(data_dir: Path, since: datetime) -> str:
     calls, hits, misses, refused = rows
     if not calls:
         return ("semula: WARNING: the command made no calls through semula — nothing was recorded or replayed. "
-                "Do its clients honour HTTPS_PROXY (certs_readme.md), or do they call a host semula does not "
-                "intercept?")
+                "Do its clients honour HTTPS_PROXY (Node 20 needs undici's dispatcher, a JVM `semula exec --java`: "
+                "certs_readme.md), or do they call a host semula does not intercept?")
     other = calls - hits - misses - refused
     other_text = f" · {other} other (bypass/passthrough/error)" if other else ""
     return (f"semula: {_count(calls, 'call', 'calls')} · {_count(hits, 'hit', 'hits')} · "

@@ -24,7 +24,9 @@ def proxy_options(func):
         click.option("--mode", type=click.Choice(MODES), default="auto", show_default=True),
         click.option("--listen-host", default="127.0.0.1", show_default=True),
         data_dir_option,
-        click.option("--project", default="default", show_default=True, help="default project (namespace)"),
+        click.option("--project", default="default", show_default=True,
+                     help="the project of calls that name none (no proxy user name P:semula@, no x-semula-project "
+                          "header): one proxy per project serves clients like the JVM that send neither"),
         click.option("--recordings", "recordings", type=click.Path(file_okay=False, path_type=Path), default=None,
                      help="recordings folder to commit [default: ./semula-recordings, or $SEMULA_RECORDINGS]"),
         click.option("--no-recordings", is_flag=True, help="keep recordings in the data dir's store only"),
@@ -226,18 +228,42 @@ def namespace_by_key(sets: tuple[str, ...]) -> bool:
 @click.option("--port", type=int, default=8080, show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--confdir", type=click.Path(path_type=Path), default=DEFAULT_CONFDIR, show_default=True)
-@click.option("--project", default=None, help="send calls to this project (proxy user name)")
+@click.option("--project", default=None,
+              help="send calls to this project (proxy URL http://P:semula@host:port; not with --format java)")
 @click.option("--mode", type=click.Choice(MODES), default=None,
               help="the proxy's mode; replay also exports placeholder API keys for the unset ones")
 @click.option("--namespace-by-key", is_flag=True, help="the proxy runs with semula_namespace_by_key: no placeholders")
-def env(port: int, host: str, confdir: Path, project: str | None, mode: str | None, namespace_by_key: bool) -> None:
-    """Print shell exports that point clients at the proxy: eval "$(semula env)"."""
-    for name, value in client_env(port, confdir, project, host).items():
+@click.option("--format", "output_format", type=click.Choice(["sh", "java"]), default="sh", show_default=True,
+              help="sh: HTTPS_PROXY, CA bundles … (curl, Python, Node, Go); java: JAVA_TOOL_OPTIONS with the proxy "
+                   "properties and a truststore (the JDK's CAs + semula's) written into the confdir")
+def env(port: int, host: str, confdir: Path, project: str | None, mode: str | None, namespace_by_key: bool,
+        output_format: str) -> None:
+    """Print shell exports that point clients at the proxy: eval "$(semula env)".
+
+    JVM languages (Java, Kotlin, Gradle, Maven): eval "$(semula env --format java)".
+    """
+    make = client_env if output_format == "sh" else java_env
+    exports = make(port, confdir, project, host)
+    for name, value in exports.items():
         click.echo(f"export {name}={shlex.quote(value)}")
     if mode == Mode.REPLAY.value and not namespace_by_key:
         for group in PROVIDER_KEY_GROUPS:
             if not any(os.environ.get(n) for n in group):
                 click.echo(_group_line(group))
+
+
+def java_env(port: int, confdir: Path, project: str | None = None, host: str = "127.0.0.1") -> dict[str, str]:
+    """JAVA_TOOL_OPTIONS: every JVM started with it uses the proxy and trusts its CA (java_env.py)."""
+    from semula.cli.java_env import ensure_truststore, find_jdk, java_tool_options
+
+    if project:
+        # The JVM sends proxy credentials only after a 407 challenge, which semula never sends.
+        raise click.UsageError("--project does not reach semula from a JVM (it sends no proxy user name "
+                               "unasked): run the proxy with --project P (semula proxy/exec --project P), or send "
+                               "the header x-semula-project: P")
+    confdir = confdir.expanduser()
+    truststore = ensure_truststore(confdir, ensure_ca(confdir), find_jdk())
+    return {"JAVA_TOOL_OPTIONS": java_tool_options(host, port, truststore.resolve())}
 
 
 def _group_line(group: tuple[str, ...]) -> str:
