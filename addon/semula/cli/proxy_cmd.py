@@ -146,8 +146,12 @@ def ensure_ca(confdir: Path) -> Path:
     return ca
 
 
-def client_env(port: int, confdir: Path, project: str | None = None, host: str = "127.0.0.1") -> dict[str, str]:
-    """The variables each ecosystem reads to use the proxy and trust its CA."""
+def client_env(port: int, confdir: Path, project: str | None = None, host: str = "127.0.0.1",
+               password: str = "semula") -> dict[str, str]:
+    """The variables each ecosystem reads to use the proxy and trust its CA.
+
+    The password picks no project; one that starts with `semula-` tags the calls (the pytest plugin
+    tells its xdist workers' refusals apart by it)."""
     import certifi
 
     confdir = confdir.expanduser()
@@ -155,7 +159,7 @@ def client_env(port: int, confdir: Path, project: str | None = None, host: str =
     bundle = confdir / "semula-ca-bundle.pem"
     bundle.write_text(Path(certifi.where()).read_text() + "\n" + ca.read_text())
     # The password is ignored; undici (Node) sends proxy credentials only when both are set.
-    user = f"{project}:semula@" if project else ""
+    user = f"{project}:{password}@" if project else ""
     proxy_url = f"http://{user}{host}:{port}"
     no_proxy = "localhost,127.0.0.1,::1"
     return {

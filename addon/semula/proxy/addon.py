@@ -36,8 +36,9 @@ from semula.proxy import options
 from semula.proxy.bodies import BodyTooLarge, decode_capped, decode_partial
 from semula.proxy.calllog import call_row, console_line, flow_comment, semula_headers
 from semula.proxy.flowstate import FlowState
-from semula.proxy.identity import api_key_hash, proxy_user
+from semula.proxy.identity import api_key_hash, proxy_credentials
 from semula.proxy.lifecycle import Lifecycle
+from semula.proxy.refusals import tag_of
 from semula.proxy.runs import RUN_HEADER, RunCounters
 from semula.proxy.storethread import ProxyLookups
 
@@ -52,6 +53,7 @@ class SemulaAddon(Lifecycle):
     def __init__(self) -> None:
         super().__init__(AddonSettings(hosts=DEFAULT_PROVIDER_HOSTS))
         self.conn_projects: dict[str, str] = {}
+        self.conn_tags: dict[str, str] = {}
         self.flows: dict[str, FlowState] = {}
         # Recordings in flight, by (project, normalised or exact fp): a streamed answer reaches
         # the client before it is stored, so a repeat sent at once must wait for it.
@@ -75,11 +77,15 @@ class SemulaAddon(Lifecycle):
     def http_connect(self, flow: http.HTTPFlow) -> None:
         # Only the CONNECT carries Proxy-Authorization; its user name names the project of
         # every flow on this client connection. mitmproxy's proxyauth stays off (it would 407).
-        if user := proxy_user(flow.request.headers.get("proxy-authorization")):
+        user, password = proxy_credentials(flow.request.headers.get("proxy-authorization"))
+        if user:
             self.conn_projects[flow.client_conn.id] = user
+        if tag := tag_of(password):
+            self.conn_tags[flow.client_conn.id] = tag
 
     def client_disconnected(self, client: Any) -> None:
         self.conn_projects.pop(client.id, None)
+        self.conn_tags.pop(client.id, None)
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         # The host the client asked for, noted before map_remote rewrites the URL.
@@ -87,7 +93,7 @@ class SemulaAddon(Lifecycle):
         if not host_matches(host, self.settings.hosts):
             return
         headers = flow.request.headers
-        user = proxy_user(headers.get("proxy-authorization"))  # plain-HTTP proxying sends it per request
+        user, password = proxy_credentials(headers.get("proxy-authorization"))  # plain HTTP: per request
         header_project = headers.get(PROJECT_HEADER)
         no_cache = NO_CACHE_HEADER in headers
         run = headers.get(RUN_HEADER, "")
@@ -95,8 +101,9 @@ class SemulaAddon(Lifecycle):
             if name in headers:
                 del headers[name]
         project = self.conn_projects.get(flow.client_conn.id) or user or header_project or self.settings.default_project
+        tag = self.conn_tags.get(flow.client_conn.id) or tag_of(password)
         self.flows[flow.id] = FlowState(host=host, project=project, no_cache=no_cache,
-                                        path=flow.request.path.split("?", 1)[0], run=run)
+                                        path=flow.request.path.split("?", 1)[0], run=run, tag=tag)
 
     async def request(self, flow: http.HTTPFlow) -> None:
         state = self.flows.get(flow.id)
@@ -349,6 +356,8 @@ class SemulaAddon(Lifecycle):
         if self.calls is not None:
             self.calls.append({**row, "run_id": self.run_id})
         flow.comment = flow_comment(decision, entry, state)
+        if decision.action == "refuse":
+            self.refusals.add(state.tag, state.project, state.error or decision.reason or "refused")
         print(console_line(state, row, recorded), flush=True)
 
     # --- commands (mitmweb / console) ------------------------------------------------------
