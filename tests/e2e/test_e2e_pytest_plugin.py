@@ -2,7 +2,8 @@
 
 Each run starts one real `semula proxy` in front of the fake provider; the inner tests use the
 OpenAI SDK created inside the test, so the plugin's environment is all that points it at semula.
-Three runs (three proxy start-ups): record in auto, replay from the folder, replay without one.
+Four runs (four proxy start-ups): record in auto, replay from the folder (alone and under
+pytest-xdist), replay without a folder.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ pytestmark = pytest.mark.e2e
 pytest_plugins = ("pytester",)
 
 SUITE = '''
+import os
+
 import openai
 import pytest
 
@@ -38,6 +41,9 @@ def test_default_project():
 @pytest.mark.semula_project("alpha")
 def test_alpha_project(semula):
     assert semula.project == "alpha" and "alpha:" in semula.proxy_url
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    assert os.environ["HTTPS_PROXY"] == semula.proxy_url
+    assert ("alpha:semula-" + worker + "@" if worker else "alpha:semula@") in semula.proxy_url
     ask("{alpha_prompt}")
 
 
@@ -62,7 +68,8 @@ def prompts() -> dict[str, str]:
 
 
 def run_suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, fake: FakeProvider, confdir: Path,
-              mode: str, data_dir: Path, recordings: Path, source: str, *tests: str) -> pytest.RunResult:
+              mode: str, data_dir: Path, recordings: Path, source: str, *tests: str,
+              options: tuple[str, ...] = ()) -> pytest.RunResult:
     pytester.makepyfile(test_suite=source)
     if mode == "replay":
         for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):  # the plugin's placeholders must do
@@ -74,7 +81,7 @@ def run_suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, fake: 
     selected = [f"test_suite.py::{name}" for name in tests]
     return pytester.runpytest_subprocess(
         f"--semula={mode}", f"--semula-data-dir={data_dir}", f"--semula-recordings={recordings}",
-        *[f"--semula-set={item}" for item in sets], "-p", "no:cacheprovider", *selected, timeout=240)
+        *[f"--semula-set={item}" for item in sets], "-p", "no:cacheprovider", *options, *selected, timeout=240)
 
 
 def test_record_in_auto_then_replay_fails_only_the_tests_that_missed(
@@ -89,16 +96,18 @@ def test_record_in_auto_then_replay_fails_only_the_tests_that_missed(
     assert sorted(p.name for p in recordings.iterdir() if p.is_dir()) == ["alpha", "default"], \
         "the marker sent the alpha test's call to project alpha"
 
-    replayed = run_suite(pytester, monkeypatch, fake_provider, mitm_confdir, "replay", tmp_path / "d-replay",
-                         recordings, source)
-    replayed.assert_outcomes(passed=3, failed=2)
-    output = replayed.stdout.str()
-    failed = set(re.findall(r"FAILED test_suite.py::(\w+)", output))
-    assert failed == {"test_beta_project_sees_not_alphas_recording", "test_unrecorded"}, output
-    assert output.count("This test made a call that semula refused in replay mode") == 2, output
-    assert "no recording matches this request (project 'beta', mode replay)" in output
-    assert "no recording matches this request (project 'default', mode replay)" in output
-    assert "semula: 4 calls · 2 hits · 0 misses · 2 refused" in output
+    # Then under pytest-xdist: two workers share the controller's proxy, each fails only its own tests.
+    for data_dir, options in (("d-replay", ()), ("d-xdist", ("-n", "2"))):
+        replayed = run_suite(pytester, monkeypatch, fake_provider, mitm_confdir, "replay", tmp_path / data_dir,
+                             recordings, source, options=options)
+        replayed.assert_outcomes(passed=3, failed=2)
+        output = replayed.stdout.str()
+        failed = set(re.findall(r"FAILED test_suite.py::(\w+)", output))
+        assert failed == {"test_beta_project_sees_not_alphas_recording", "test_unrecorded"}, output
+        assert output.count("This test made a call that semula refused in replay mode") == 2, output
+        assert "no recording matches this request (project 'beta', mode replay)" in output
+        assert "no recording matches this request (project 'default', mode replay)" in output
+        assert "semula: 4 calls · 2 hits · 0 misses · 2 refused" in output
 
 
 def test_replay_with_no_recordings_folder_is_a_normal_start(
