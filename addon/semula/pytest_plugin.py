@@ -114,14 +114,22 @@ class SemulaPlugin:
 
     # --- the environment -------------------------------------------------------------------
 
-    def client_env(self, project: str | None = None) -> dict[str, str]:
+    def client_env(self) -> dict[str, str]:
         from semula.cli.session import run_env
 
         p = self.proxy
-        # A tagged worker always sends credentials: the tag rides in the password.
+        return run_env(p.mode, tuple(p.sets), p.host, p.port, Path(p.confdir), os.environ, *self.credentials())
+
+    def proxy_url(self, project: str) -> str:
+        from semula.cli.proxy_cmd import proxy_url
+
+        return proxy_url(self.proxy.host, self.proxy.port, *self.credentials(project))
+
+    def credentials(self, project: str | None = None) -> tuple[str | None, str]:
+        """The proxy user (project) and password; a tagged worker always sends both: the tag is the password."""
+        p = self.proxy
         project = project or (p.project if self.tag or p.project != "default" else None)
-        return run_env(p.mode, tuple(p.sets), p.host, p.port, Path(p.confdir), os.environ, project,
-                       f"semula-{self.tag}" if self.tag else "semula")
+        return project, f"semula-{self.tag}" if self.tag else "semula"
 
     def set_environment(self) -> None:
         for name, value in self.client_env().items():
@@ -145,8 +153,7 @@ class SemulaPlugin:
         if marker is None or not marker.args:
             return (yield)
         before = {name: os.environ.get(name) for name in PROXY_VARIABLES}
-        os.environ.update({name: value for name, value in self.client_env(str(marker.args[0])).items()
-                           if name in PROXY_VARIABLES})
+        os.environ.update(dict.fromkeys(PROXY_VARIABLES, self.proxy_url(str(marker.args[0]))))
         try:
             return (yield)
         finally:
@@ -231,8 +238,7 @@ def semula(request: pytest.FixtureRequest) -> SemulaTest:
         pytest.skip("semula is off: run pytest --semula=MODE")
     marker = request.node.get_closest_marker(MARKER)
     project = str(marker.args[0]) if marker and marker.args else plugin.proxy.project
-    env = plugin.client_env(project)
-    return SemulaTest(plugin.proxy.mode, project, env["HTTPS_PROXY"], {"x-semula-project": project})
+    return SemulaTest(plugin.proxy.mode, project, plugin.proxy_url(project), {"x-semula-project": project})
 
 
 @dataclass(frozen=True)

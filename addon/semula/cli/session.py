@@ -116,7 +116,7 @@ def open_session(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
         host_port = info["proxy"].split("//", 1)[-1]
         echo(f"semula: reusing the proxy already running on {data_dir} at {info['proxy']} "
              f"(pid {info.get('pid')}, mode {mode})")
-        return ProxySession(mode, host_port.rsplit(":", 1)[0].strip("[]"), int(host_port.rsplit(":", 1)[1]),
+        return ProxySession(mode, host_port.rsplit(":", 1)[0], int(host_port.rsplit(":", 1)[1]),
                             data_dir, Path(info.get("confdir") or confdir),  # trust the CA actually in use
                             project, sets, started)
     port = listen_port or free_port()
