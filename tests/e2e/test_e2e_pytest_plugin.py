@@ -8,6 +8,8 @@ pytest-xdist), replay without a folder.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from pathlib import Path
 
@@ -113,9 +115,21 @@ def test_record_in_auto_then_replay_fails_only_the_tests_that_missed(
 def test_replay_with_no_recordings_folder_is_a_normal_start(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, fake_provider: FakeProvider,
         mitm_confdir: Path, prompts: dict[str, str], tmp_path: Path) -> None:
+    after = tmp_path / "environment-after.json"
+    pytester.makeconftest(f'''
+import json, os, pytest
+
+@pytest.hookimpl(trylast=True)  # after the plugin's own pytest_unconfigure
+def pytest_unconfigure(config):
+    names = ("HTTPS_PROXY", "SSL_CERT_FILE", "OPENAI_API_KEY")
+    open({str(after)!r}, "w").write(json.dumps({{n: os.environ.get(n) for n in names}}))
+''')
     result = run_suite(pytester, monkeypatch, fake_provider, mitm_confdir, "replay", tmp_path / "data",
                        tmp_path / "no-such-folder", SUITE.format(**prompts), "test_unrecorded", "test_no_call")
     result.assert_outcomes(passed=1, failed=1)
+    before = {n: os.environ.get(n) for n in ("HTTPS_PROXY", "SSL_CERT_FILE", "OPENAI_API_KEY")}  # as run_suite left it
+    assert before["OPENAI_API_KEY"] is None
+    assert json.loads(after.read_text()) == before, "the session's client environment and placeholder key are undone"
     result.stdout.fnmatch_lines(["*semula ready*mode replay*", "*semula: 1 call · 0 hits · 0 misses · 1 refused*",
                                  "*FAILED test_suite.py::test_unrecorded*"])
     assert "Project 'default' has no recordings yet." in result.stdout.str()
