@@ -81,6 +81,7 @@ class SemulaPlugin:
     summary: str = ""
     admin_problem: str = ""
     shown: int = 0  # status lines already in the report header
+    admin_info: dict[str, Any] | None = None  # the proxy's admin.json, read once
 
     @classmethod
     def start(cls, config: pytest.Config) -> SemulaPlugin:
@@ -166,6 +167,8 @@ class SemulaPlugin:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
         report = yield
+        if self.proxy.mode != "replay" or (report.when == "setup" and report.passed):
+            return report  # only replay refuses; a passed setup's refusals are found after the call
         refusals = self._new_refusals()
         if refusals and report.outcome != "skipped":
             text = "\n\n".join(f"This test made a call that semula refused in replay mode:\n{r['message']}"
@@ -185,11 +188,12 @@ class SemulaPlugin:
         return answer["refusals"]
 
     def _refusals_since(self, after: int | None) -> dict[str, Any]:
-        from semula.proxy.admin import AdminError, NoProxy, call
+        from semula.proxy.admin import AdminError, NoProxy, call, read_admin_info
 
         try:
+            self.admin_info = self.admin_info or read_admin_info(self.proxy.data_dir)
             return call(self.proxy.data_dir, "refusals.since", {"after": after, "tag": self.tag or None},
-                        timeout=10)
+                        timeout=10, info=self.admin_info)
         except (AdminError, NoProxy) as e:
             # An older proxy reused, or admin off: misses still get the clear 404, tests are not failed here.
             self.admin_problem = f"semula: cannot ask the proxy for refusals ({e}); replay misses do not fail tests"
