@@ -62,6 +62,14 @@ def question_latency(work: Path, questions: int) -> list[float]:
         session.stop()
 
 
+def import_ms(repeats: int = 5) -> float:
+    """What the inactive plugin costs at most: importing it (pytest itself already imported), median ms."""
+    code = ("import time, pytest; t = time.perf_counter(); import semula.pytest_plugin, semula.core.modes; "
+            "print((time.perf_counter() - t) * 1000)")
+    return statistics.median(float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                                  check=True).stdout) for _ in range(repeats))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=500)
@@ -77,6 +85,7 @@ def main() -> None:
             for name, variant in VARIANTS.items():
                 times[name].append(run(work, suite, variant, str(round_no)))
         latency = sorted(question_latency(work, options.questions))
+    plugin_import_ms = import_ms()
     median = {name: statistics.median(values) for name, values in times.items()}
     base = median["without the plugin (-p no:semula)"]
     q50, q90 = latency[len(latency) // 2] * 1000, latency[int(len(latency) * 0.9)] * 1000
@@ -88,7 +97,9 @@ def main() -> None:
              "| variant | wall (s) | ratio to without |", "|---|---|---|"]
     for name in VARIANTS:
         lines.append(f"| {name} | {median[name]:.2f} | {median[name] / base:.2f} |")
-    lines += ["", f"- one admin question (`refusals.since`), {options.questions} asked in a row: median "
+    lines += ["", f"- importing the plugin (all an inactive plugin adds, with its options and marker): "
+                  f"{plugin_import_ms:.1f} ms; a wall-time gap beyond that is the machine's noise (see the load)",
+              f"- one admin question (`refusals.since`), {options.questions} asked in a row: median "
                   f"{q50:.2f} ms, p90 {q90:.2f} ms; per passing test about {2 * q50:.2f} ms", "",
               "## Machine", ""]
     lines += [f"- {key}: {value}" for key, value in common.machine().items()]
