@@ -4,7 +4,7 @@ Runs a generated suite of trivial tests (no calls) with `-p no:semula`, with the
 and with `--semula=replay`, interleaved, in one run (ratios); then times the question the active
 plugin asks the proxy after each test (new refusals?). Writes benchmark/results/pytest_plugin.md.
 
-    .venv/bin/python scripts/bench_pytest_plugin.py [--tests 500] [--rounds 3] [--questions 500]
+    .venv/bin/python scripts/bench_pytest_plugin.py [--tests 500] [--rounds 4] [--questions 500]
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def import_ms(repeats: int = 5) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=500)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--questions", type=int, default=500)
     options = parser.parse_args()
     times: dict[str, list[float]] = {name: [] for name in VARIANTS}
@@ -82,7 +82,8 @@ def main() -> None:
         suite = work / "test_suite.py"
         suite.write_text("".join(f"def test_{i}():\n    pass\n\n" for i in range(options.tests)))
         for round_no in range(options.rounds):
-            for name, variant in VARIANTS.items():
+            order = list(VARIANTS.items())  # alternate the order: no variant always runs first
+            for name, variant in order if round_no % 2 == 0 else reversed(order):
                 times[name].append(run(work, suite, variant, str(round_no)))
         latency = sorted(question_latency(work, options.questions))
     plugin_import_ms = import_ms()
