@@ -91,7 +91,7 @@ def main() -> None:
     base = median["without the plugin (-p no:semula)"]
     q50, q90 = latency[len(latency) // 2] * 1000, latency[int(len(latency) * 0.9)] * 1000
     lines = ["# pytest plugin overhead", "",
-             f"A generated suite of {options.tests} trivial tests (no calls), {options.rounds} interleaved rounds, "
+             f"A generated suite of {options.tests} trivial tests (no calls), {options.rounds} interleaved rounds (order alternating), "
              "medians of wall time; `scripts/bench_pytest_plugin.py`. The active plugin's cost is one proxy "
              "start-up and stop per session, plus, in replay mode, two questions to the proxy's admin endpoint per "
              "passing test (after the call and the teardown phase: new refusals?).", "",
