@@ -2,8 +2,8 @@
 
 Each run starts one real `semula proxy` in front of the fake provider; the inner tests use the
 OpenAI SDK created inside the test, so the plugin's environment is all that points it at semula.
-Four runs (four proxy start-ups): record in auto, replay from the folder (alone and under
-pytest-xdist), replay without a folder.
+Five proxy start-ups: record in auto, replay from the folder (alone and under pytest-xdist),
+replay without a folder, and one running proxy that the plugin reuses in its mode and refuses in another.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ProxyFactory
 from e2e_helpers import FakeProvider, map_remote_args, uniq
 
 pytestmark = pytest.mark.e2e
@@ -152,3 +153,25 @@ def test_no_proxy_set():
     help_text = pytester.runpytest_subprocess("--help").stdout.str()
     for option in ("--semula=", "--semula-recordings", "--semula-data-dir", "--semula-project"):
         assert option in help_text, option
+
+
+def test_reuses_a_proxy_in_the_same_mode_and_refuses_another_mode(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, proxy_factory: ProxyFactory,
+        prompts: dict[str, str]) -> None:
+    running = proxy_factory("auto")
+    pid = json.loads((running.data_dir / "admin.json").read_text())["pid"]
+    pytester.makepyfile(test_suite=SUITE.format(**prompts))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-plugin-not-a-real-key")
+    reused = pytester.runpytest_subprocess("--semula=auto", f"--semula-data-dir={running.data_dir}",
+                                           "-p", "no:cacheprovider", "test_suite.py::test_default_project",
+                                           timeout=240)
+    reused.assert_outcomes(passed=1)
+    reused.stdout.fnmatch_lines([f"*reusing the proxy already running*pid {pid}*",
+                                 "*semula: 1 call · 0 hits · 1 miss · 0 refused*"])
+    refused = pytester.runpytest_subprocess("--semula=replay", f"--semula-data-dir={running.data_dir}",
+                                            "-p", "no:cacheprovider", timeout=240)
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR, refused.stdout.str() + refused.stderr.str()
+    message = refused.stderr.str()
+    for needle in (f"pid {pid}", "a auto proxy", "--semula-data-dir DIR"):
+        assert needle in message, (needle, message)
+    assert (running.data_dir / "admin.json").exists(), "the running proxy is left alone"
