@@ -19,13 +19,13 @@ from typing import Any
 
 import pytest
 
+from semula.core.modes import Mode
+
 MARKER = "semula_project"
 PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from semula.core.modes import Mode
-
     group = parser.getgroup("semula", "semula: record and replay LLM API calls")
     group.addoption("--semula", dest="semula_mode", choices=[m.value for m in Mode], default=None,
                     help="run the session through one semula proxy in this mode (replay: a miss fails its test)")
@@ -148,15 +148,17 @@ class SemulaPlugin:
 
     # --- hooks -----------------------------------------------------------------------------
 
-    @pytest.hookimpl(wrapper=True)
+    # Old-style hook wrappers: they work with every pytest that has pytest11 plugins, not only pytest 8.
+    @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
         marker = item.get_closest_marker(MARKER)
         if marker is None or not marker.args:
-            return (yield)
+            yield
+            return
         before = {name: os.environ.get(name) for name in PROXY_VARIABLES}
         os.environ.update(dict.fromkeys(PROXY_VARIABLES, self.proxy_url(str(marker.args[0]))))
         try:
-            return (yield)
+            yield
         finally:
             for name, value in before.items():
                 if value is None:
@@ -164,11 +166,12 @@ class SemulaPlugin:
                 else:
                     os.environ[name] = value
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
-        report = yield
-        if self.proxy.mode != "replay" or (report.when == "setup" and report.passed):
-            return report  # only replay refuses; a passed setup's refusals are found after the call
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+        outcome = yield
+        report = outcome.get_result()
+        if self.proxy.mode != Mode.REPLAY.value or (report.when == "setup" and report.passed):
+            return  # only replay refuses; a passed setup's refusals are found after the call
         refusals = self._new_refusals()
         if refusals and report.outcome != "skipped":
             text = "\n\n".join(f"This test made a call that semula refused in replay mode:\n{r['message']}"
@@ -178,7 +181,6 @@ class SemulaPlugin:
                 report.longrepr = text
             else:
                 report.sections.append(("semula: replay misses", text))
-        return report
 
     def _new_refusals(self) -> list[dict[str, Any]]:
         if self.last_refusal is None:
