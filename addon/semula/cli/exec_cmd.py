@@ -3,48 +3,18 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import threading
-import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import click
 
-from semula.cli.proxy_cmd import (
-    DEFAULT_CONFDIR,
-    client_env,
-    java_env,
-    namespace_by_key,
-    placeholder_keys,
-    port_hint,
-    port_in_use,
-    proxy_options,
-    recordings_sets,
-)
-from semula.core.modes import Mode
-from semula.proxy.admin import read_admin_info
-
-LOG_FILE = "proxy.log"
-# A reused proxy writes its call log every second: wait that long before reading this run's rows.
-FLUSH_WAIT_S = 1.5
+from semula.cli.proxy_cmd import java_env, proxy_options, recordings_sets
+from semula.cli.session import ProxySession, SessionError, open_session
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _confdir_from(sets: tuple[str, ...]) -> Path:
-    for item in sets:
-        if item.startswith("confdir="):
-            return Path(item.split("=", 1)[1]).expanduser()
-    return Path(DEFAULT_CONFDIR).expanduser()
+def _echo(line: str) -> None:
+    click.echo(line, err=True)
 
 
 @click.command("exec", context_settings={"ignore_unknown_options": True})
@@ -66,47 +36,29 @@ def exec_command(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
 
         find_jdk()  # no JDK: say so before a proxy starts
     sets = recordings_sets(recordings, no_recordings) + sets
-    confdir = _confdir_from(sets)
-    started = datetime.now(UTC).replace(tzinfo=None)
-    info = read_admin_info(data_dir)
-    process = console = None
-    if info is not None:
-        if info.get("mode") != mode:
-            # The running proxy holds the store: a second one could not record or replay from it.
-            click.echo(f"semula: refusing to run the command: a {info.get('mode')} proxy (pid {info.get('pid')}, "
-                       f"{info.get('proxy')}) already runs on {data_dir}, and you asked for {mode}. Stop it, "
-                       f"or run against another data dir: semula exec --mode {mode} --data-dir DIR -- …", err=True)
+    try:
+        session = open_session(mode, listen_host, listen_port, data_dir, project, sets, ready_timeout, _echo)
+    except SessionError as e:
+        if e.exit_code == 2:
+            click.echo(f"semula: refusing to run the command: {e}: semula exec --mode {mode} --data-dir DIR -- …",
+                       err=True)
             sys.exit(2)
-        port = int(info["proxy"].rsplit(":", 1)[1])
-        confdir = Path(info.get("confdir") or confdir)  # trust the CA of the proxy actually running
-        click.echo(f"semula: reusing the proxy already running on {data_dir} at {info['proxy']} "
-                   f"(pid {info.get('pid')}, mode {mode})", err=True)
-    else:
-        port = listen_port or free_port()
-        process, console = _start_proxy(mode, listen_host, port, data_dir, project, sets, ready_timeout)
+        raise click.ClickException(str(e)) from None
     try:  # from here on, whatever fails stops the proxy we started
-        code = _run(cmd, _command_env(port, confdir, project, listen_host, mode, sets, java))
+        code = _run(cmd, _command_env(session, java))
     except KeyboardInterrupt:
         code = 130
     finally:
-        if process is not None:
-            _stop(process)
-        if console is not None:
-            console.close()
-    if process is None:
-        time.sleep(FLUSH_WAIT_S)
-    click.echo(run_summary(data_dir, started), err=True)
+        summary = session.stop()
+    click.echo(summary, err=True)
     sys.exit(code)
 
 
-def _command_env(port: int, confdir: Path, project: str, listen_host: str, mode: str, sets: tuple[str, ...],
-                 java: bool) -> dict[str, str]:
-    environment = {**os.environ, **client_env(port, confdir, None if project == "default" else project, listen_host)}
+def _command_env(session: ProxySession, java: bool) -> dict[str, str]:
+    environment = {**os.environ, **session.client_env(os.environ)}
     if java:  # the JVM sends no proxy user name: its calls land in the proxy's --project
-        options = java_env(port, confdir, host=listen_host)["JAVA_TOOL_OPTIONS"]
+        options = java_env(session.port, session.confdir, host=session.host)["JAVA_TOOL_OPTIONS"]
         environment["JAVA_TOOL_OPTIONS"] = f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} {options}".strip()
-    if mode == Mode.REPLAY.value and not namespace_by_key(sets):
-        environment.update(placeholder_keys(os.environ))
     return environment
 
 
@@ -116,114 +68,3 @@ def _run(cmd: tuple[str, ...], environment: dict[str, str]) -> int:
     except FileNotFoundError:
         click.echo(f"semula: command not found: {cmd[0]}", err=True)
         return 127
-
-
-def _start_proxy(mode: str, listen_host: str, port: int, data_dir: Path, project: str, sets: tuple[str, ...],
-                 ready_timeout: float) -> tuple[subprocess.Popen, ProxyConsole]:
-    """Start `semula proxy` with its console in <data dir>/proxy.log; return once it is ready."""
-    args = [sys.executable, "-m", "semula", "proxy", "--mode", mode, "--listen-host", listen_host,
-            "--listen-port", str(port), "--data-dir", str(data_dir), "--project", project]
-    for item in sets:
-        args += ["--set", item]
-    data_dir.mkdir(parents=True, exist_ok=True)
-    log_path = data_dir / LOG_FILE
-    with open(log_path, "w") as log_file:
-        process = subprocess.Popen(args, stdout=log_file, stderr=subprocess.STDOUT, text=True,
-                                   start_new_session=True)
-    console = ProxyConsole(log_path)
-    deadline = time.monotonic() + ready_timeout
-    while True:
-        if console.echo_new():
-            console.follow()
-            return process, console
-        if process.poll() is not None or time.monotonic() > deadline:
-            _stop(process)
-            text = log_path.read_text(errors="replace")
-            tail = "\n".join(text.splitlines()[-20:])
-            in_use = "--listen-port" not in tail and port_in_use(listen_host, port)  # `semula proxy` said it
-            hint = f"\n{port_hint(listen_host, port)}" if in_use else ""
-            raise click.ClickException(f"the proxy did not start (console in {log_path}):\n{tail}{hint}")
-        time.sleep(0.1)
-
-
-class ProxyConsole:
-    """Follows proxy.log and echoes semula's own status lines (ready, bad recordings, store problems).
-
-    mitmproxy's lines and the one line per call stay in the file: the command's output stays its own.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = 0
-        self.ready = False
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def echo_new(self) -> bool:
-        """Echo the status lines completed since the last call; return whether the proxy said it is ready."""
-        with open(self.path, "rb") as f:
-            f.seek(self.offset)
-            chunk = f.read()
-        complete = chunk[:chunk.rfind(b"\n") + 1]
-        self.offset += len(complete)
-        for line in complete.decode(errors="replace").splitlines():
-            if line.startswith("semula ready"):
-                self.ready = True
-                click.echo(f"{line} · console in {self.path}", err=True)
-            elif line.startswith("semula") and " → " not in line:  # not a per-call line
-                click.echo(line, err=True)
-        return self.ready
-
-    def follow(self) -> None:
-        def run() -> None:
-            while not self._stop.wait(0.2):
-                self.echo_new()
-
-        self._thread = threading.Thread(target=run, name="semula-console", daemon=True)
-        self._thread.start()
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        self.echo_new()
-
-
-def run_summary(data_dir: Path, since: datetime) -> str:
-    """One line: this run's calls by outcome, or a warning when none went through semula."""
-    import duckdb
-
-    from semula.store.logread import load_log
-    from semula.store.logschema import CALL_LOG_SCHEMA
-
-    con = duckdb.connect()
-    rows: tuple = (0, 0, 0, 0)
-    if load_log(con, "calls", data_dir / "calls", CALL_LOG_SCHEMA):
-        rows = con.execute(
-            "SELECT count(*), count(*) FILTER (decision = 'hit'), "
-            "count(*) FILTER (decision = 'miss' AND mode <> 'replay'), "
-            "count(*) FILTER (mode = 'replay' AND decision <> 'hit') FROM calls WHERE ts >= ?", [since]).fetchone()
-    calls, hits, misses, refused = rows
-    if not calls:
-        return ("semula: WARNING: the command made no calls through semula — nothing was recorded or replayed. "
-                "Do its clients honour HTTPS_PROXY (Node 20 needs undici's dispatcher, a JVM `semula exec --java`: "
-                "certs_readme.md), or do they call a host semula does not intercept?")
-    other = calls - hits - misses - refused
-    other_text = f" · {other} other (bypass/passthrough/error)" if other else ""
-    return (f"semula: {_count(calls, 'call', 'calls')} · {_count(hits, 'hit', 'hits')} · "
-            f"{_count(misses, 'miss', 'misses')} · {refused} refused{other_text}")
-
-
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
-
-
-def _stop(process: subprocess.Popen) -> None:
-    """SIGINT lets mitmproxy run its `done` hooks: the call log is flushed before exit."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()

@@ -172,20 +172,31 @@ def ensure_ca(confdir: Path) -> Path:
     return ca
 
 
-def client_env(port: int, confdir: Path, project: str | None = None, host: str = "127.0.0.1") -> dict[str, str]:
-    """The variables each ecosystem reads to use the proxy and trust its CA."""
+def proxy_url(host: str, port: int, project: str | None = None, password: str = "semula") -> str:
+    # The password is ignored; undici (Node) sends proxy credentials only when both are set.
+    user = f"{project}:{password}@" if project else ""
+    return f"http://{user}{host}:{port}"
+
+
+def client_env(port: int, confdir: Path, project: str | None = None, host: str = "127.0.0.1",
+               password: str = "semula") -> dict[str, str]:
+    """The variables each ecosystem reads to use the proxy and trust its CA.
+
+    The password picks no project; one that starts with `semula-` tags the calls (the pytest plugin
+    tells its xdist workers' refusals apart by it)."""
     import certifi
 
     confdir = confdir.expanduser()
     ca = ensure_ca(confdir)
     bundle = confdir / "semula-ca-bundle.pem"
-    bundle.write_text(Path(certifi.where()).read_text() + "\n" + ca.read_text())
-    # The password is ignored; undici (Node) sends proxy credentials only when both are set.
-    user = f"{project}:semula@" if project else ""
-    proxy_url = f"http://{user}{host}:{port}"
+    # Written aside and renamed: a client of another run (an xdist worker) never reads half a file.
+    partial = bundle.with_name(f"{bundle.name}.{os.getpid()}.tmp")
+    partial.write_text(Path(certifi.where()).read_text() + "\n" + ca.read_text())
+    os.replace(partial, bundle)
+    url = proxy_url(host, port, project, password)
     no_proxy = "localhost,127.0.0.1,::1"
     return {
-        "HTTPS_PROXY": proxy_url, "HTTP_PROXY": proxy_url, "https_proxy": proxy_url, "http_proxy": proxy_url,
+        "HTTPS_PROXY": url, "HTTP_PROXY": url, "https_proxy": url, "http_proxy": url,
         "NO_PROXY": no_proxy, "no_proxy": no_proxy,
         "SSL_CERT_FILE": str(bundle), "REQUESTS_CA_BUNDLE": str(bundle), "CURL_CA_BUNDLE": str(bundle),
         "NODE_EXTRA_CA_CERTS": str(bundle), "GIT_SSL_CAINFO": str(bundle), "AWS_CA_BUNDLE": str(bundle),

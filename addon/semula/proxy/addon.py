@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from mitmproxy import command, ctx, exceptions, http
+from mitmproxy import ctx, http
 
 from semula.core.bypass import NO_CACHE_HEADER, no_cache_header
 from semula.core.canonical import CanonicalRequest
@@ -27,7 +27,6 @@ from semula.core.explain import miss_message
 from semula.core.modes import Mode
 from semula.core.redact import FingerprintKey, clean_query, redact_text
 from semula.core.settings import AddonSettings, ProjectSettings, SettingsError, validate_project
-from semula.engine.operations import run_operation
 from semula.recordings.entry import recording_of
 from semula.providers import DEFAULT_PROVIDER_HOSTS, adapter_for, host_matches
 from semula.providers.base import Adapter, AdapterError, RawRequest, Usage
@@ -36,8 +35,9 @@ from semula.proxy import options
 from semula.proxy.bodies import BodyTooLarge, decode_capped, decode_partial
 from semula.proxy.calllog import call_row, console_line, flow_comment, semula_headers
 from semula.proxy.flowstate import FlowState
-from semula.proxy.identity import api_key_hash, proxy_user
-from semula.proxy.lifecycle import Lifecycle
+from semula.proxy.identity import api_key_hash, proxy_credentials
+from semula.proxy.commands import Commands
+from semula.proxy.refusals import tag_of
 from semula.proxy.runs import RUN_HEADER, RunCounters
 from semula.proxy.storethread import ProxyLookups
 
@@ -48,10 +48,11 @@ REPLAY_REFUSAL_STATUS = 404  # a 4xx that SDKs do not retry (not 408/409/429)
 BIG_BODY_BYTES = 256 * 1024  # larger request bodies are parsed and fingerprinted off the event loop
 
 
-class SemulaAddon(Lifecycle):
+class SemulaAddon(Commands):
     def __init__(self) -> None:
         super().__init__(AddonSettings(hosts=DEFAULT_PROVIDER_HOSTS))
         self.conn_projects: dict[str, str] = {}
+        self.conn_tags: dict[str, str] = {}
         self.flows: dict[str, FlowState] = {}
         # Recordings in flight, by (project, normalised or exact fp): a streamed answer reaches
         # the client before it is stored, so a repeat sent at once must wait for it.
@@ -75,11 +76,15 @@ class SemulaAddon(Lifecycle):
     def http_connect(self, flow: http.HTTPFlow) -> None:
         # Only the CONNECT carries Proxy-Authorization; its user name names the project of
         # every flow on this client connection. mitmproxy's proxyauth stays off (it would 407).
-        if user := proxy_user(flow.request.headers.get("proxy-authorization")):
+        user, password = proxy_credentials(flow.request.headers.get("proxy-authorization"))
+        if user:
             self.conn_projects[flow.client_conn.id] = user
+        if tag := tag_of(password):
+            self.conn_tags[flow.client_conn.id] = tag
 
     def client_disconnected(self, client: Any) -> None:
         self.conn_projects.pop(client.id, None)
+        self.conn_tags.pop(client.id, None)
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         # The host the client asked for, noted before map_remote rewrites the URL.
@@ -87,7 +92,7 @@ class SemulaAddon(Lifecycle):
         if not host_matches(host, self.settings.hosts):
             return
         headers = flow.request.headers
-        user = proxy_user(headers.get("proxy-authorization"))  # plain-HTTP proxying sends it per request
+        user, password = proxy_credentials(headers.get("proxy-authorization"))  # plain HTTP: per request
         header_project = headers.get(PROJECT_HEADER)
         no_cache = NO_CACHE_HEADER in headers
         run = headers.get(RUN_HEADER, "")
@@ -95,8 +100,9 @@ class SemulaAddon(Lifecycle):
             if name in headers:
                 del headers[name]
         project = self.conn_projects.get(flow.client_conn.id) or user or header_project or self.settings.default_project
+        tag = self.conn_tags.get(flow.client_conn.id) or tag_of(password)
         self.flows[flow.id] = FlowState(host=host, project=project, no_cache=no_cache,
-                                        path=flow.request.path.split("?", 1)[0], run=run)
+                                        path=flow.request.path.split("?", 1)[0], run=run, tag=tag)
 
     async def request(self, flow: http.HTTPFlow) -> None:
         state = self.flows.get(flow.id)
@@ -354,47 +360,9 @@ class SemulaAddon(Lifecycle):
         if self.calls is not None:
             self.calls.append({**row, "run_id": self.run_id})
         flow.comment = flow_comment(decision, entry, state)
+        if decision.action == "refuse":
+            self.refusals.add(state.tag, state.project, state.error or decision.reason or "refused")
         print(console_line(state, row, recorded), flush=True)
-
-    # --- commands (mitmweb / console) ------------------------------------------------------
-
-    def _admin_dispatch(self, method: str, params: dict[str, Any]) -> Any:
-        return self.store.admin(lambda engine: run_operation(engine, method, params))
-
-    def _command(self, method: str, params: dict[str, Any]) -> Any:
-        try:
-            return self._admin_dispatch(method, params)
-        except Exception as e:
-            raise exceptions.CommandError(f"semula: {e}") from None
-
-    @command.command("semula.review.list")
-    def review_list(self) -> str:
-        """Open review candidates: id, project, tier, score, guard reason, both texts."""
-        rows = self._command("review.list", {})
-        if not rows:
-            return "semula: no open review candidates"
-        return "\n".join(
-            f"#{r['id']} {r['project']} {r['tier']} {r['score']:.3f} entry #{r['entry_id']} "
-            f"guard: {r['guard_reason'] or 'pass'} | {r['request']} ⇄ {r['recorded']}" for r in rows
-        )
-
-    @command.command("semula.review.approve")
-    def review_approve(self, candidate_id: int) -> str:
-        """Approve a review candidate: its request is served the recorded answer (tier alias)."""
-        result = self._command("review.approve", {"id": candidate_id})
-        return f"semula: approved #{candidate_id}: alias to entry #{result['alias_to']}"
-
-    @command.command("semula.review.reject")
-    def review_reject(self, candidate_id: int) -> str:
-        """Reject a review candidate: that pairing is never queued or served again."""
-        self._command("review.reject", {"id": candidate_id})
-        return f"semula: rejected #{candidate_id}"
-
-    @command.command("semula.status")
-    def status(self) -> str:
-        """Mode, data dir and store state of the semula addon."""
-        store = "open" if self.store.engine else f"unavailable: {self.store.problem}"
-        return f"mode {self.mode.value} · data dir {self.settings.data_dir} · store {store}"
 
 
 async def _off_the_loop(fn: Callable[..., Any], *args: Any) -> Any:

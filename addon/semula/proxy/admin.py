@@ -119,8 +119,10 @@ def read_admin_info(data_dir: Path | str) -> dict[str, Any] | None:
     return info
 
 
-def call(data_dir: Path | str, method: str, params: dict[str, Any] | None = None, timeout: float = 60.0) -> Any:
-    info = read_admin_info(data_dir)
+def call(data_dir: Path | str, method: str, params: dict[str, Any] | None = None, timeout: float = 60.0,
+         info: dict[str, Any] | None = None) -> Any:
+    """Run one admin method; `info`: the admin.json already read (a caller that asks often)."""
+    info = info or read_admin_info(data_dir)
     if info is None:
         raise NoProxy(str(data_dir))
     request = urllib.request.Request(

@@ -40,6 +40,7 @@ class FlowState:
     cut: bool = False  # the answer broke off: the client did not get it whole
     pending_key: tuple[str, str] | None = None
     run: str = ""  # the x-semula-run header: the run whose repeats are counted (sequence mode)
+    tag: str = ""  # the proxy password's run tag (proxy/refusals.py)
 
     @property
     def decision(self) -> Decision | None:

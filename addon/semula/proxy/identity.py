@@ -13,14 +13,19 @@ KEY_HEADERS = ("authorization", "x-api-key", "api-key", "x-goog-api-key")
 
 def proxy_user(header_value: str | None) -> str | None:
     """The user name of a Basic Proxy-Authorization header (no password needed)."""
+    return proxy_credentials(header_value)[0]
+
+
+def proxy_credentials(header_value: str | None) -> tuple[str | None, str | None]:
+    """User name and password of a Basic Proxy-Authorization header; None for what is missing."""
     if not header_value or not header_value.lower().startswith("basic "):
-        return None
+        return None, None
     try:
         decoded = base64.b64decode(header_value[6:].strip(), validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError):
-        return None
-    user = decoded.split(":", 1)[0]
-    return user or None
+        return None, None
+    user, _, password = decoded.partition(":")
+    return user or None, password or None
 
 
 def api_key_hash(raw: RawRequest) -> str | None:

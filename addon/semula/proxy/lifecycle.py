@@ -18,6 +18,7 @@ from semula.core.modes import Mode
 from semula.core.settings import AddonSettings
 from semula.proxy.admin import AdminServer, read_admin_info
 from semula.proxy.calllog import TERMINAL_SAFE_LOG
+from semula.proxy.refusals import Refusals
 from semula.proxy.storethread import StoreThread
 from semula.store.logschema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
 from semula.store.duckdb_store import STORE_FILE
@@ -38,11 +39,17 @@ class Lifecycle:
         self.reviews: ParquetLog | None = None
         self.embedder: Any = None
         self.admin: AdminServer | None = None
+        self.refusals = Refusals()  # replay refusals, numbered: the pytest plugin asks for them
         self.is_running = False
         self.run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
 
     def _admin_dispatch(self, method: str, params: dict[str, Any]) -> Any:
         raise NotImplementedError
+
+    def _admin_call(self, method: str, params: dict[str, Any]) -> Any:
+        if method == Refusals.METHOD:  # the proxy's own memory, not the store
+            return self.refusals.answer(params)
+        return self._admin_dispatch(method, params)
 
     async def running(self) -> None:
         data_dir = Path(self.settings.data_dir)
@@ -67,7 +74,7 @@ class Lifecycle:
                   "Stop the other proxy, point clients at it, or use another --data-dir.", flush=True)
         elif self.settings.admin:
             try:
-                self.admin = AdminServer(log_dir, self._admin_dispatch, {
+                self.admin = AdminServer(log_dir, self._admin_call, {
                     "proxy": listen, "mode": self.mode.value, "data_dir": str(data_dir),
                     "project": self.settings.default_project, "confdir": str(confdir),
                 })

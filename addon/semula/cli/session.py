@@ -1,0 +1,238 @@
+"""One proxy around a run — `semula exec` and the pytest plugin share it.
+
+Start `semula proxy` (its console in <data dir>/proxy.log) or reuse the one already running on the
+data dir in the same mode — never another mode —, give the run's clients their environment, and
+at the end stop the proxy (its call log flushed) and say what the run did, from the call log.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from semula.cli.proxy_cmd import (
+    DEFAULT_CONFDIR,
+    client_env,
+    namespace_by_key,
+    placeholder_keys,
+    port_hint,
+    port_in_use,
+)
+from semula.core.modes import Mode
+from semula.proxy.admin import read_admin_info
+
+LOG_FILE = "proxy.log"
+# A reused proxy writes its call log every second: wait that long before reading this run's rows.
+FLUSH_WAIT_S = 1.5
+
+Echo = Callable[[str], None]
+
+
+class SessionError(Exception):
+    """The run cannot have the proxy it asked for; the message says why and what to do."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def confdir_from(sets: tuple[str, ...]) -> Path:
+    for item in sets:
+        if item.startswith("confdir="):
+            return Path(item.split("=", 1)[1]).expanduser()
+    return Path(DEFAULT_CONFDIR).expanduser()
+
+
+@dataclass
+class ProxySession:
+    """A proxy this run started (process set) or reused; `client_env` points clients at it."""
+
+    mode: str
+    host: str
+    port: int
+    data_dir: Path
+    confdir: Path
+    project: str
+    sets: tuple[str, ...]
+    started: datetime
+    process: subprocess.Popen | None = None
+    console: ProxyConsole | None = None
+
+    def client_env(self, environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+        return run_env(self.mode, self.sets, self.host, self.port, self.confdir, environ,
+                       None if self.project == "default" else self.project)
+
+    def stop(self) -> str:
+        """Stop the proxy this run started (its call log flushed); return the run's summary line."""
+        if self.process is not None:
+            stop_process(self.process)
+            self.process = None
+        else:
+            time.sleep(FLUSH_WAIT_S)
+        if self.console is not None:
+            self.console.close()
+            self.console = None
+        return run_summary(self.data_dir, self.started)
+
+
+def run_env(mode: str, sets: tuple[str, ...], host: str, port: int, confdir: Path,
+            environ: dict[str, str] | os._Environ[str], project: str | None = None,
+            password: str = "semula") -> dict[str, str]:
+    """The variables to set for a run's clients, placeholder API keys included in replay mode."""
+    env = client_env(port, confdir, project, host, password)
+    if mode == Mode.REPLAY.value and not namespace_by_key(sets):
+        env.update(placeholder_keys(environ))
+    return env
+
+
+def open_session(mode: str, listen_host: str, listen_port: int, data_dir: Path, project: str,
+                 sets: tuple[str, ...], ready_timeout: float, echo: Echo) -> ProxySession:
+    """Reuse the proxy on data_dir if it runs in this mode, else start one; SessionError otherwise."""
+    started = datetime.now(UTC).replace(tzinfo=None)
+    confdir = confdir_from(sets)
+    info = read_admin_info(data_dir)
+    if info is not None:
+        if info.get("mode") != mode:
+            # The running proxy holds the store: a second one could not record or replay from it.
+            raise SessionError(
+                f"a {info.get('mode')} proxy (pid {info.get('pid')}, {info.get('proxy')}) already runs on "
+                f"{data_dir}, and you asked for {mode}. Stop it, or run against another data dir",
+                exit_code=2)
+        host_port = info["proxy"].split("//", 1)[-1]
+        echo(f"semula: reusing the proxy already running on {data_dir} at {info['proxy']} "
+             f"(pid {info.get('pid')}, mode {mode})")
+        return ProxySession(mode, host_port.rsplit(":", 1)[0], int(host_port.rsplit(":", 1)[1]),
+                            data_dir, Path(info.get("confdir") or confdir),  # trust the CA actually in use
+                            project, sets, started)
+    port = listen_port or free_port()
+    process, console = _start_proxy(mode, listen_host, port, data_dir, project, sets, ready_timeout, echo)
+    return ProxySession(mode, listen_host, port, data_dir, confdir, project, sets, started, process, console)
+
+
+def _start_proxy(mode: str, listen_host: str, port: int, data_dir: Path, project: str, sets: tuple[str, ...],
+                 ready_timeout: float, echo: Echo) -> tuple[subprocess.Popen, ProxyConsole]:
+    """Start `semula proxy` with its console in <data dir>/proxy.log; return once it is ready."""
+    args = [sys.executable, "-m", "semula", "proxy", "--mode", mode, "--listen-host", listen_host,
+            "--listen-port", str(port), "--data-dir", str(data_dir), "--project", project]
+    for item in sets:
+        args += ["--set", item]
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log_path = data_dir / LOG_FILE
+    with open(log_path, "w") as log_file:
+        process = subprocess.Popen(args, stdout=log_file, stderr=subprocess.STDOUT, text=True,
+                                   start_new_session=True)
+    console = ProxyConsole(log_path, echo)
+    deadline = time.monotonic() + ready_timeout
+    while True:
+        if console.echo_new():
+            console.follow()
+            return process, console
+        if process.poll() is not None or time.monotonic() > deadline:
+            stop_process(process)
+            text = log_path.read_text(errors="replace")
+            tail = "\n".join(text.splitlines()[-20:])
+            in_use = "--listen-port" not in tail and port_in_use(listen_host, port)  # `semula proxy` said it
+            hint = f"\n{port_hint(listen_host, port)}" if in_use else ""
+            raise SessionError(f"the proxy did not start (console in {log_path}):\n{tail}{hint}")
+        time.sleep(0.1)
+
+
+class ProxyConsole:
+    """Follows proxy.log and echoes semula's own status lines (ready, bad recordings, store problems).
+
+    mitmproxy's lines and the one line per call stay in the file: the command's output stays its own.
+    """
+
+    def __init__(self, path: Path, echo: Echo) -> None:
+        self.path = path
+        self.echo = echo
+        self.offset = 0
+        self.ready = False
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def echo_new(self) -> bool:
+        """Echo the status lines completed since the last call; return whether the proxy said it is ready."""
+        with self._lock:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+            complete = chunk[:chunk.rfind(b"\n") + 1]
+            self.offset += len(complete)
+            for line in complete.decode(errors="replace").splitlines():
+                if line.startswith("semula ready"):
+                    self.ready = True
+                    self.echo(f"{line} · console in {self.path}")
+                elif line.startswith("semula") and " → " not in line:  # not a per-call line
+                    self.echo(line)
+            return self.ready
+
+    def follow(self) -> None:
+        def run() -> None:
+            while not self._stop.wait(0.2):
+                self.echo_new()
+
+        self._thread = threading.Thread(target=run, name="semula-console", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.echo_new()
+
+
+def run_summary(data_dir: Path, since: datetime) -> str:
+    """One line: this run's calls by outcome, or a warning when none went through semula."""
+    import duckdb
+
+    from semula.store.logread import load_log
+    from semula.store.logschema import CALL_LOG_SCHEMA
+
+    con = duckdb.connect()
+    rows: tuple = (0, 0, 0, 0)
+    if load_log(con, "calls", data_dir / "calls", CALL_LOG_SCHEMA):
+        rows = con.execute(
+            "SELECT count(*), count(*) FILTER (decision = 'hit'), "
+            "count(*) FILTER (decision = 'miss' AND mode <> 'replay'), "
+            "count(*) FILTER (mode = 'replay' AND decision <> 'hit') FROM calls WHERE ts >= ?", [since]).fetchone()
+    calls, hits, misses, refused = rows
+    if not calls:
+        return ("semula: WARNING: the command made no calls through semula — nothing was recorded or replayed. "
+                "Do its clients honour HTTPS_PROXY (Node 20 needs undici's dispatcher, a JVM `semula exec --java`: "
+                "certs_readme.md), or do they call a host semula does not intercept?")
+    other = calls - hits - misses - refused
+    other_text = f" · {other} other (bypass/passthrough/error)" if other else ""
+    return (f"semula: {_count(calls, 'call', 'calls')} · {_count(hits, 'hit', 'hits')} · "
+            f"{_count(misses, 'miss', 'misses')} · {refused} refused{other_text}")
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def stop_process(process: subprocess.Popen) -> None:
+    """SIGINT lets mitmproxy run its `done` hooks: the call log is flushed before exit."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
