@@ -17,27 +17,28 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from mitmproxy import command, ctx, exceptions, http
+from mitmproxy import ctx, http
 
 from semula.core.bypass import NO_CACHE_HEADER, no_cache_header
 from semula.core.canonical import CanonicalRequest
 from semula.core.cascade import Outcome, cascade
 from semula.core.decision import Bypass, Decision, decide
 from semula.core.explain import miss_message
+from semula.core.fasthit import fast_outcome
 from semula.core.modes import Mode
 from semula.core.redact import FingerprintKey, clean_query, redact_text
 from semula.core.settings import AddonSettings, ProjectSettings, SettingsError, validate_project
-from semula.engine.operations import run_operation
 from semula.recordings.entry import recording_of
 from semula.providers import DEFAULT_PROVIDER_HOSTS, adapter_for, host_matches
 from semula.providers.base import Adapter, AdapterError, RawRequest, Usage
 from semula.providers.sse import split_frames
 from semula.proxy import options
 from semula.proxy.bodies import BodyTooLarge, decode_capped, decode_partial
-from semula.proxy.calllog import call_row, console_line, flow_comment, semula_headers
-from semula.proxy.flowstate import FlowState
-from semula.proxy.identity import api_key_hash, proxy_user
-from semula.proxy.lifecycle import Lifecycle
+from semula.proxy.calllog import call_row, console_line, flow_comment, semula_headers, wire_semula_headers
+from semula.proxy.fastpath import FastPath
+from semula.proxy.flowstate import FlowState, raw_request
+from semula.proxy.identity import keyed_project, proxy_user
+from semula.proxy.commands import Commands
 from semula.proxy.runs import RUN_HEADER, RunCounters
 from semula.proxy.storethread import ProxyLookups
 
@@ -48,7 +49,7 @@ REPLAY_REFUSAL_STATUS = 404  # a 4xx that SDKs do not retry (not 408/409/429)
 BIG_BODY_BYTES = 256 * 1024  # larger request bodies are parsed and fingerprinted off the event loop
 
 
-class SemulaAddon(Lifecycle):
+class SemulaAddon(Commands):
     def __init__(self) -> None:
         super().__init__(AddonSettings(hosts=DEFAULT_PROVIDER_HOSTS))
         self.conn_projects: dict[str, str] = {}
@@ -57,6 +58,7 @@ class SemulaAddon(Lifecycle):
         # the client before it is stored, so a repeat sent at once must wait for it.
         self.pending: dict[tuple[str, str], asyncio.Event] = {}
         self.runs = RunCounters()  # semula_repeats=sequence: occurrences of each request per run
+        self.fast = FastPath()  # raw request → the certain-tier hit it had (`core.fasthit`)
 
     def load(self, loader: Any) -> None:
         options.declare(loader)
@@ -105,7 +107,7 @@ class SemulaAddon(Lifecycle):
         started = time.perf_counter()
         state.started_at = datetime.now(UTC).replace(tzinfo=None)
         try:
-            state.outcome = await self._decide(flow, state)
+            state.outcome = await self._fast_served(flow, state) or await self._decide(flow, state)
         except Exception as e:  # a bug of ours must not take the call down with it
             log.error("semula: internal error while deciding (%s: %s); %s", type(e).__name__, e,
                       "refusing the call" if self.mode is Mode.REPLAY else "forwarding the call",
@@ -115,7 +117,7 @@ class SemulaAddon(Lifecycle):
                 "error", "refuse" if self.mode is Mode.REPLAY else "forward", reason=state.error))
         decision = state.decision
         assert decision is not None and state.outcome is not None
-        if decision.action == "serve" and not await self._serve(flow, state, decision):
+        if decision.action == "serve" and state.fast is None and not await self._serve(flow, state, decision):
             engine = self.store.engine
             state.outcome = replace(state.outcome, decision=decide(
                 self.mode, None, None, self.store.problem if engine is None else None))
@@ -129,14 +131,27 @@ class SemulaAddon(Lifecycle):
         else:
             self._finish(flow, state)
 
+    async def _fast_served(self, flow: http.HTTPFlow, state: FlowState) -> Outcome | None:
+        """Serve a repeat of a raw request the certain tiers already matched, without parsing it (None: the
+        canonical tiers decide). Notes `state.fast_key` for `_decide` to remember a canonical hit under."""
+        engine = self.store.engine
+        found = self.fast.find(engine, self.mode, self.settings, flow.request, state) if engine else None
+        if found is None:
+            return None
+        named = state.project  # `_decide` adds the key hash itself
+        state.project, state.settings, state.fast = found.project, found.settings, found.hit
+        state.outcome = fast_outcome(self.mode, found.hit)
+        if await self._serve(flow, state, state.outcome.decision):
+            self.fast.served += 1
+            return state.outcome
+        self.fast.forget(found.key)  # the entry is gone: the canonical tiers decide (and log) this one
+        state.project, state.fast, state.outcome = named, None, None
+        return None
+
     async def _decide(self, flow: http.HTTPFlow, state: FlowState) -> Outcome:
         request = flow.request
         body, bypass = await self._request_body(request)
-        raw = RawRequest(
-            method=request.method.upper(), host=state.host, path=state.path,
-            query=tuple((k, v) for k, v in request.query.fields),
-            headers={k.lower(): v for k, v in request.headers.items()}, body=body,
-        )
+        raw = raw_request(request, state, body)
         adapter = state.adapter = adapter_for(raw.host, raw.path)
         if state.no_cache:
             bypass = no_cache_header({NO_CACHE_HEADER: "1"})
@@ -144,8 +159,7 @@ class SemulaAddon(Lifecycle):
             validate_project(state.project)
         except SettingsError as e:
             bypass = bypass or Bypass("invalid_project", str(e))
-        if self.settings.namespace_by_key and (key_hash := api_key_hash(raw)):
-            state.project = f"{state.project}.k{key_hash}"
+        state.project = keyed_project(state.project, raw, self.settings.namespace_by_key)
         offload = _off_the_loop if len(raw.body) > BIG_BODY_BYTES else None  # a multi-megabyte prompt
         if self.mode is not Mode.PASSTHROUGH:
             await self.store.ensure_open()  # first: the store's salt keys the secrets in the fingerprints
@@ -161,11 +175,14 @@ class SemulaAddon(Lifecycle):
         state.settings = engine.settings_for(state.project) if engine else ProjectSettings()
         lookups = ProxyLookups(engine, self.store, self.pending) if engine is not None else None
         try:
-            return await cascade(self.mode, state.project, state.canonical, state.settings, lookups,
-                                 bypass=bypass, store_problem=self.store.problem, offload=offload,
-                                 repeats=self.runs.repeats(self.settings, state.run, state.project))
+            outcome = await cascade(self.mode, state.project, state.canonical, state.settings, lookups,
+                                    bypass=bypass, store_problem=self.store.problem, offload=offload,
+                                    repeats=self.runs.repeats(self.settings, state.run, state.project))
         finally:
             state.pending_key = lookups.claimed if lookups is not None else None
+        if engine is not None:
+            self.fast.remember(engine, self.mode, state, outcome)
+        return outcome
 
     async def _request_body(self, request: http.Request) -> tuple[bytes, Bypass | None]:
         """The decoded body, inflated off the loop and at most `semula_max_body_mb` (a gzip bomb is
@@ -197,9 +214,8 @@ class SemulaAddon(Lifecycle):
         state.served.upstream_ms = entry.upstream_ms
         state.served.usage = Usage(entry.prompt_tokens, entry.completion_tokens)
         state.streamed = entry.streamed
-        headers = [(k.encode(), v.encode()) for k, v in entry.headers]
-        headers += [(k.encode(), v.encode()) for k, v in semula_headers(decision).items()]
-        flow.response = http.Response.make(entry.status, entry.body, http.Headers(headers))
+        headers = http.Headers((*entry.wire_headers, *wire_semula_headers(decision)))
+        flow.response = http.Response.make(entry.status, entry.body, headers)
         flow.marked = ":green_circle:"
         return True
 
@@ -326,6 +342,8 @@ class SemulaAddon(Lifecycle):
         entry_id = await self.store.run("recording", engine.record, new, state.started_at, write=True)
         if entry_id is None:
             state.error = f"not recorded: {self.store.write_problem or self.store.problem}"
+        else:
+            self.fast.recorded(engine, self.mode, state, entry_id)
         return entry_id
 
     def _release(self, state: FlowState) -> None:
@@ -349,47 +367,8 @@ class SemulaAddon(Lifecycle):
         if self.calls is not None:
             self.calls.append({**row, "run_id": self.run_id})
         flow.comment = flow_comment(decision, entry, state)
-        print(console_line(state, row, recorded), flush=True)
-
-    # --- commands (mitmweb / console) ------------------------------------------------------
-
-    def _admin_dispatch(self, method: str, params: dict[str, Any]) -> Any:
-        return self.store.admin(lambda engine: run_operation(engine, method, params))
-
-    def _command(self, method: str, params: dict[str, Any]) -> Any:
-        try:
-            return self._admin_dispatch(method, params)
-        except Exception as e:
-            raise exceptions.CommandError(f"semula: {e}") from None
-
-    @command.command("semula.review.list")
-    def review_list(self) -> str:
-        """Open review candidates: id, project, tier, score, guard reason, both texts."""
-        rows = self._command("review.list", {})
-        if not rows:
-            return "semula: no open review candidates"
-        return "\n".join(
-            f"#{r['id']} {r['project']} {r['tier']} {r['score']:.3f} entry #{r['entry_id']} "
-            f"guard: {r['guard_reason'] or 'pass'} | {r['request']} ⇄ {r['recorded']}" for r in rows
-        )
-
-    @command.command("semula.review.approve")
-    def review_approve(self, candidate_id: int) -> str:
-        """Approve a review candidate: its request is served the recorded answer (tier alias)."""
-        result = self._command("review.approve", {"id": candidate_id})
-        return f"semula: approved #{candidate_id}: alias to entry #{result['alias_to']}"
-
-    @command.command("semula.review.reject")
-    def review_reject(self, candidate_id: int) -> str:
-        """Reject a review candidate: that pairing is never queued or served again."""
-        self._command("review.reject", {"id": candidate_id})
-        return f"semula: rejected #{candidate_id}"
-
-    @command.command("semula.status")
-    def status(self) -> str:
-        """Mode, data dir and store state of the semula addon."""
-        store = "open" if self.store.engine else f"unavailable: {self.store.problem}"
-        return f"mode {self.mode.value} · data dir {self.settings.data_dir} · store {store}"
+        if self.settings.console_calls:
+            print(console_line(state, row, recorded), flush=True)
 
 
 async def _off_the_loop(fn: Callable[..., Any], *args: Any) -> Any:

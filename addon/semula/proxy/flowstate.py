@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from mitmproxy import http
+
 from semula.core.canonical import CanonicalRequest
 from semula.core.cascade import Outcome
 from semula.core.decision import Decision
+from semula.core.fasthit import FastHit, FastKey
 from semula.core.settings import ProjectSettings
-from semula.providers.base import Adapter, Usage
+from semula.providers.base import Adapter, RawRequest, Usage
 
 
 @dataclass
@@ -40,6 +43,8 @@ class FlowState:
     cut: bool = False  # the answer broke off: the client did not get it whole
     pending_key: tuple[str, str] | None = None
     run: str = ""  # the x-semula-run header: the run whose repeats are counted (sequence mode)
+    fast_key: FastKey | None = None  # set when the raw-request fast path may serve this request
+    fast: FastHit | None = None  # set when it did (then `canonical` is None: nothing was parsed)
 
     @property
     def decision(self) -> Decision | None:
@@ -52,3 +57,12 @@ class FlowState:
     @property
     def normalised_fp(self) -> str | None:
         return self.outcome.normalised_fp if self.outcome else None
+
+
+def raw_request(request: http.Request, state: FlowState, body: bytes) -> RawRequest:
+    """The request as the adapters read it: the host the client asked for, the path without its query."""
+    return RawRequest(
+        method=request.method.upper(), host=state.host, path=state.path,
+        query=tuple((k, v) for k, v in request.query.fields),
+        headers={k.lower(): v for k, v in request.headers.items()}, body=body,
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 
@@ -43,3 +44,8 @@ class Entry(NewEntry):
     id: int = 0
     created_at: datetime | None = None
     updated_at: datetime | None = None
+
+    @cached_property
+    def wire_headers(self) -> tuple[tuple[bytes, bytes], ...]:
+        """The answer's headers encoded as mitmproxy sends them: once per loaded entry, not per hit."""
+        return tuple((k.encode(), v.encode()) for k, v in self.headers)

@@ -1,0 +1,52 @@
+"""The addon's commands for mitmweb and the console, and the admin operations they share with the CLI."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mitmproxy import command, exceptions
+
+from semula.engine.operations import run_operation
+from semula.proxy.lifecycle import Lifecycle
+
+
+class Commands(Lifecycle):
+    """`semula.*` commands: each runs one admin operation on the store thread."""
+
+    def _admin_dispatch(self, method: str, params: dict[str, Any]) -> Any:
+        return self.store.admin(lambda engine: run_operation(engine, method, params))
+
+    def _command(self, method: str, params: dict[str, Any]) -> Any:
+        try:
+            return self._admin_dispatch(method, params)
+        except Exception as e:
+            raise exceptions.CommandError(f"semula: {e}") from None
+
+    @command.command("semula.review.list")
+    def review_list(self) -> str:
+        """Open review candidates: id, project, tier, score, guard reason, both texts."""
+        rows = self._command("review.list", {})
+        if not rows:
+            return "semula: no open review candidates"
+        return "\n".join(
+            f"#{r['id']} {r['project']} {r['tier']} {r['score']:.3f} entry #{r['entry_id']} "
+            f"guard: {r['guard_reason'] or 'pass'} | {r['request']} ⇄ {r['recorded']}" for r in rows
+        )
+
+    @command.command("semula.review.approve")
+    def review_approve(self, candidate_id: int) -> str:
+        """Approve a review candidate: its request is served the recorded answer (tier alias)."""
+        result = self._command("review.approve", {"id": candidate_id})
+        return f"semula: approved #{candidate_id}: alias to entry #{result['alias_to']}"
+
+    @command.command("semula.review.reject")
+    def review_reject(self, candidate_id: int) -> str:
+        """Reject a review candidate: that pairing is never queued or served again."""
+        self._command("review.reject", {"id": candidate_id})
+        return f"semula: rejected #{candidate_id}"
+
+    @command.command("semula.status")
+    def status(self) -> str:
+        """Mode, data dir and store state of the semula addon."""
+        store = "open" if self.store.engine else f"unavailable: {self.store.problem}"
+        return f"mode {self.mode.value} · data dir {self.settings.data_dir} · store {store}"
