@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import given, strategies as st
+from mitmproxy.http import Headers
 from test_addon import call, provider_flow, run
 
 from semula.proxy.addon import SemulaAddon
+from semula.proxy.flowstate import header_dict
 
 VOLATILE = {"ts", "decision_ms", "fast"}
 
@@ -170,3 +173,13 @@ def test_a_new_exact_recording_shadows_a_remembered_normalised_hit(tmp_path):
         assert json.loads(exact.response.content)["choices"][0]["message"]["content"] == "its own answer"
 
     run(scenario, tmp_path)
+
+
+names = st.sampled_from([b"Content-Type", b"content-type", b"OpenAI-Beta", b"openai-beta", b"X-Api-Key", b"\xc3\x84-x",
+                         b"\xc3\xa4-x", b"Authorization"])
+
+
+@given(st.lists(st.tuples(names, st.binary(max_size=12)), max_size=8))
+def test_the_one_pass_header_dict_is_the_one_items_gives(fields):
+    headers = Headers(fields)
+    assert header_dict(headers) == {k.lower(): v for k, v in headers.items()}

@@ -13,6 +13,7 @@ import logging
 import os
 import time
 from dataclasses import replace
+from functools import lru_cache
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -34,7 +35,8 @@ from semula.providers.base import Adapter, AdapterError, RawRequest, Usage
 from semula.providers.sse import split_frames
 from semula.proxy import options
 from semula.proxy.bodies import BodyTooLarge, decode_capped, decode_partial
-from semula.proxy.calllog import call_row, console_line, flow_comment, semula_headers, wire_semula_headers
+from semula.proxy.answer import answer_response
+from semula.proxy.calllog import call_row, console_line, flow_comment, semula_headers
 from semula.proxy.fastpath import FastPath
 from semula.proxy.flowstate import FlowState, raw_request
 from semula.proxy.identity import keyed_project, proxy_user
@@ -47,6 +49,8 @@ log = logging.getLogger("semula")
 PROJECT_HEADER = "x-semula-project"
 REPLAY_REFUSAL_STATUS = 404  # a 4xx that SDKs do not retry (not 408/409/429)
 BIG_BODY_BYTES = 256 * 1024  # larger request bodies are parsed and fingerprinted off the event loop
+# The headers semula reads and strips before the call goes on (as raw lower-case names).
+CONTROL_HEADERS = frozenset(n.encode() for n in ("proxy-authorization", PROJECT_HEADER, NO_CACHE_HEADER, RUN_HEADER))
 
 
 class SemulaAddon(Commands):
@@ -86,16 +90,19 @@ class SemulaAddon(Commands):
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         # The host the client asked for, noted before map_remote rewrites the URL.
         host = flow.request.pretty_host.lower()
-        if not host_matches(host, self.settings.hosts):
+        if not _intercepted(host, self.settings.hosts):
             return
         headers = flow.request.headers
-        user = proxy_user(headers.get("proxy-authorization"))  # plain-HTTP proxying sends it per request
-        header_project = headers.get(PROJECT_HEADER)
-        no_cache = NO_CACHE_HEADER in headers
-        run = headers.get(RUN_HEADER, "")
-        for name in ("proxy-authorization", PROJECT_HEADER, NO_CACHE_HEADER, RUN_HEADER):
-            if name in headers:
-                del headers[name]
+        user = header_project = None
+        no_cache, run = False, ""
+        if any(name.lower() in CONTROL_HEADERS for name, _ in headers.fields):  # one pass: usually none
+            user = proxy_user(headers.get("proxy-authorization"))  # plain-HTTP proxying sends it per request
+            header_project = headers.get(PROJECT_HEADER)
+            no_cache = NO_CACHE_HEADER in headers
+            run = headers.get(RUN_HEADER, "")
+            for name in ("proxy-authorization", PROJECT_HEADER, NO_CACHE_HEADER, RUN_HEADER):
+                if name in headers:
+                    del headers[name]
         project = self.conn_projects.get(flow.client_conn.id) or user or header_project or self.settings.default_project
         self.flows[flow.id] = FlowState(host=host, project=project, no_cache=no_cache,
                                         path=flow.request.path.split("?", 1)[0], run=run)
@@ -214,8 +221,7 @@ class SemulaAddon(Commands):
         state.served.upstream_ms = entry.upstream_ms
         state.served.usage = Usage(entry.prompt_tokens, entry.completion_tokens)
         state.streamed = entry.streamed
-        headers = http.Headers((*entry.wire_headers, *wire_semula_headers(decision)))
-        flow.response = http.Response.make(entry.status, entry.body, headers)
+        flow.response = answer_response(entry, decision)
         flow.marked = ":green_circle:"
         return True
 
@@ -250,7 +256,7 @@ class SemulaAddon(Commands):
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         state = self.flows.get(flow.id)
-        if state is None or state.decision is None or flow.response is None:
+        if state is None or state.decision is None or flow.response is None or state.decision.action == "serve":
             return
         # Headers set in `response` no longer reach a streamed client: set them here.
         flow.response.headers.update(semula_headers(state.decision))
@@ -369,6 +375,11 @@ class SemulaAddon(Commands):
         flow.comment = flow_comment(decision, entry, state)
         if self.settings.console_calls:
             print(console_line(state, row, recorded), flush=True)
+
+
+@lru_cache(maxsize=1024)
+def _intercepted(host: str, hosts: tuple[str, ...]) -> bool:
+    return host_matches(host, hosts)
 
 
 async def _off_the_loop(fn: Callable[..., Any], *args: Any) -> Any:

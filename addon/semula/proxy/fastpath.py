@@ -29,15 +29,19 @@ FAST_BODY_BYTES = 256 * 1024
 # ~0.5 KB each (key, two fingerprints, the match): at most ~30 MB, more than any replayed suite needs.
 FAST_PATH_ENTRIES = 65_536
 # Every header any adapter reads: keying on all of them is never less strict than the adapter's own.
-BEHAVIOUR_HEADERS: tuple[str, ...] = tuple(sorted({h for a in (*ADAPTERS, GENERIC) for h in a.behaviour_headers}))
+BEHAVIOUR_HEADERS = frozenset(h.lower().encode() for a in (*ADAPTERS, GENERIC) for h in a.behaviour_headers)
 
 
 def request_key(project: str, host: str, path: str, request: http.Request) -> FastKey:
     """The fast-path key of a live request (its body must not be content-encoded)."""
-    headers = request.headers
-    behaviour = tuple((name, tuple(headers.get_all(name))) for name in BEHAVIOUR_HEADERS if name in headers)
+    behaviour: dict[bytes, list[bytes]] = {}
+    for name, value in request.headers.fields:  # one pass over the raw fields: every value, in order
+        if (key := name.lower()) in BEHAVIOUR_HEADERS:
+            behaviour.setdefault(key, []).append(value)
     query = clean_query(request.query.fields) if "?" in request.path else ()
-    return fast_key(project, request.method.upper(), host, path, query, behaviour, request.raw_content or b"")
+    headers = tuple(sorted((key.decode("latin-1"), tuple(v.decode("latin-1") for v in values))
+                           for key, values in behaviour.items()))
+    return fast_key(project, request.method.upper(), host, path, query, headers, request.raw_content or b"")
 
 
 class Found(NamedTuple):

@@ -64,5 +64,19 @@ def raw_request(request: http.Request, state: FlowState, body: bytes) -> RawRequ
     return RawRequest(
         method=request.method.upper(), host=state.host, path=state.path,
         query=tuple((k, v) for k, v in request.query.fields),
-        headers={k.lower(): v for k, v in request.headers.items()}, body=body,
+        headers=header_dict(request.headers), body=body,
     )
+
+
+def header_dict(headers: http.Headers) -> dict[str, str]:
+    """`{k.lower(): v for k, v in headers.items()}` in one pass over the raw fields (`items()` looks each
+    name up again): repeated names folded with ", " as mitmproxy folds them."""
+    folded: dict[bytes, tuple[bytes, list[bytes]]] = {}
+    for name, value in headers.fields:
+        key = name.lower()
+        if key in folded:
+            folded[key][1].append(value)
+        else:
+            folded[key] = (name, [value])
+    return {name.decode("utf-8", "surrogateescape").lower(): b", ".join(values).decode("utf-8", "surrogateescape")
+            for name, values in folded.values()}
