@@ -183,3 +183,16 @@ names = st.sampled_from([b"Content-Type", b"content-type", b"OpenAI-Beta", b"ope
 def test_the_one_pass_header_dict_is_the_one_items_gives(fields):
     headers = Headers(fields)
     assert header_dict(headers) == {k.lower(): v for k, v in headers.items()}
+
+
+def test_the_per_call_console_line_can_be_silenced(tmp_path, capsys):
+    async def scenario(addon, tctx):
+        rows = logged(addon)
+        await call(addon, provider_flow())
+        tctx.configure(addon, semula_console_calls=False)
+        await call(addon, provider_flow(), answer=None)
+        assert [r["decision"] for r in rows] == ["miss", "hit"]
+
+    run(scenario, tmp_path)
+    lines = [line for line in capsys.readouterr().out.splitlines() if "→" in line]
+    assert len(lines) == 1 and "→ miss" in lines[0]
