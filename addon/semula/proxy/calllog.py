@@ -57,7 +57,7 @@ def call_row(state: FlowState, method: str, mode: str, status: int | None, *, up
     near = state.outcome.near if state.outcome else None
     row = {
         "project": state.project,
-        "provider": provider, "host": state.host, "method": method, "path": redact_text(state.path),
+        "provider": provider, "host": state.host, "method": method, "path": _logged_path(state.path),
         "model": model, "mode": mode,
         "decision": decision.decision, "tier": decision.tier, "score": decision.score, "entry_id": entry_id,
         "bypass_reason": decision.bypass_reason or (state.outcome.fuzzy_bypass_reason if state.outcome else None),
@@ -76,6 +76,12 @@ def call_row(state: FlowState, method: str, mode: str, status: int | None, *, up
         row.update(candidate_tier=best.verdict.tier, candidate_score=best.verdict.score,
                    candidate_entry_id=best.entry_id, guard_reason=best.verdict.guard_reason)
     return row
+
+
+@lru_cache(maxsize=1024)
+def _logged_path(path: str) -> str:
+    """The path with key-like strings redacted (the same few paths come again and again)."""
+    return redact_text(path)
 
 
 def console_line(state: FlowState, row: dict[str, Any], recorded: bool) -> str:

@@ -32,16 +32,26 @@ FAST_PATH_ENTRIES = 65_536
 BEHAVIOUR_HEADERS = frozenset(h.lower().encode() for a in (*ADAPTERS, GENERIC) for h in a.behaviour_headers)
 
 
-def request_key(project: str, host: str, path: str, request: http.Request) -> FastKey:
+def request_key(project: str, host: str, path: str, request: http.Request,
+                behaviour: dict[bytes, list[bytes]]) -> FastKey:
     """The fast-path key of a live request (its body must not be content-encoded)."""
-    behaviour: dict[bytes, list[bytes]] = {}
-    for name, value in request.headers.fields:  # one pass over the raw fields: every value, in order
-        if (key := name.lower()) in BEHAVIOUR_HEADERS:
-            behaviour.setdefault(key, []).append(value)
     query = clean_query(request.query.fields) if "?" in request.path else ()
     headers = tuple(sorted((key.decode("latin-1"), tuple(v.decode("latin-1") for v in values))
                            for key, values in behaviour.items()))
     return fast_key(project, request.method.upper(), host, path, query, headers, request.raw_content or b"")
+
+
+def scan_headers(headers: http.Headers) -> tuple[dict[bytes, list[bytes]], str]:
+    """One pass over the raw fields: the behaviour headers (every value, in order) and the content encoding."""
+    behaviour: dict[bytes, list[bytes]] = {}
+    encoding = ""
+    for name, value in headers.fields:
+        key = name.lower()
+        if key in BEHAVIOUR_HEADERS:
+            behaviour.setdefault(key, []).append(value)
+        elif key == b"content-encoding":
+            encoding += value.decode("latin-1")
+    return behaviour, encoding
 
 
 class Found(NamedTuple):
@@ -66,14 +76,14 @@ class FastPath:
              state: FlowState) -> Found | None:
         """A remembered hit that still stands for this request; notes `state.fast_key` when it may have one."""
         cap = min(FAST_BODY_BYTES, int(settings.max_body_mb * 2**20))
+        behaviour, encoding = scan_headers(request.headers)
         if fast_path_off(mode, no_cache=state.no_cache, sequence_repeats=settings.repeats == "sequence",
-                         content_encoding=request.headers.get("content-encoding", ""),
-                         body_bytes=len(request.raw_content or b""), max_body_bytes=cap):
+                         content_encoding=encoding, body_bytes=len(request.raw_content or b""), max_body_bytes=cap):
             return None
         project = state.project
         if settings.namespace_by_key:
             project = keyed_project(project, raw_request(request, state, b""), True)
-        state.fast_key = key = request_key(project, state.host, state.path, request)
+        state.fast_key = key = request_key(project, state.host, state.path, request, behaviour)
         hit = self.get(engine, key)
         if hit is None:
             return None
