@@ -107,7 +107,8 @@ async def drive(port: int, ca: Path, bodies: list[bytes], expected: dict[bytes, 
                 if ok and semula:
                     ok = r.headers.get("x-semula-decision") == "hit" and r.headers.get("x-semula-tier") == "exact"
                 if not ok:
-                    failures.append(f"{r.status_code} {dict(r.headers)} {r.content[:200]!r}")
+                    failures.append(f"{r.status_code} {dict(r.headers)} {r.content[:200]!r}"
+                                    + (f" expected {expected[body][:200]!r}" if expected else ""))
 
         warm = list(reversed(bodies[:warmup]))
         await asyncio.gather(*(worker(warm, False) for _ in range(concurrency)))
@@ -183,7 +184,8 @@ def run_variant(procs: common.Processes, variant: str, run: int, work: Path, con
     port, log_path = common.free_port(), work / f"{variant}-{run}.log"
     argv, marker = {
         "semula": ([sys.executable, "-m", "semula", "proxy", "--mode", "replay", "--listen-host", "127.0.0.1",
-                    "--listen-port", str(port), "--data-dir", str(data_dir), "--set", f"confdir={confdir}"],
+                    "--listen-port", str(port), "--data-dir", str(data_dir), "--set", f"confdir={confdir}",
+                    "--set", "semula_recordings=off"],  # the store is the benchmark's, not a folder in the cwd
                    "semula ready"),
         "noop": ([mitmdump(), *proxy_args(port, confdir), "-s", str(NOOP_ADDON)], None),
         # The flows name the fake provider's 127.0.0.1:port: host and port are left out of the match.
@@ -259,7 +261,8 @@ def hook_breakdown(data_dir: Path, flows_path: Path, bodies: list[bytes], answer
     out: dict[str, float] = {}
     addon, loop = SemulaAddon(), asyncio.new_event_loop()
     with taddons.context(addon) as tctx, open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
-        tctx.configure(addon, semula_mode="replay", semula_data_dir=str(data_dir), semula_admin=False)
+        tctx.configure(addon, semula_mode="replay", semula_data_dir=str(data_dir), semula_admin=False,
+                       semula_recordings="off")
         try:
             loop.run_until_complete(addon.running())
             common.join_rebuilds()
