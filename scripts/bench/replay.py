@@ -284,6 +284,14 @@ def hook_breakdown(data_dir: Path, flows_path: Path, bodies: list[bytes], answer
             best(hooks)  # the first pass remembers every request
             out["semula hooks, fast hit (raw-request fast path)"] = best(hooks) - 2 * loop_ms
             out.update(fast_hit_parts(addon, best, hooks))
+            per_call = []  # the request hook alone, GC on: its own tail, without the network or other processes
+            for fl in [tflow.tflow(req=http.Request.make("POST", URL, b, http.Headers(list(fields)))) for b in bodies]:
+                addon.requestheaders(fl)
+                t0 = time.perf_counter()
+                loop.run_until_complete(addon.request(fl))
+                per_call.append(common.ms_since(t0) - loop_ms / 2)
+            out["fast hit: request hook per call, p50"] = pct(per_call, 50)
+            out["fast hit: request hook per call, p99"] = pct(per_call, 99)
             settings = cache.settings_for(PROJECT)
             canon = {b: canonical(b) for b in bodies}
             fps = {b: (request_fingerprint(canon[b]), normalised_fingerprint(canon[b], *settings.fingerprint_inputs))
