@@ -196,3 +196,20 @@ def test_the_per_call_console_line_can_be_silenced(tmp_path, capsys):
     run(scenario, tmp_path)
     lines = [line for line in capsys.readouterr().out.splitlines() if "→" in line]
     assert len(lines) == 1 and "→ miss" in lines[0]
+
+
+def test_the_map_is_bounded_least_recently_used_out_and_belongs_to_one_store():
+    from semula.core.decision import Match
+    from semula.core.fasthit import FastHit
+    from semula.proxy.fastpath import FastPath
+
+    fast, store, reopened = FastPath(max_entries=2), object(), object()
+    hit = FastHit(Match("exact", 1), "fp2:a", None, (), "openai", None)
+    for key in ("a", "b"):
+        fast.put(store, ("p", key.encode()), hit)
+    assert fast.get(store, ("p", b"a")) is hit  # now the most recently used
+    fast.put(store, ("p", b"c"), hit)
+    assert len(fast) == 2 and fast.get(store, ("p", b"b")) is None and fast.get(store, ("p", b"a")) is hit
+    assert fast.get(reopened, ("p", b"a")) is None  # another store's salt: nothing carries over
+    fast.put(reopened, ("p", b"d"), hit)
+    assert len(fast) == 1
