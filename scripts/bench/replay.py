@@ -24,6 +24,7 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -35,6 +36,9 @@ HOST, PATH = "api.openai.com", "/v1/chat/completions"
 URL = f"https://{HOST}{PATH}"
 PROJECT = "default"
 VARIANTS = ("semula", "noop", "replay")
+# Each proxy gets every request twice: "first" is the first sight of each request (semula: the canonical
+# tiers), "repeat" the same requests again (semula: the raw-request fast path). The targets are the repeat's.
+PASSES = ("first", "repeat")
 NOOP_ADDON = REPO / "scripts" / "bench_noop_addon.py"
 CLIENT_HEADERS = {"content-type": "application/json", "authorization": "Bearer sk-bench-not-a-real-key"}
 SYSTEM_PROMPT = ("You are a careful assistant for the semula replay benchmark. Answer in one short paragraph, "
@@ -77,8 +81,11 @@ def mitmdump() -> str:
 
 
 async def drive(port: int, ca: Path, bodies: list[bytes], expected: dict[bytes, bytes] | None, concurrency: int,
-                semula: bool = False, warmup: int = 0) -> dict[str, Any]:
-    """Warm the connections, then send every body once from `concurrency` workers; time and check each."""
+                semula: bool = False, warmup: int = 0, passes: int = 1,
+                cpu: Callable[[], float] | None = None) -> list[dict[str, Any]]:
+    """Warm the connections, then send every body once per pass from `concurrency` workers; time and check each.
+
+    `cpu` reads the proxy's CPU seconds: each pass reports the proxy CPU it cost per request."""
     latencies: list[float] = []
     failures: list[str] = []
     async with httpx.AsyncClient(proxy=f"http://127.0.0.1:{port}", verify=ssl.create_default_context(cafile=str(ca)),
@@ -100,15 +107,24 @@ async def drive(port: int, ca: Path, bodies: list[bytes], expected: dict[bytes, 
                 if ok and semula:
                     ok = r.headers.get("x-semula-decision") == "hit" and r.headers.get("x-semula-tier") == "exact"
                 if not ok:
-                    failures.append(f"{r.status_code} {dict(r.headers)} {r.content[:200]!r}")
+                    failures.append(f"{r.status_code} {dict(r.headers)} {r.content[:200]!r}"
+                                    + (f" expected {expected[body][:200]!r}" if expected else ""))
 
         warm = list(reversed(bodies[:warmup]))
         await asyncio.gather(*(worker(warm, False) for _ in range(concurrency)))
-        queue, cpu0, begin, t0 = list(reversed(bodies)), time.process_time(), datetime.now(UTC), time.perf_counter()
-        await asyncio.gather(*(worker(queue, True) for _ in range(concurrency)))
-        wall = time.perf_counter() - t0
-        return {"wall_s": wall, "latencies": latencies, "failures": len(failures), "failure": failures[:1],
-                "client_cores": (time.process_time() - cpu0) / wall, "window": (begin, datetime.now(UTC))}
+        results = []
+        for _ in range(passes):
+            latencies.clear()
+            failures.clear()
+            queue, cpu0, begin, t0 = list(reversed(bodies)), time.process_time(), datetime.now(UTC), time.perf_counter()
+            proxy0 = cpu() if cpu else 0.0
+            await asyncio.gather(*(worker(queue, True) for _ in range(concurrency)))
+            wall = time.perf_counter() - t0
+            results.append({
+                "wall_s": wall, "latencies": list(latencies), "failures": len(failures), "failure": failures[:1],
+                "client_cores": (time.process_time() - cpu0) / wall, "window": (begin, datetime.now(UTC)),
+                "proxy_cpu_ms": (cpu() - proxy0) * 1000 / len(bodies) if cpu else None})
+        return results
 
 
 def record_flows(procs: common.Processes, work: Path, confdir: Path, ca: Path, bodies: list[bytes],
@@ -122,7 +138,7 @@ def record_flows(procs: common.Processes, work: Path, confdir: Path, ca: Path, b
                        "--set", f"map_remote=|//{HOST}/|//127.0.0.1:{fake_port}/"], work / "record.log")
     try:
         common.wait_ready(rec, work / "record.log", None, port)
-        result = asyncio.run(drive(port, ca, bodies, None, concurrency))
+        result = asyncio.run(drive(port, ca, bodies, None, concurrency))[0]
         if result["failures"]:
             raise RuntimeError(f"recording: {result['failures']} requests failed, e.g. {result['failure']}")
     finally:
@@ -141,13 +157,13 @@ def record_flows(procs: common.Processes, work: Path, confdir: Path, ca: Path, b
 def seed(data_dir: Path, bodies: list[bytes], answers: dict[bytes, Answer], bench: list[bytes]) -> float:
     """Seed one entry per body, then check every benchmark request is an exact hit holding its answer."""
     from semula.core.canonical import normalised_fingerprint, request_fingerprint
-    from semula.engine.cache import Cache
+    from semula.engine.engine import Engine
 
     t0 = time.perf_counter()
     entries = [common.new_entry(canonical(b), i, PROJECT, HOST, *answers[b]) for i, b in enumerate(bodies)]
     store, _, _ = common.seeded_store(data_dir, entries)
     seconds = time.perf_counter() - t0
-    cache = Cache(store)
+    cache = Engine(store)
     try:
         settings = cache.settings_for(PROJECT)
         for body in bench:
@@ -168,7 +184,8 @@ def run_variant(procs: common.Processes, variant: str, run: int, work: Path, con
     port, log_path = common.free_port(), work / f"{variant}-{run}.log"
     argv, marker = {
         "semula": ([sys.executable, "-m", "semula", "proxy", "--mode", "replay", "--listen-host", "127.0.0.1",
-                    "--listen-port", str(port), "--data-dir", str(data_dir), "--set", f"confdir={confdir}"],
+                    "--listen-port", str(port), "--data-dir", str(data_dir), "--set", f"confdir={confdir}",
+                    "--set", "semula_recordings=off"],  # the store is the benchmark's, not a folder in the cwd
                    "semula ready"),
         "noop": ([mitmdump(), *proxy_args(port, confdir), "-s", str(NOOP_ADDON)], None),
         # The flows name the fake provider's 127.0.0.1:port: host and port are left out of the match.
@@ -181,25 +198,30 @@ def run_variant(procs: common.Processes, variant: str, run: int, work: Path, con
     try:
         common.wait_ready(proc, log_path, marker, port)
         settle = common.wait_idle(proc.pid)  # start-up work (semula's index build) done before timing
-        cpu0 = common.cpu_seconds(proc.pid)
-        r = asyncio.run(drive(port, ca, bodies, expected, concurrency, variant == "semula", warmup))
-        cpu_ms = (common.cpu_seconds(proc.pid) - cpu0) * 1000 / (len(bodies) + warmup)
+        passes = asyncio.run(drive(port, ca, bodies, expected, concurrency, variant == "semula", warmup, len(PASSES),
+                                   lambda: common.cpu_seconds(proc.pid)))
     finally:
         procs.stop(proc)
-    lat = r.pop("latencies")
-    return {**r, "variant": variant, "run": run, "rps": len(bodies) / r["wall_s"], "p50": pct(lat, 50),
-            "p99": pct(lat, 99), "proxy_cpu_ms": cpu_ms, "settle_s": settle}
+    out = []
+    for name, r in zip(PASSES, passes):
+        lat = r.pop("latencies")
+        out.append({**r, "variant": variant, "pass": name, "run": run, "rps": len(bodies) / r["wall_s"],
+                    "p50": pct(lat, 50), "p99": pct(lat, 99), "settle_s": settle})
+    return out
 
 
 def decision_ms(data_dir: Path, windows: list[tuple[datetime, datetime]]) -> dict[str, Any]:
-    """semula's logged decision_ms of the hits inside the timed windows (warm-up excluded)."""
+    """semula's logged decision_ms of the hits inside the timed windows (warm-up excluded), and how many
+    of them the fast path served."""
     import pyarrow.dataset as ds
 
     files = [str(f) for f in sorted((data_dir / "calls").glob("**/*.parquet"))]
-    rows = ds.dataset(files, format="parquet").to_table(columns=["ts", "decision", "decision_ms"]).to_pylist() if files else []
+    columns = ["ts", "decision", "decision_ms", "fast"]
+    rows = ds.dataset(files, format="parquet").to_table(columns=columns).to_pylist() if files else []
     inside = [r for r in rows if any(b <= r["ts"] <= e for b, e in windows)]
     values = [r["decision_ms"] for r in inside if r["decision"] == "hit" and r["decision_ms"] is not None]
-    return {**common.summary(values, (50, 90, 99)), "others": sum(r["decision"] != "hit" for r in inside)}
+    return {**common.summary(values, (50, 90, 99)), "others": sum(r["decision"] != "hit" for r in inside),
+            "fast": sum(bool(r["fast"]) for r in inside)}
 
 
 def hook_breakdown(data_dir: Path, flows_path: Path, bodies: list[bytes], answers: Path, reps: int = 3) -> dict[str, float]:
@@ -212,7 +234,10 @@ def hook_breakdown(data_dir: Path, flows_path: Path, bodies: list[bytes], answer
     from mitmproxy.test import taddons, tflow
 
     from semula.core.canonical import normalised_fingerprint, request_fingerprint
+    from semula.core.decision import Decision
     from semula.proxy.addon import SemulaAddon
+    from semula.proxy.answer import answer_response
+    from semula.proxy.fastpath import FAST_PATH_ENTRIES
 
     with open(flows_path, "rb") as f:
         template = next(fl for fl in io.FlowReader(f).stream() if isinstance(fl, http.HTTPFlow))
@@ -236,12 +261,13 @@ def hook_breakdown(data_dir: Path, flows_path: Path, bodies: list[bytes], answer
     out: dict[str, float] = {}
     addon, loop = SemulaAddon(), asyncio.new_event_loop()
     with taddons.context(addon) as tctx, open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
-        tctx.configure(addon, semula_mode="replay", semula_data_dir=str(data_dir), semula_admin=False)
+        tctx.configure(addon, semula_mode="replay", semula_data_dir=str(data_dir), semula_admin=False,
+                       semula_recordings="off")
         try:
             loop.run_until_complete(addon.running())
             common.join_rebuilds()
-            cache = addon.cache
-            assert cache is not None, addon.store_problem
+            cache = addon.store.engine
+            assert cache is not None, addon.store.problem
 
             def hooks(fl: Any) -> None:
                 addon.requestheaders(fl)
@@ -252,18 +278,38 @@ def hook_breakdown(data_dir: Path, flows_path: Path, bodies: list[bytes], answer
                     raise RuntimeError("in-process hook run: not a hit")
 
             loop_ms = best(lambda fl: loop.run_until_complete(asyncio.sleep(0)))
-            out["semula hooks (one hit)"] = best(hooks) - 2 * loop_ms
+            addon.fast.max_entries = 0  # nothing remembered: every hit takes the canonical tiers
+            out["semula hooks, canonical hit (parse, fingerprints, lookup)"] = best(hooks) - 2 * loop_ms
+            addon.fast.max_entries = FAST_PATH_ENTRIES
+            best(hooks)  # the first pass remembers every request
+            out["semula hooks, fast hit (raw-request fast path)"] = best(hooks) - 2 * loop_ms
+            out.update(fast_hit_parts(addon, best, hooks))
+            per_call = []  # the request hook alone, GC on: its own tail, without the network or other processes
+            for fl in [tflow.tflow(req=http.Request.make("POST", URL, b, http.Headers(list(fields)))) for b in bodies]:
+                addon.requestheaders(fl)
+                t0 = time.perf_counter()
+                loop.run_until_complete(addon.request(fl))
+                per_call.append(common.ms_since(t0) - loop_ms / 2)
+            out["fast hit: request hook per call, p50"] = pct(per_call, 50)
+            out["fast hit: request hook per call, p99"] = pct(per_call, 99)
             settings = cache.settings_for(PROJECT)
             canon = {b: canonical(b) for b in bodies}
             fps = {b: (request_fingerprint(canon[b]), normalised_fingerprint(canon[b], *settings.fingerprint_inputs))
                    for b in bodies}
             body = lambda fl: fl.request.content  # noqa: E731
-            out["adapter.canonicalise"] = best(lambda fl: canonical(body(fl)))
-            out["request_fingerprint"] = best(lambda fl: request_fingerprint(canon[body(fl)]))
-            out["normalised_fingerprint"] = best(
+            out["canonical: adapter.canonicalise"] = best(lambda fl: canonical(body(fl)))
+            out["canonical: request_fingerprint"] = best(lambda fl: request_fingerprint(canon[body(fl)]))
+            out["canonical: normalised_fingerprint"] = best(
                 lambda fl: normalised_fingerprint(canon[body(fl)], *settings.fingerprint_inputs))
-            out["cache.match + cache.cached_entry"] = best(
+            out["engine.match + engine.cached_entry"] = best(
                 lambda fl: cache.cached_entry(cache.match(PROJECT, *fps[body(fl)]).entry_id))
+            entries = {b: cache.cached_entry(cache.match(PROJECT, *fps[b]).entry_id) for b in bodies}
+            hit = Decision("hit", "serve", tier="exact", entry_id=1, score=1.0)
+            out["answer_response (the entry's headers prepared once)"] = best(
+                lambda fl: answer_response(entries[body(fl)], hit))
+            out["Response.make, headers encoded per hit (as the no-op does)"] = best(
+                lambda fl: http.Response.make(200, entries[body(fl)].body, http.Headers(
+                    [(k.encode(), v.encode()) for k, v in entries[body(fl)].headers])))
         finally:
             addon.done()
             loop.close()
@@ -273,6 +319,24 @@ def hook_breakdown(data_dir: Path, flows_path: Path, bodies: list[bytes], answer
     spec.loader.exec_module(noop)
     out["no-op addon request hook"] = best(noop.addons[0].request)
     return out
+
+
+def fast_hit_parts(addon: Any, best: Any, hooks: Any) -> dict[str, float]:
+    """The steps of a fast hit, timed inside one pass of the hooks (wrapped, so slightly inflated)."""
+    import semula.proxy.addon as addon_module
+
+    timers = common.Timers()
+    timers.wrap(addon.fast, "find", "fast: FastPath.find (key digest, lookup, re-check on the index)")
+    timers.wrap(addon, "_finish", "fast: _finish (call-log row, flow comment, console line)")
+    timers.wrap(addon_module, "call_row", "fast:   call_row")
+    timers.wrap(addon_module, "flow_comment", "fast:   flow_comment")
+    timers.wrap(addon_module, "console_line", "fast:   console_line")
+    timers.wrap(addon.calls, "append", "fast:   call-log append (a queue put)")
+    try:
+        best(hooks)
+    finally:
+        timers.undo()
+    return {name: ms / timers.calls[name] for name, ms in timers.take().items()}
 
 
 def measure(args: argparse.Namespace, procs: common.Processes, work: Path) -> dict[str, Any]:
@@ -297,22 +361,25 @@ def measure(args: argparse.Namespace, procs: common.Processes, work: Path) -> di
     runs = []
     for run in range(1, args.runs + 1):
         for variant in VARIANTS:
-            r = run_variant(procs, variant, run, work, confdir, ca, data_dir, flows, bench, expected,
-                            args.concurrency, args.warmup)
-            log(f"run {run} {variant:<7} {r['rps']:6.0f} req/s  p50 {r['p50']:5.1f} ms  p99 {r['p99']:5.1f} ms  "
-                f"proxy CPU {r['proxy_cpu_ms']:.2f} ms/req  failures {r['failures']} {r['failure']}")
-            runs.append(r)
-    windows = [r["window"] for r in runs if r["variant"] == "semula"]
+            for r in run_variant(procs, variant, run, work, confdir, ca, data_dir, flows, bench, expected,
+                                 args.concurrency, args.warmup):
+                log(f"run {run} {variant:<7} {r['pass']:<6} {r['rps']:6.0f} req/s  p50 {r['p50']:5.1f} ms  "
+                    f"p99 {r['p99']:5.1f} ms  proxy CPU {r['proxy_cpu_ms']:.2f} ms/req  "
+                    f"failures {r['failures']} {r['failure']}")
+                runs.append(r)
+    dms = {name: decision_ms(data_dir, [r["window"] for r in runs if r["variant"] == "semula" and r["pass"] == name])
+           for name in PASSES}
     for r in runs:
         del r["window"]
-    dms = decision_ms(data_dir, windows)
     breakdown = None if args.no_breakdown else hook_breakdown(data_dir, flows, bench, work / "noop-answers.pickle")
-    median = {v: {k: statistics.median(r[k] for r in runs if r["variant"] == v)
-                  for k in ("rps", "p50", "p99", "proxy_cpu_ms", "client_cores")} for v in VARIANTS}
-    for v in VARIANTS:
-        rates = [r["rps"] for r in runs if r["variant"] == v]
-        median[v]["failures"] = sum(r["failures"] for r in runs if r["variant"] == v)
-        median[v]["spread"] = (max(rates) - min(rates)) / statistics.median(rates)
+    median: dict[str, dict[str, Any]] = {}
+    for name in PASSES:
+        for v in VARIANTS:
+            mine = [r for r in runs if r["variant"] == v and r["pass"] == name]
+            row = median[f"{v} {name}"] = {k: statistics.median(r[k] for r in mine)
+                                           for k in ("rps", "p50", "p99", "proxy_cpu_ms", "client_cores")}
+            row["failures"] = sum(r["failures"] for r in mine)
+            row["spread"] = (max(r["rps"] for r in mine) - min(r["rps"] for r in mine)) / row["rps"]
     return {"params": {"requests": args.requests, "entries": args.entries, "concurrency": args.concurrency,
                        "runs": args.runs, "warmup": args.warmup, "body_bytes": round(statistics.fmean(map(len, bench)))},
             "timings": {"record_s": record_s, "seed_s": seed_s}, "runs": runs, "median": median,
@@ -324,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--entries", type=int, default=10000)
     parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=5, help="interleaved rounds (req/s varies up to 28%% between runs)")
     parser.add_argument("--warmup", type=int, default=None, help="untimed requests per run (default 4×concurrency)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 200 requests, 1000 entries, 1 run")
     parser.add_argument("--out", type=Path, default=None, help="results markdown (default benchmark/results/replay.md)")

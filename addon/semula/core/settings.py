@@ -225,3 +225,4 @@ class AddonSettings:
     repeats: str = "one"  # "sequence": the n-th identical request of a run gets the n-th answer
     repeats_exhausted: str = "last"  # sequence replay past the last answer: "last" serves it, "refuse" refuses
     read_only: bool = False  # never write the data dir: the store opens read-only, the logs go to a temp dir
+    console_calls: bool = True  # one console line per call (the call log has every row either way)

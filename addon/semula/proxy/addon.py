@@ -13,6 +13,7 @@ import logging
 import os
 import time
 from dataclasses import replace
+from functools import lru_cache
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -24,6 +25,7 @@ from semula.core.canonical import CanonicalRequest
 from semula.core.cascade import Candidate, NearSearch, Outcome, cascade
 from semula.core.decision import Bypass, Decision, decide
 from semula.core.explain import miss_message
+from semula.core.fasthit import fast_outcome
 from semula.core.modes import Mode
 from semula.core.redact import FingerprintKey, clean_query, redact_text
 from semula.core.settings import AddonSettings, ProjectSettings, SettingsError, validate_project
@@ -33,10 +35,12 @@ from semula.providers.base import Adapter, AdapterError, RawRequest, Usage
 from semula.providers.sse import split_frames
 from semula.proxy import options
 from semula.proxy.bodies import BodyTooLarge, decode_capped, decode_partial
+from semula.proxy.answer import answer_response
 from semula.proxy.calllog import call_row, console_line, flow_comment, semula_headers
-from semula.proxy.flowstate import FlowState
-from semula.proxy.identity import api_key_hash, proxy_credentials
 from semula.proxy.commands import Commands
+from semula.proxy.fastpath import FastPath
+from semula.proxy.flowstate import FlowState, raw_request
+from semula.proxy.identity import keyed_project, proxy_credentials
 from semula.proxy.refusals import tag_of
 from semula.proxy.runs import RUN_HEADER, RunCounters
 from semula.proxy.storethread import ProxyLookups
@@ -46,6 +50,8 @@ log = logging.getLogger("semula")
 PROJECT_HEADER = "x-semula-project"
 REPLAY_REFUSAL_STATUS = 404  # a 4xx that SDKs do not retry (not 408/409/429)
 BIG_BODY_BYTES = 256 * 1024  # larger request bodies are parsed and fingerprinted off the event loop
+# The headers semula reads and strips before the call goes on (as raw lower-case names).
+CONTROL_HEADERS = frozenset(n.encode() for n in ("proxy-authorization", PROJECT_HEADER, NO_CACHE_HEADER, RUN_HEADER))
 
 
 class SemulaAddon(Commands):
@@ -58,6 +64,7 @@ class SemulaAddon(Commands):
         # the client before it is stored, so a repeat sent at once must wait for it.
         self.pending: dict[tuple[str, str], asyncio.Event] = {}
         self.runs = RunCounters()  # semula_repeats=sequence: occurrences of each request per run
+        self.fast = FastPath()  # raw request → the certain-tier hit it had (`core.fasthit`)
 
     def load(self, loader: Any) -> None:
         options.declare(loader)
@@ -89,16 +96,20 @@ class SemulaAddon(Commands):
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         # The host the client asked for, noted before map_remote rewrites the URL.
         host = flow.request.pretty_host.lower()
-        if not host_matches(host, self.settings.hosts):
+        if not _intercepted(host, self.settings.hosts):
             return
         headers = flow.request.headers
-        user, password = proxy_credentials(headers.get("proxy-authorization"))  # plain HTTP: per request
-        header_project = headers.get(PROJECT_HEADER)
-        no_cache = NO_CACHE_HEADER in headers
-        run = headers.get(RUN_HEADER, "")
-        for name in ("proxy-authorization", PROJECT_HEADER, NO_CACHE_HEADER, RUN_HEADER):
-            if name in headers:
-                del headers[name]
+        user = header_project = password = None
+        no_cache, run = False, ""
+        if any(name.lower() in CONTROL_HEADERS for name, _ in headers.fields):  # one pass: usually none
+            # plain-HTTP proxying sends Proxy-Authorization per request
+            user, password = proxy_credentials(headers.get("proxy-authorization"))
+            header_project = headers.get(PROJECT_HEADER)
+            no_cache = NO_CACHE_HEADER in headers
+            run = headers.get(RUN_HEADER, "")
+            for name in ("proxy-authorization", PROJECT_HEADER, NO_CACHE_HEADER, RUN_HEADER):
+                if name in headers:
+                    del headers[name]
         project = self.conn_projects.get(flow.client_conn.id) or user or header_project or self.settings.default_project
         tag = self.conn_tags.get(flow.client_conn.id) or tag_of(password)
         self.flows[flow.id] = FlowState(host=host, project=project, no_cache=no_cache,
@@ -111,7 +122,7 @@ class SemulaAddon(Commands):
         started = time.perf_counter()
         state.started_at = datetime.now(UTC).replace(tzinfo=None)
         try:
-            state.outcome = await self._decide(flow, state)
+            state.outcome = await self._fast_served(flow, state) or await self._decide(flow, state)
         except Exception as e:  # a bug of ours must not take the call down with it
             log.error("semula: internal error while deciding (%s: %s); %s", type(e).__name__, e,
                       "refusing the call" if self.mode is Mode.REPLAY else "forwarding the call",
@@ -121,7 +132,7 @@ class SemulaAddon(Commands):
                 "error", "refuse" if self.mode is Mode.REPLAY else "forward", reason=state.error))
         decision = state.decision
         assert decision is not None and state.outcome is not None
-        if decision.action == "serve" and not await self._serve(flow, state, decision):
+        if decision.action == "serve" and state.fast is None and not await self._serve(flow, state, decision):
             engine = self.store.engine
             state.outcome = replace(state.outcome, decision=decide(
                 self.mode, None, None, self.store.problem if engine is None else None))
@@ -135,14 +146,27 @@ class SemulaAddon(Commands):
         else:
             self._finish(flow, state)
 
+    async def _fast_served(self, flow: http.HTTPFlow, state: FlowState) -> Outcome | None:
+        """Serve a repeat of a raw request the certain tiers already matched, without parsing it (None: the
+        canonical tiers decide). Notes `state.fast_key` for `_decide` to remember a canonical hit under."""
+        engine = self.store.engine
+        found = self.fast.find(engine, self.mode, self.settings, flow.request, state) if engine else None
+        if found is None:
+            return None
+        named = state.project  # `_decide` adds the key hash itself
+        state.project, state.settings, state.fast = found.project, found.settings, found.hit
+        state.outcome = fast_outcome(self.mode, found.hit)
+        if await self._serve(flow, state, state.outcome.decision):
+            self.fast.served += 1
+            return state.outcome
+        self.fast.forget(found.key)  # the entry is gone: the canonical tiers decide (and log) this one
+        state.project, state.fast, state.outcome = named, None, None
+        return None
+
     async def _decide(self, flow: http.HTTPFlow, state: FlowState) -> Outcome:
         request = flow.request
         body, bypass = await self._request_body(request)
-        raw = RawRequest(
-            method=request.method.upper(), host=state.host, path=state.path,
-            query=tuple((k, v) for k, v in request.query.fields),
-            headers={k.lower(): v for k, v in request.headers.items()}, body=body,
-        )
+        raw = raw_request(request, state, body)
         adapter = state.adapter = adapter_for(raw.host, raw.path)
         if state.no_cache:
             bypass = no_cache_header({NO_CACHE_HEADER: "1"})
@@ -150,8 +174,7 @@ class SemulaAddon(Commands):
             validate_project(state.project)
         except SettingsError as e:
             bypass = bypass or Bypass("invalid_project", str(e))
-        if self.settings.namespace_by_key and (key_hash := api_key_hash(raw)):
-            state.project = f"{state.project}.k{key_hash}"
+        state.project = keyed_project(state.project, raw, self.settings.namespace_by_key)
         offload = _off_the_loop if len(raw.body) > BIG_BODY_BYTES else None  # a multi-megabyte prompt
         if self.mode is not Mode.PASSTHROUGH:
             await self.store.ensure_open()  # first: the store's salt keys the secrets in the fingerprints
@@ -167,11 +190,14 @@ class SemulaAddon(Commands):
         state.settings = engine.settings_for(state.project) if engine else ProjectSettings()
         lookups = ProxyLookups(engine, self.store, self.pending) if engine is not None else None
         try:
-            return await cascade(self.mode, state.project, state.canonical, state.settings, lookups,
-                                 bypass=bypass, store_problem=self.store.problem, offload=offload,
-                                 repeats=self.runs.repeats(self.settings, state.run, state.project))
+            outcome = await cascade(self.mode, state.project, state.canonical, state.settings, lookups,
+                                    bypass=bypass, store_problem=self.store.problem, offload=offload,
+                                    repeats=self.runs.repeats(self.settings, state.run, state.project))
         finally:
             state.pending_key = lookups.claimed if lookups is not None else None
+        if engine is not None:
+            self.fast.remember(engine, self.mode, state, outcome)
+        return outcome
 
     async def _request_body(self, request: http.Request) -> tuple[bytes, Bypass | None]:
         """The decoded body, inflated off the loop and at most `semula_max_body_mb` (a gzip bomb is
@@ -203,9 +229,7 @@ class SemulaAddon(Commands):
         state.served.upstream_ms = entry.upstream_ms
         state.served.usage = Usage(entry.prompt_tokens, entry.completion_tokens)
         state.streamed = entry.streamed
-        headers = [(k.encode(), v.encode()) for k, v in entry.headers]
-        headers += [(k.encode(), v.encode()) for k, v in semula_headers(decision).items()]
-        flow.response = http.Response.make(entry.status, entry.body, http.Headers(headers))
+        flow.response = answer_response(entry, decision)
         flow.marked = ":green_circle:"
         return True
 
@@ -241,7 +265,7 @@ class SemulaAddon(Commands):
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         state = self.flows.get(flow.id)
-        if state is None or state.decision is None or flow.response is None:
+        if state is None or state.decision is None or flow.response is None or state.decision.action == "serve":
             return
         # Headers set in `response` no longer reach a streamed client: set them here.
         flow.response.headers.update(semula_headers(state.decision))
@@ -337,6 +361,8 @@ class SemulaAddon(Commands):
         entry_id = await self.store.run("recording", engine.record, new, state.started_at, write=True)
         if entry_id is None:
             state.error = f"not recorded: {self.store.write_problem or self.store.problem}"
+        else:
+            self.fast.recorded(engine, self.mode, state, entry_id)
         return entry_id
 
     def _release(self, state: FlowState) -> None:
@@ -362,7 +388,13 @@ class SemulaAddon(Commands):
         flow.comment = flow_comment(decision, entry, state)
         if decision.action == "refuse":
             self.refusals.add(state.tag, state.project, state.error or decision.reason or "refused")
-        print(console_line(state, row, recorded), flush=True)
+        if self.settings.console_calls:
+            print(console_line(state, row, recorded), flush=True)
+
+
+@lru_cache(maxsize=1024)
+def _intercepted(host: str, hosts: tuple[str, ...]) -> bool:
+    return host_matches(host, hosts)
 
 
 async def _off_the_loop(fn: Callable[..., Any], *args: Any) -> Any:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+from functools import lru_cache
 from typing import Any
 
 from semula.core.decision import Decision
@@ -45,13 +46,19 @@ def call_row(state: FlowState, method: str, mode: str, status: int | None, *, up
     decision = state.decision
     assert decision is not None
     canonical = state.canonical
+    fast = state.fast
+    if canonical is not None:
+        provider, model = canonical.provider, canonical.model
+    elif fast is not None:
+        provider, model = fast.provider, fast.model
+    else:
+        provider, model = (state.adapter.name if state.adapter else None), None
     served = decision.action == "serve"
     near = state.outcome.near if state.outcome else None
     row = {
         "project": state.project,
-        "provider": canonical.provider if canonical else (state.adapter.name if state.adapter else None),
-        "host": state.host, "method": method, "path": redact_text(state.path),
-        "model": canonical.model if canonical else None, "mode": mode,
+        "provider": provider, "host": state.host, "method": method, "path": _logged_path(state.path),
+        "model": model, "mode": mode,
         "decision": decision.decision, "tier": decision.tier, "score": decision.score, "entry_id": entry_id,
         "bypass_reason": decision.bypass_reason or (state.outcome.fuzzy_bypass_reason if state.outcome else None),
         "streamed": state.streamed, "status": status,
@@ -62,13 +69,19 @@ def call_row(state: FlowState, method: str, mode: str, status: int | None, *, up
         "request_fp": state.request_fp, "normalised_fp": state.normalised_fp,
         "prompt_tokens": usage.prompt_tokens if usage else None,
         "completion_tokens": usage.completion_tokens if usage else None,
-        "recorded": recorded, "error": state.error,
+        "recorded": recorded, "error": state.error, "fast": fast is not None,
     }
     if near is not None and near.best is not None:
         best = near.best
         row.update(candidate_tier=best.verdict.tier, candidate_score=best.verdict.score,
                    candidate_entry_id=best.entry_id, guard_reason=best.verdict.guard_reason)
     return row
+
+
+@lru_cache(maxsize=1024)
+def _logged_path(path: str) -> str:
+    """The path with key-like strings redacted (the same few paths come again and again)."""
+    return redact_text(path)
 
 
 def console_line(state: FlowState, row: dict[str, Any], recorded: bool) -> str:
@@ -117,6 +130,12 @@ def flow_comment(decision: Decision, entry: int | None, state: FlowState) -> str
     if state.error:
         parts.append(state.error[:COMMENT_ERROR_CHARS])
     return " · ".join(parts)
+
+
+@lru_cache(maxsize=4096)
+def wire_semula_headers(decision: Decision) -> tuple[tuple[bytes, bytes], ...]:
+    """`semula_headers` encoded for the wire, once per distinct decision (a hit's is the same every time)."""
+    return tuple((k.encode(), v.encode()) for k, v in semula_headers(decision).items())
 
 
 def semula_headers(decision: Decision, entry_id: int | None = None) -> dict[str, str]:

@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from mitmproxy import http
+
 from semula.core.canonical import CanonicalRequest
 from semula.core.cascade import Outcome
 from semula.core.decision import Decision
+from semula.core.fasthit import FastHit, FastKey
 from semula.core.settings import ProjectSettings
-from semula.providers.base import Adapter, Usage
+from semula.providers.base import Adapter, RawRequest, Usage
 
 
 @dataclass
@@ -41,6 +44,8 @@ class FlowState:
     pending_key: tuple[str, str] | None = None
     run: str = ""  # the x-semula-run header: the run whose repeats are counted (sequence mode)
     tag: str = ""  # the proxy password's run tag (proxy/refusals.py)
+    fast_key: FastKey | None = None  # set when the raw-request fast path may serve this request
+    fast: FastHit | None = None  # set when it did (then `canonical` is None: nothing was parsed)
 
     @property
     def decision(self) -> Decision | None:
@@ -53,3 +58,26 @@ class FlowState:
     @property
     def normalised_fp(self) -> str | None:
         return self.outcome.normalised_fp if self.outcome else None
+
+
+def raw_request(request: http.Request, state: FlowState, body: bytes) -> RawRequest:
+    """The request as the adapters read it: the host the client asked for, the path without its query."""
+    return RawRequest(
+        method=request.method.upper(), host=state.host, path=state.path,
+        query=tuple((k, v) for k, v in request.query.fields),
+        headers=header_dict(request.headers), body=body,
+    )
+
+
+def header_dict(headers: http.Headers) -> dict[str, str]:
+    """`{k.lower(): v for k, v in headers.items()}` in one pass over the raw fields (`items()` looks each
+    name up again): repeated names folded with ", " as mitmproxy folds them."""
+    folded: dict[bytes, tuple[bytes, list[bytes]]] = {}
+    for name, value in headers.fields:
+        key = name.lower()
+        if key in folded:
+            folded[key][1].append(value)
+        else:
+            folded[key] = (name, [value])
+    return {name.decode("utf-8", "surrogateescape").lower(): b", ".join(values).decode("utf-8", "surrogateescape")
+            for name, values in folded.values()}

@@ -28,6 +28,13 @@ def proxy_credentials(header_value: str | None) -> tuple[str | None, str | None]
     return user or None, password or None
 
 
+def keyed_project(project: str, raw: RawRequest, namespace_by_key: bool) -> str:
+    """The project a call is recorded under: with `namespace_by_key`, a hash of its API key appended."""
+    if namespace_by_key and (key_hash := api_key_hash(raw)):
+        return f"{project}.k{key_hash}"
+    return project
+
+
 def api_key_hash(raw: RawRequest) -> str | None:
     for name in KEY_HEADERS:
         if value := raw.headers.get(name):

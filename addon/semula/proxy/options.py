@@ -62,6 +62,8 @@ def declare(loader: Any) -> None:
     loader.add_option("semula_read_only", bool, False,
                       "never write the data dir (a read-only cache): open the store read-only, log to a temp dir; "
                       "also on when the data dir or its store is not writable")
+    loader.add_option("semula_console_calls", bool, True,
+                      "print one console line per intercepted call (off: the call log still has every call)")
     loader.add_option("semula_embeddings", bool, _embeddings_default(),
                       "opt-in embedding tier (fastembed); also SEMULA_EMBEDDINGS=on")
 
@@ -108,5 +110,5 @@ def read(options: Any) -> tuple[Mode, AddonSettings]:
         namespace_by_key=options.semula_namespace_by_key, admin=options.semula_admin, recordings=recordings,
         load_timeout=options.semula_load_timeout, max_body_mb=options.semula_max_body_mb,
         repeats=options.semula_repeats, repeats_exhausted=options.semula_repeats_exhausted,
-        read_only=options.semula_read_only,
+        read_only=options.semula_read_only, console_calls=options.semula_console_calls,
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-CALL_LOG_SCHEMA_VERSION = 2  # 2: run_id
+CALL_LOG_SCHEMA_VERSION = 3  # 2: run_id; 3: fast
 REVIEW_LOG_SCHEMA_VERSION = 1
 
 CALL_LOG_SCHEMA = pa.schema(
@@ -47,6 +47,7 @@ CALL_LOG_SCHEMA = pa.schema(
         ("recorded", pa.bool_()),  # this call's answer was stored as a recording
         ("error", pa.string()),
         ("run_id", pa.string()),  # one proxy process: `semula recordings unused` reads the last run
+        ("fast", pa.bool_()),  # a hit served by the raw-request fast path (tier: the one that matched first)
         ("schema_version", pa.int32()),
     ]
 )

@@ -18,6 +18,8 @@ import logging
 import os
 import threading
 from collections import deque
+from collections.abc import Callable
+from functools import lru_cache
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -141,29 +143,36 @@ class ParquetLog:
 
 def clean_row(row: dict[str, Any], schema: pa.Schema) -> dict[str, Any]:
     """The row with every value made acceptable to its column, or null."""
-    return {field.name: _clean(row.get(field.name), field.type) for field in schema}
+    return {name: None if (value := row.get(name)) is None else clean(value) for name, clean in _cleaners(schema)}
 
 
-def _clean(value: Any, kind: pa.DataType) -> Any:
-    if value is None:
-        return None
+@lru_cache(maxsize=8)
+def _cleaners(schema: pa.Schema) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
+    """One cleaner per column, chosen once per schema (not per value: the writer runs beside the event loop)."""
+    return tuple((field.name, _cleaner(field.type)) for field in schema)
+
+
+def _cleaner(kind: pa.DataType) -> Callable[[Any], Any]:
     if pa.types.is_string(kind):
-        text = value if isinstance(value, str) else str(value)
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate (JSON "\\ud800", a raw header byte)
-            text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-        return text
+        return _clean_text
     if pa.types.is_boolean(kind):
-        return value if isinstance(value, bool) else None
+        return lambda value: value if isinstance(value, bool) else None
     if pa.types.is_integer(kind):
-        if not isinstance(value, int) or isinstance(value, bool):
-            return None
-        info = _int_range(kind)
-        return value if info[0] <= value <= info[1] else None
+        low, high = _int_range(kind)
+        return lambda value: value if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high \
+            else None
     if pa.types.is_floating(kind):
-        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-    return value
+        return lambda value: float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return lambda value: value
+
+
+def _clean_text(value: Any) -> str:
+    text = value if isinstance(value, str) else str(value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (JSON "\\ud800", a raw header byte)
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def _int_range(kind: pa.DataType) -> tuple[int, int]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 
@@ -43,3 +44,18 @@ class Entry(NewEntry):
     id: int = 0
     created_at: datetime | None = None
     updated_at: datetime | None = None
+
+    @cached_property
+    def wire_headers(self) -> tuple[tuple[bytes, bytes], ...] | None:
+        """The answer's headers as mitmproxy sends them, `content-length` the body's (as `Response.make`
+        sets it): encoded once per loaded entry, not per hit. None when a content- or transfer-encoding
+        header leaves the body's framing to mitmproxy."""
+        names = {k.lower() for k, _ in self.headers}
+        if "content-encoding" in names or "transfer-encoding" in names:
+            return None
+        length = str(len(self.body)).encode()
+        wire = [(k.encode(), length if k.lower() == "content-length" else v.encode()) for k, v in self.headers]
+        lengths = [i for i, (k, _) in enumerate(wire) if k.lower() == b"content-length"]
+        if not lengths:
+            return (*wire, (b"content-length", length))
+        return tuple(field for i, field in enumerate(wire) if i not in lengths[1:])  # one, where the first was
