@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -98,8 +98,12 @@ class Store(StoreMeta):
             data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise StoreError(f"cannot create the data dir {data_dir}: {e}") from e
+        new = not path.exists()
         store = cls(connect(path), path)
         try:
+            if new:  # DuckDB takes no file mode: make the new, still empty store private at once
+                with suppress(OSError):
+                    path.chmod(0o600)
             store.migrate()
         except duckdb.Error as e:
             store.close()
