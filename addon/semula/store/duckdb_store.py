@@ -74,11 +74,14 @@ class Store(StoreMeta):
         self.read_only = read_only  # opened read_only: every write raises StoreError
         self.copied_from: Path | None = None  # this is a temporary working copy of a read-only store
         self.vectors = VectorTable(con, path)
+        self._lexical: list[LexicalIndex] = []
 
     def lexical_index(self, on_error: Callable[[Exception], None] | None = None) -> LexicalIndex:
-        """A new full-text index over this store's entries; its owner closes it before the store."""
+        """A new full-text index over this store's entries; closing the store closes it first."""
         with self._errors():
-            return LexicalIndex(self.con, on_error, read_only=self.read_only)
+            index = LexicalIndex(self.con, on_error, read_only=self.read_only)
+        self._lexical.append(index)
+        return index
 
     @classmethod
     def open(cls, data_dir: Path | str, read_only: bool = False) -> Store:
@@ -118,6 +121,10 @@ class Store(StoreMeta):
         return store
 
     def close(self) -> None:
+        # Background index builds use this connection: stop them before it closes, whoever closes
+        # the store (an engine, or a caller whose engine never finished opening).
+        for index in self._lexical:
+            index.close()
         try:
             self.con.close()
         except duckdb.Error:
