@@ -1,4 +1,4 @@
-"""What the proxy keeps per flow is gone when the flow ends (the soak's RSS, reliability item 10's
+"""What the proxy keeps per flow is gone when the flow ends (the soak's RSS, issue 12's
 done-when "RSS flat after warm-up"): after N mixed requests — misses, hits, bypasses, identical
 requests at once, upstream errors, clients that hang up before or after the decision — the
 per-flow maps are empty and the per-connection map holds only live connections. Counts, never time.
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import sys
 from pathlib import Path
 
