@@ -305,7 +305,28 @@ ERROR_KINDS: dict[int, dict[str, str]] = {
     500: {"openai": "server_error", "anthropic": "api_error", "gemini": "INTERNAL"},
     429: {"openai": "rate_limit_exceeded", "anthropic": "rate_limit_error", "gemini": "RESOURCE_EXHAUSTED"},
     404: {"openai": "invalid_request_error", "anthropic": "not_found_error", "gemini": "NOT_FOUND"},
+    400: {"openai": "invalid_request_error", "anthropic": "invalid_request_error", "gemini": "INVALID_ARGUMENT"},
 }
+
+
+class BadBody(ValueError):
+    """A request body no real provider could read: answered 400 with the provider's JSON error."""
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    """The JSON object of a request body (empty: {}); raises BadBody as a real server would refuse it."""
+    try:
+        text = raw.decode("utf-8")
+        body = json.loads(text) if text.strip() else {}
+    except UnicodeDecodeError as e:
+        raise BadBody(f"the body is not UTF-8: {e}") from e
+    except json.JSONDecodeError as e:
+        raise BadBody(f"we could not parse the JSON body of your request: {e}") from e
+    except RecursionError as e:
+        raise BadBody("the JSON body is nested too deeply") from e
+    if not isinstance(body, dict):
+        raise BadBody(f"the body must be a JSON object, not {type(body).__name__}")
+    return body
 
 
 def error_reply(provider: str, status: int, message: str, count: int | None = None) -> Reply:
@@ -575,7 +596,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         if self.headers.get("Content-Encoding", "").lower() == "gzip":
-            raw = gzip.decompress(raw)
+            try:
+                raw = gzip.decompress(raw)
+            except (OSError, EOFError, zlib.error) as e:
+                raise BadBody(f"the body is not valid gzip: {e}") from e
         return raw
 
     # --- response writing --------------------------------------------------------------
@@ -657,12 +681,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif path == "/__requests":
             self._send_json(200, history)
         else:
-            self._read_body()
+            try:
+                self._read_body()
+            except BadBody:
+                pass
             self._send_json(404, {"error": {"message": f"fakeprovider: no GET route {path}", "type": "invalid_request_error"}})
 
     def do_POST(self) -> None:
         parts = urlsplit(self.path)
-        raw = self._read_body()
+        try:
+            raw, problem = self._read_body(), ""
+        except BadBody as e:
+            raw, problem = b"", str(e)
         if parts.path == "/__reset":
             self.server.state.reset()
             self._send_json(200, {"count": 0})
@@ -672,35 +702,48 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self._send_json(404, {"error": {"message": f"fakeprovider: no route {parts.path}", "type": "invalid_request_error"}})
             return
         route, path_params = found
-        body_text = raw.decode("utf-8", "replace")
-        try:
-            body = json.loads(body_text) if body_text.strip() else {}
-        except json.JSONDecodeError:
-            body = {}
+        body: dict[str, Any] = {}
+        if not problem:
+            try:
+                body = parse_body(raw)
+            except BadBody as e:
+                problem = str(e)
         query = parse_qs(parts.query, keep_blank_values=True)
         count = self.server.state.next_call({
             "method": "POST", "path": parts.path, "query": query,
             "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body,
         })
-        controls = Controls.from_request(body_text, self.headers.get("Accept-Encoding", ""))
-        call = Call(count, parts.path, query, body if isinstance(body, dict) else {}, controls, path_params)
         headers = {"x-fake-count": str(count), "x-request-id": f"req_fake{count:06d}"}
         if route.provider == "anthropic":
             headers["request-id"] = headers["x-request-id"]
+        if problem:
+            self._send_error(route.provider, 400, problem, headers)
+            return
+        body_text = raw.decode("utf-8")
+        controls = Controls.from_request(body_text, self.headers.get("Accept-Encoding", ""))
+        call = Call(count, parts.path, query, body, controls, path_params)
 
         if controls.slow:
             time.sleep(0.5)
         for status, wanted in ((500, controls.fail500), (429, controls.rate429)):
             if wanted:
-                err = error_reply(route.provider, status, f"fake error {status} for call #{count}")
-                self._send_json(err.status, err.body, headers)
+                self._send_error(route.provider, status, f"fake error {status} for call #{count}", headers)
                 return
-        reply = route.handler(call)
+        try:
+            reply = route.handler(call)
+        except (KeyError, TypeError, AttributeError, ValueError, IndexError, RecursionError) as e:
+            # A field of the wrong shape: a real server says which, it does not drop the connection.
+            self._send_error(route.provider, 400, f"invalid request: {type(e).__name__}: {e}", headers)
+            return
         if isinstance(reply, StreamReply):
             self._send_stream(reply, headers, compress=controls.gzip, cut=controls.break_stream)
         else:
             self._send_json(reply.status, reply.body, {**headers, **reply.headers},
                             compress=controls.gzip, truncate=controls.break_stream)
+
+    def _send_error(self, provider: str, status: int, message: str, headers: dict[str, str]) -> None:
+        err = error_reply(provider, status, message)
+        self._send_json(err.status, err.body, headers)
 
 
 class FakeServer(http.server.ThreadingHTTPServer):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 from pathlib import Path
 
@@ -51,6 +52,8 @@ def test_a_fresh_data_dir_and_its_files_are_private(proxy_factory: ProxyFactory,
         assert ask(proxy, "https://api.openai.com/v1/chat/completions", uniq("modes")).status == 200
         admin = data_dir / "admin.json"
         assert stat.S_IMODE(admin.stat().st_mode) == 0o600
+        # The files are private by their own modes: mitmproxy's process keeps the umask it was given.
+        assert _umask(proxy.proc.pid) == _own_umask()
     finally:
         proxy.stop()
     assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
@@ -65,8 +68,20 @@ def test_an_existing_data_dir_keeps_its_mode(proxy_factory: ProxyFactory, fake_p
     data_dir = proxy_factory.new_data_dir("existing")
     data_dir.mkdir(parents=True)
     data_dir.chmod(0o755)
-    proxy_factory("auto", data_dir).stop()
+    proxy = proxy_factory("auto", data_dir)
+    # Others may enter this dir: only the umask keeps DuckDB's WAL (it takes no file mode) private.
+    assert _umask(proxy.proc.pid) == 0o077
+    proxy.stop()
     assert stat.S_IMODE(data_dir.stat().st_mode) == 0o755
+
+
+def _umask(pid: int) -> int:
+    line = next(ln for ln in Path(f"/proc/{pid}/status").read_text().splitlines() if ln.startswith("Umask:"))
+    return int(line.split()[1], 8)
+
+
+def _own_umask() -> int:
+    return _umask(os.getpid())
 
 
 def test_binding_every_interface_warns_and_says_so(proxy_factory: ProxyFactory, fake_provider: FakeProvider) -> None:

@@ -198,7 +198,8 @@ def test_fuzzed_bodies_through_the_proxy_get_a_clear_answer_and_a_row_each(
     assert "internal error" not in output.lower() and "Traceback" not in output, output[-4000:]
     failed = [(b[0], b[1].name, b[2], s) for b, s in zip(bodies, statuses, strict=True) if not 200 <= s < 600]
     assert not failed, failed
-    assert not [s for s in statuses if s >= 500 and s != 502], statuses  # 502: the fake choked on the body
+    # The fake provider answers a body it cannot read 400, as a real one does: any 5xx is a failure.
+    assert not [s for s in statuses if s >= 500], statuses
     rows = read_call_log(proxy.data_dir)
     assert len(rows) == len(bodies), (len(rows), len(bodies), output[-3000:])
     assert {r["decision"] for r in rows} <= DECISIONS, {r["decision"] for r in rows}

@@ -9,14 +9,16 @@ directory the ready line names.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
+import stat
 from pathlib import Path
 
 import pytest
 
 from conftest import ProxyFactory
-from e2e_helpers import openai_client, read_call_log, uniq
+from e2e_helpers import openai_client, read_call_log, run_semula, uniq
 
 pytestmark = pytest.mark.e2e
 
@@ -73,3 +75,21 @@ def test_replay_from_a_read_only_data_dir_serves_hits(proxy_factory: ProxyFactor
     finally:
         data_dir.chmod(0o700)
         store.chmod(0o600)
+
+
+def test_the_cli_reaches_a_read_only_proxy_through_its_fallback_admin_file(proxy_factory: ProxyFactory) -> None:
+    """The admin.json of a proxy that cannot write its data dir lives in a per-user fallback dir the
+    CLI knows; without it the CLI opens the store itself and DuckDB refuses (the proxy holds it)."""
+    from semula.proxy.admin import ADMIN_FILE, fallback_admin_dir
+
+    data_dir, prompts, _ = _record(proxy_factory, "ro-cli")
+    replay = proxy_factory("replay", data_dir, upstream="gone", extra_args=("--set", "semula_read_only=true"))
+    fallback = fallback_admin_dir(data_dir) / ADMIN_FILE
+    assert fallback.is_file() and not (data_dir / ADMIN_FILE).exists()
+    assert stat.S_IMODE(fallback.stat().st_mode) == 0o600
+    assert stat.S_IMODE(fallback.parent.stat().st_mode) == 0o700
+    listed = run_semula("entries", "list", "--data-dir", str(data_dir), "--json")
+    replay.stop()
+    assert listed.returncode == 0, (listed.stderr, replay.output()[-2000:])
+    assert sorted(row["last_text"] for row in json.loads(listed.stdout)) == sorted(prompts)
+    assert not fallback.exists(), "the stopped proxy left its admin file behind"

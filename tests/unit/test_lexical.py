@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -95,3 +96,42 @@ def test_a_1mb_prompt_is_fast_enough(cache):
 def test_project_names_are_bound_parameters(cache):
     record(cache, "hello world from quotes", project="p")
     assert near(cache, "hello world from quotes!", project="p' OR '1'='1").best is None
+
+
+class _GatedCursor:
+    """The rebuild's cursor, held inside its first statement until the test lets it go."""
+
+    def __init__(self, real) -> None:
+        self.real, self.entered, self.release = real, threading.Event(), threading.Event()
+
+    def execute(self, *args):
+        self.entered.set()
+        assert self.release.wait(30), "the test never released the rebuild"
+        return self.real.execute(*args)
+
+
+def test_closing_the_store_mid_rebuild_waits_for_it_and_no_build_runs_after(tmp_path, monkeypatch, caplog):
+    """The "full-text index rebuild failed (Connection already closed!)" warnings at shutdown: the
+    connection was closed under a background build. Whoever closes the store now stops the builds first."""
+    from semula.store import fts
+    from semula.store.duckdb_store import Store
+
+    monkeypatch.setattr(fts, "REBUILD_MIN_SECONDS", 0.0)
+    store = Store.open(tmp_path)
+    engine = Engine(store)
+    engine.lexical.close()  # the start-up build: let it finish, then arm the gate for the next one
+    engine.lexical._closed = False
+    gate = engine.lexical._cursor = _GatedCursor(engine.lexical._cursor)
+    record(engine, "Which trains leave Lyon for Paris before noon on Saturday")
+    assert gate.entered.wait(30), "no rebuild started"
+    closer = threading.Thread(target=store.close)  # the store itself, as a failed engine start closes it
+    closer.start()
+    closer.join(1.0)
+    assert closer.is_alive(), "the store closed its connection under a running rebuild"
+    gate.release.set()
+    closer.join(30)
+    assert not closer.is_alive()
+    engine.lexical.written(999, "p", "a write after close schedules nothing")
+    engine.lexical.maybe_rebuild()
+    assert engine.lexical._timer is None and not engine.lexical._building
+    assert not [r for r in caplog.records if "rebuild failed" in r.getMessage()], caplog.text

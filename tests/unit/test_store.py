@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -28,6 +29,15 @@ def test_migrations_are_recorded_and_run_once(tmp_path):
     assert names[0] == "001_core"
     store.close()
     assert Store.open(tmp_path).migrate() == []
+
+
+def test_a_new_store_file_is_private_whatever_the_umask(tmp_path):
+    old = os.umask(0)
+    try:
+        Store.open(tmp_path).close()
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "semula.duckdb").stat().st_mode) == 0o600
 
 
 def test_rerecording_keeps_the_id(tmp_path):

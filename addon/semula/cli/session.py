@@ -133,7 +133,7 @@ def _start_proxy(mode: str, listen_host: str, port: int, data_dir: Path, project
         args += ["--set", item]
     data_dir.mkdir(parents=True, exist_ok=True)
     log_path = data_dir / LOG_FILE
-    with open(log_path, "w") as log_file:
+    with os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as log_file:
         process = subprocess.Popen(args, stdout=log_file, stderr=subprocess.STDOUT, text=True,
                                    start_new_session=True)
     console = ProxyConsole(log_path, echo)

@@ -118,6 +118,7 @@ class SemulaAddon(Commands):
     async def request(self, flow: http.HTTPFlow) -> None:
         state = self.flows.get(flow.id)
         if state is None or flow.response is not None:
+            self.flows.pop(flow.id, None)  # answered before us (another addon): nothing to log
             return
         started = time.perf_counter()
         state.started_at = datetime.now(UTC).replace(tzinfo=None)
@@ -289,6 +290,8 @@ class SemulaAddon(Commands):
     async def error(self, flow: http.HTTPFlow) -> None:
         state = self.flows.get(flow.id)
         if state is None or state.decision is None:
+            # The client hung up before its request was whole (or decided): forget the flow.
+            self.flows.pop(flow.id, None)
             return
         message = redact_text(str(flow.error)) if flow.error else "connection error"
         if state.streamed and flow.response is not None and state.decision.action == "forward":

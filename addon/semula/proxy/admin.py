@@ -4,14 +4,20 @@ DuckDB lets one process open a file while another writes it — not even read-on
 while a proxy runs, `semula entries|config|review|…` reach the store through it: a small
 JSON-over-HTTP endpoint on 127.0.0.1, its port and a random token in `<data dir>/admin.json`
 (mode 0600). Calls run on the proxy's store thread, the same code as a direct CLI call.
+
+A proxy that cannot write its data dir (read-only replay) keeps admin.json in a per-user
+directory named after the data dir (`fallback_admin_dir`), where the CLI looks next.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import os
 import secrets
+import stat
+import tempfile
 import threading
 import urllib.error
 import urllib.request
@@ -51,9 +57,38 @@ def dumps(value: Any) -> bytes:
 Dispatch = Callable[[str, dict[str, Any]], Any]
 
 
+def fallback_admin_dir(data_dir: Path | str) -> Path:
+    """Where a proxy that cannot write `data_dir` keeps its admin.json: the same path for the proxy
+    and the CLI (per user, per resolved data dir), in a 0700 directory of the user's own."""
+    key = hashlib.sha256(str(Path(data_dir).expanduser().resolve()).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"semula-admin-{os.getuid()}" / key
+
+
+def _private_dir(path: Path) -> Path:
+    """Create `path` (and its parent) 0700; refuse a directory someone else owns or others can open."""
+    for directory in (path.parent, path):
+        try:
+            directory.mkdir(mode=0o700, exist_ok=True)
+        except FileExistsError:
+            pass
+        st = os.lstat(directory)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+            raise OSError(f"{directory} is not a private directory of this user")
+    return path
+
+
+def _own_private_file(path: Path) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
 class AdminServer:
-    def __init__(self, data_dir: Path, dispatch: Dispatch, info: dict[str, Any]):
-        self.data_dir = Path(data_dir)
+    def __init__(self, data_dir: Path, dispatch: Dispatch, info: dict[str, Any], fallback: bool = False):
+        """Serve `dispatch`; write admin.json into `data_dir`, or (`fallback`) into its fallback_admin_dir."""
+        self.data_dir = _private_dir(fallback_admin_dir(data_dir)) if fallback else Path(data_dir)
         self.token = secrets.token_urlsafe(24)
         token = self.token
 
@@ -106,17 +141,19 @@ class AdminServer:
 
 
 def read_admin_info(data_dir: Path | str) -> dict[str, Any] | None:
-    """The live proxy's admin.json, or None when no proxy answers for this data dir."""
-    path = Path(data_dir) / ADMIN_FILE
-    try:
-        info = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    try:
-        os.kill(int(info["pid"]), 0)
-    except (OSError, KeyError, ValueError, TypeError):
-        return None  # a stale file from a proxy that died
-    return info
+    """The live proxy's admin.json (in the data dir, else in its fallback dir), or None when no proxy
+    answers for this data dir."""
+    fallback = fallback_admin_dir(data_dir) / ADMIN_FILE
+    for path in (Path(data_dir) / ADMIN_FILE, fallback):
+        if path == fallback and not _own_private_file(path):
+            continue  # a shared temp dir: trust only a file of our own that nobody else can change
+        try:
+            info = json.loads(path.read_text())
+            os.kill(int(info["pid"]), 0)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # missing, unreadable, or a stale file from a proxy that died
+        return info
+    return None
 
 
 def call(data_dir: Path | str, method: str, params: dict[str, Any] | None = None, timeout: float = 60.0,

@@ -56,7 +56,8 @@ class Lifecycle:
         read_only = self.settings.read_only or _not_writable(data_dir)
         if not read_only:
             _private_data_dir(data_dir)
-        # A read-only data dir (a mounted CI cache): the logs and admin.json go to a temporary directory.
+        # A read-only data dir (a mounted CI cache): the logs go to a temporary directory, admin.json
+        # to the data dir's fallback_admin_dir, where the CLI finds it.
         log_dir = Path(tempfile.mkdtemp(prefix="semula-logs-")) if read_only else data_dir
         if ctx.options.semula_embeddings and not await self._load_embedder(data_dir):
             return
@@ -74,10 +75,10 @@ class Lifecycle:
                   "Stop the other proxy, point clients at it, or use another --data-dir.", flush=True)
         elif self.settings.admin:
             try:
-                self.admin = AdminServer(log_dir, self._admin_call, {
+                self.admin = AdminServer(data_dir, self._admin_call, {
                     "proxy": listen, "mode": self.mode.value, "data_dir": str(data_dir),
                     "project": self.settings.default_project, "confdir": str(confdir),
-                })
+                }, fallback=read_only)
             except OSError as e:
                 log.warning("semula: admin endpoint not started (%s); CLI commands cannot reach this proxy", e)
         self.is_running = True
@@ -160,12 +161,17 @@ def _not_writable(data_dir: Path) -> bool:
 
 
 def _private_data_dir(data_dir: Path) -> None:
-    """Store and logs are readable by their owner only: files 0600, a data dir semula creates 0700.
+    """Store and logs are readable by their owner only: a data dir semula creates is 0700, and the
+    files semula writes there are created 0600 by the code that writes them (store, logs, admin.json).
 
-    A directory the user gave that already exists (such as `.`) keeps its mode."""
-    os.umask(0o077)
+    A directory the user gave that already exists (such as `.`) keeps its mode. If others may enter
+    it, the umask becomes 077: DuckDB takes no file mode and recreates its WAL (prompts and answers)
+    at every checkpoint with the process umask, so only the umask keeps that file private there."""
     if not data_dir.exists():
         try:
             data_dir.mkdir(parents=True, mode=0o700)
         except OSError as e:  # the store and logs say so when they cannot write
             log.warning("semula: cannot create the data dir %s: %s", data_dir, e)
+        return
+    if data_dir.stat().st_mode & 0o077:
+        os.umask(0o077)

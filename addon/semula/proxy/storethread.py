@@ -120,7 +120,7 @@ class StoreThread:
     async def _open_now(self) -> None:
         assert self._open is not None
         try:
-            self.engine = await asyncio.get_running_loop().run_in_executor(self.executor, self._open)
+            await asyncio.get_running_loop().run_in_executor(self.executor, self._open_here)
             self.problem = None
         except Exception as e:
             if self.problem != str(e):
@@ -131,6 +131,13 @@ class StoreThread:
             self.problem = str(e)
         finally:
             self._opening = None
+
+    def _open_here(self) -> None:
+        """Open the engine, on the store thread; a second opener (an admin call queued behind the
+        start-up's) finds it open instead of opening another engine on the same file."""
+        assert self._open is not None
+        if self.engine is None:
+            self.engine = self._open()
 
     async def run(self, what: str, fn: Callable[..., T], *args: Any, write: bool = False) -> T | None:
         """Run `fn` on the store thread; on failure log why and return None.
@@ -186,10 +193,11 @@ class StoreThread:
                 if self._open is None:
                     raise StoreError("the proxy has not started its store yet")
                 try:
-                    self.engine = self._open()
+                    self._open_here()
                     self.problem = None
                 except Exception as e:
                     raise StoreError(f"the proxy cannot open its store: {e}") from e
+            assert self.engine is not None
             return operation(self.engine)
 
         return self.executor.submit(run).result(timeout=ADMIN_TIMEOUT_SECONDS)

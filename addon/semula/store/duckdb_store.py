@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -74,11 +74,14 @@ class Store(StoreMeta):
         self.read_only = read_only  # opened read_only: every write raises StoreError
         self.copied_from: Path | None = None  # this is a temporary working copy of a read-only store
         self.vectors = VectorTable(con, path)
+        self._lexical: list[LexicalIndex] = []
 
     def lexical_index(self, on_error: Callable[[Exception], None] | None = None) -> LexicalIndex:
-        """A new full-text index over this store's entries; its owner closes it before the store."""
+        """A new full-text index over this store's entries; closing the store closes it first."""
         with self._errors():
-            return LexicalIndex(self.con, on_error, read_only=self.read_only)
+            index = LexicalIndex(self.con, on_error, read_only=self.read_only)
+        self._lexical.append(index)
+        return index
 
     @classmethod
     def open(cls, data_dir: Path | str, read_only: bool = False) -> Store:
@@ -98,8 +101,12 @@ class Store(StoreMeta):
             data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise StoreError(f"cannot create the data dir {data_dir}: {e}") from e
+        new = not path.exists()
         store = cls(connect(path), path)
         try:
+            if new:  # DuckDB takes no file mode: make the new, still empty store private at once
+                with suppress(OSError):
+                    path.chmod(0o600)
             store.migrate()
         except duckdb.Error as e:
             store.close()
@@ -114,6 +121,10 @@ class Store(StoreMeta):
         return store
 
     def close(self) -> None:
+        # Background index builds use this connection: stop them before it closes, whoever closes
+        # the store (an engine, or a caller whose engine never finished opening).
+        for index in self._lexical:
+            index.close()
         try:
             self.con.close()
         except duckdb.Error:

@@ -79,6 +79,9 @@ class LexicalIndex:
         self.last_build_seconds: float | None = None
         self.on_error = on_error
         self._closed = False
+        # Held for a whole build: close() takes it, so the connection is never closed under a build
+        # and a build that starts after close() sees `_closed` before it touches the connection.
+        self._build_lock = threading.Lock()
         self._timer: threading.Timer | None = None
         self.read_only = read_only
         if read_only:
@@ -98,15 +101,14 @@ class LexicalIndex:
             self._fresh[int(entry_id)] = Fresh(int(entry_id), project, tuple(lexical_words(text or "")))
 
     def close(self) -> None:
-        """Stop rebuilding (the store is about to close); waits for a rebuild in progress."""
+        """Stop rebuilding (the store is about to close): no build runs once this returns."""
         with self._lock:
             self._closed = True
-            building = self._building
-        deadline = time.monotonic() + 30
-        while building and time.monotonic() < deadline:
-            time.sleep(0.02)
-            with self._lock:
-                building = self._building
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        with self._build_lock:  # waits for a build in progress
+            pass
 
     def written(self, entry_id: int, project: str, text: str) -> None:
         """A recording was (re)written: findable at once by scan, by the index after a rebuild."""
@@ -146,6 +148,14 @@ class LexicalIndex:
         self.maybe_rebuild()
 
     def _rebuild(self) -> None:
+        with self._build_lock:
+            if self._closed:  # closed between scheduling and starting: the connection may be gone
+                with self._lock:
+                    self._building = False
+                return
+            self._build()
+
+    def _build(self) -> None:
         started = time.monotonic()
         with self._lock:
             snapshot = set(self._fresh)

@@ -123,7 +123,8 @@ class ParquetLog:
 
     def _write(self, date: str, rows: list[dict[str, Any]]) -> None:
         folder = self.directory / f"date={date}"
-        folder.mkdir(parents=True, exist_ok=True)
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, exist_ok=True)
         clean = [clean_row(row, self.schema) for row in rows]
         columns = {name: [row.get(name) for row in clean] for name in self.schema.names}
         table = pa.Table.from_pydict(columns, schema=self.schema)
@@ -131,7 +132,9 @@ class ParquetLog:
         final = folder / f"part-{stamp}-{uuid.uuid4().hex[:8]}.parquet"
         temp = folder / f".{final.name}.tmp"
         try:
-            pq.write_table(table, temp)
+            # 0600 from the start: the log holds prompts' metadata and errors (README: file modes).
+            with os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
+                pq.write_table(table, out)
             os.replace(temp, final)
         except BaseException:
             temp.unlink(missing_ok=True)
