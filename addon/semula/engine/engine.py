@@ -8,11 +8,12 @@ only memory (`match`, `cached_entry`); everything else runs on the caller's stor
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
 from semula.core.canonical import CanonicalRequest
-from semula.core.cascade import NearSearch
+from semula.core.cascade import Candidate, NearSearch
 from semula.core.decision import Match
 from semula.core.explain import Nearest, nearest_recordings
 from semula.core.redact import FingerprintKey
@@ -62,8 +63,14 @@ class Engine:
                                               reload=False)
         upgrade(store, lambda project, settings: self.recordings.refingerprint(project, settings, reload=False))
         self.recordings.reload()
+        self._readers: dict[int, RecordingStore] = {}  # thread id -> that thread's read handle
+        self._readers_lock = threading.Lock()
 
     def close(self) -> None:
+        with self._readers_lock:
+            readers, self._readers = self._readers, {}
+        for reader in readers.values():
+            reader.close()
         if self.embeddings is not None:
             self.embeddings.close()
         self.lexical.close()
@@ -105,6 +112,28 @@ class Engine:
         """The near-match tiers after the certain ones missed: serve, queue for review, or neither."""
         return self.searcher.search(project, request, request_fp, normalised_fp,
                                     settings or self.settings_for(project), fuzzy_bypass_reason)
+
+    def near_find(self, project: str, request: CanonicalRequest, normalised_fp: str, settings: ProjectSettings,
+                  fuzzy_bypass_reason: str | None = None) -> list[Candidate]:
+        """The lexical tier's verdicts for a miss, on any thread (reads through that thread's own handle)."""
+        return self.searcher.find(self._reader(), project, request, normalised_fp, settings, fuzzy_bypass_reason)[0]
+
+    def near_settle_needs_store(self, lexical: list[Candidate]) -> bool:
+        return self.searcher.settle_needs_store(lexical)
+
+    def near_settle(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
+                    settings: ProjectSettings, fuzzy_bypass_reason: str | None, lexical: list[Candidate]) -> NearSearch:
+        """After `near_find`: the embedding tier, then serve or queue (the store thread, if it needs the store)."""
+        return self.searcher.settle(project, request, request_fp, normalised_fp, settings, fuzzy_bypass_reason, lexical)
+
+    def _reader(self) -> RecordingStore:
+        ident = threading.get_ident()
+        reader = self._readers.get(ident)
+        if reader is None:
+            reader = self.store.for_thread()
+            with self._readers_lock:
+                self._readers[ident] = reader
+        return reader
 
     def nearest(self, project: str, request: CanonicalRequest, limit: int = 3) -> list[Nearest]:
         """The recordings nearest a miss, from the indexes (never a scan of the whole project)."""

@@ -37,11 +37,14 @@ LOAD_WAIT_SECONDS = 60.0  # a request that comes while the store loads waits thi
 ADMIN_TIMEOUT_SECONDS = 600
 # An identical request waits this long for a recording in flight instead of going upstream again.
 PENDING_WAIT_SECONDS = 120.0
+# Near-searches read on their own cursors, this many at once, so misses don't queue on the store thread.
+NEAR_READERS = 4
 
 
 class StoreThread:
     def __init__(self) -> None:
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="semula-store")
+        self.readers = ThreadPoolExecutor(max_workers=NEAR_READERS, thread_name_prefix="semula-near")
         self.engine: Engine | None = None
         self.problem: str | None = "the store is not open yet"
         self._next_attempt = 0.0
@@ -196,6 +199,7 @@ class StoreThread:
 
     def close(self) -> None:
         engine, self.engine = self.engine, None
+        self.readers.shutdown(wait=True)  # no search reads from the engine being closed
         if engine:
             self.executor.submit(engine.close).result(timeout=60)
         self.executor.shutdown(wait=True)
@@ -246,10 +250,16 @@ class ProxyLookups:
 
     async def near(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
                    settings: ProjectSettings, fuzzy_bypass_reason: str | None) -> NearSearch:
+        """The lexical tier on a reader thread (in parallel); the store thread only to queue or embed."""
+        loop = asyncio.get_running_loop()
         try:
-            return await asyncio.get_running_loop().run_in_executor(
-                self.thread.executor, self.engine.near, project, request, request_fp, normalised_fp, settings,
-                fuzzy_bypass_reason)
+            lexical = await loop.run_in_executor(self.thread.readers, self.engine.near_find, project, request,
+                                                 normalised_fp, settings, fuzzy_bypass_reason)
+            settle = (self.engine.near_settle, project, request, request_fp, normalised_fp, settings,
+                      fuzzy_bypass_reason, lexical)
+            if not self.engine.near_settle_needs_store(lexical):
+                return settle[0](*settle[1:])
+            return await loop.run_in_executor(self.thread.executor, *settle)
         except Exception as e:
             log.warning("semula: near-match search failed (%s); treating the call as a miss", e)
             return NearSearch()

@@ -75,6 +75,12 @@ class Store(StoreMeta):
         self.copied_from: Path | None = None  # this is a temporary working copy of a read-only store
         self.vectors = VectorTable(con, path)
 
+    def for_thread(self) -> Store:
+        """The same store on a new cursor, for reads on another thread; close it when done."""
+        with self._errors():
+            reader = Store(self.con.cursor(), self.path, read_only=self.read_only)
+        return reader
+
     def lexical_index(self, on_error: Callable[[Exception], None] | None = None) -> LexicalIndex:
         """A new full-text index over this store's entries; its owner closes it before the store."""
         with self._errors():
