@@ -7,6 +7,7 @@ any thread: the event loop serves hits without touching the store.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -17,6 +18,24 @@ from semula.store.types import Entry
 
 RESPONSE_CACHE_BYTES = 256 * 1024 * 1024
 PRELOAD_BYTES = 64 * 1024 * 1024  # answers loaded at start so that first hits skip the store too
+
+
+def held_bytes(value: object) -> int:
+    """What a parsed JSON value holds in memory (CPython objects, not its JSON length)."""
+    if isinstance(value, dict):
+        return sys.getsizeof(value) + sum(held_bytes(k) + held_bytes(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return sys.getsizeof(value) + sum(held_bytes(v) for v in value)
+    return sys.getsizeof(value)
+
+
+def entry_bytes(entry: Entry) -> int:
+    """Everything a cached entry holds: answer body, headers, parsed request, text, the object itself."""
+    return (sys.getsizeof(entry.body) + held_bytes(entry.headers) + held_bytes(entry.canonical)
+            + sys.getsizeof(entry.last_text) + ENTRY_OVERHEAD)
+
+
+ENTRY_OVERHEAD = 1200  # the Entry object, its small fields and the cache's own slot
 
 
 class FingerprintIndex:
@@ -80,11 +99,13 @@ class FingerprintIndex:
 
 
 class AnswerCache:
-    """Recorded entries by id, least recently used first out, within a byte budget."""
+    """Recorded entries by id, least recently used first out, within a byte budget (`entry_bytes`:
+    the whole entry, not just its answer body)."""
 
     def __init__(self, max_bytes: int = RESPONSE_CACHE_BYTES) -> None:
         self._lock = threading.Lock()
         self._entries: OrderedDict[int, Entry] = OrderedDict()
+        self._sizes: dict[int, int] = {}
         self._bytes = 0
         self.max_bytes = max_bytes
 
@@ -96,23 +117,31 @@ class AnswerCache:
             return entry
 
     def put(self, entry: Entry) -> None:
+        size = entry_bytes(entry)
         with self._lock:
             old = self._entries.pop(entry.id, None)
             if old is not None:
-                self._bytes -= len(old.body)
-            self._entries[entry.id] = entry
-            self._bytes += len(entry.body)
+                self._bytes -= self._sizes.pop(entry.id)
+            if size > self.max_bytes:
+                return  # never cache what the whole budget cannot hold
+            self._entries[entry.id], self._sizes[entry.id] = entry, size
+            self._bytes += size
             while self._bytes > self.max_bytes and len(self._entries) > 1:
-                _, dropped = self._entries.popitem(last=False)
-                self._bytes -= len(dropped.body)
+                dropped, _ = self._entries.popitem(last=False)
+                self._bytes -= self._sizes.pop(dropped)
 
     def forget(self, entry_id: int) -> None:
         with self._lock:
-            old = self._entries.pop(entry_id, None)
-            if old is not None:
-                self._bytes -= len(old.body)
+            if self._entries.pop(entry_id, None) is not None:
+                self._bytes -= self._sizes.pop(entry_id)
+
+    @property
+    def nbytes(self) -> int:
+        """The counted bytes of everything cached (`entry_bytes`), never above `max_bytes`."""
+        return self._bytes
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._sizes.clear()
             self._bytes = 0

@@ -22,7 +22,7 @@ from semula.core.settings import (
     settings_to_json,
     validate_project,
 )
-from semula.engine.index import PRELOAD_BYTES, AnswerCache, FingerprintIndex
+from semula.engine.index import PRELOAD_BYTES, AnswerCache, FingerprintIndex, entry_bytes
 from semula.engine.review import ReviewQueue, shorten
 from semula.store.base import LexicalProposer, RecordingStore
 from semula.recordings.entry import fingerprints_of
@@ -49,7 +49,13 @@ class Recordings:
         self.index.load(self.store.index_rows(), self.store.alias_rows(), settings)
         self.review.reload()
         self.answers.clear()
-        for entry in self.store.recent_entries(PRELOAD_BYTES):
+        preload, held = [], 0
+        for entry in reversed(self.store.recent_entries(PRELOAD_BYTES)):  # newest first, counted whole
+            held += entry_bytes(entry)
+            if held > PRELOAD_BYTES:
+                break
+            preload.append(entry)
+        for entry in reversed(preload):
             self.answers.put(entry)
         self.lexical.maybe_rebuild()
 

@@ -192,11 +192,13 @@ class Store(StoreMeta):
         return _entry(row) if row else None
 
     def recent_entries(self, max_bytes: int) -> list[Entry]:
-        """The newest entries whose bodies fit in max_bytes (to warm the in-memory answers)."""
+        """The newest entries whose bodies, requests and texts fit in max_bytes (to warm the in-memory answers;
+        the caller counts what they hold parsed)."""
         with self._errors():
             rows = self.con.execute(
                 f"""SELECT {ENTRY_COLUMNS} FROM (
-                        SELECT *, sum(octet_length(body)) OVER (ORDER BY id DESC) AS running FROM entries
+                        SELECT *, sum(octet_length(body) + strlen(canonical) + strlen(coalesce(last_text, '')))
+                                  OVER (ORDER BY id DESC) AS running FROM entries
                     ) WHERE running <= ? ORDER BY id""",
                 [max_bytes],
             ).fetchall()

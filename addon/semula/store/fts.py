@@ -101,12 +101,13 @@ class LexicalIndex:
         try:
             postings = Postings.load(self._cursor)
             rows = self._cursor.execute(
-                "SELECT id, project, last_text FROM entries WHERE id NOT IN (SELECT name FROM fts_main_entries.docs)"
-            ).fetchall()
+                "SELECT id, project, substr(last_text, 1, ?) FROM entries "
+                "WHERE id NOT IN (SELECT name FROM fts_main_entries.docs)", [MAX_QUERY_CHARS]).fetchall()
         except duckdb.Error:  # never indexed: a read-only store scans, a writable one builds
             if not self.read_only:
                 return
-            postings, rows = None, self._cursor.execute("SELECT id, project, last_text FROM entries").fetchall()
+            postings, rows = None, self._cursor.execute("SELECT id, project, substr(last_text, 1, ?) FROM entries",
+                                                        [MAX_QUERY_CHARS]).fetchall()
         lacking = {int(i): Fresh(int(i), p, tuple(lexical_words(t or ""))) for i, p, t in rows}
         with self._lock:
             self._postings = postings
@@ -141,7 +142,8 @@ class LexicalIndex:
     def written(self, entry_id: int, project: str, text: str) -> None:
         """A recording was (re)written: findable at once by scan, by the index after a rebuild."""
         with self._lock:
-            self._fresh[entry_id] = Fresh(entry_id, project, tuple(lexical_words(text)))
+            # as a query is cut, so is a fresh text's word list: a 20 MB prompt must not stay as 3M word tuples
+            self._fresh[entry_id] = Fresh(entry_id, project, tuple(lexical_words(text[:MAX_QUERY_CHARS])))
             self._stale = True
         self.maybe_rebuild()
 
