@@ -118,13 +118,24 @@ class Engine:
         """The lexical tier's verdicts for a miss, on any thread (reads through that thread's own handle)."""
         return self.searcher.find(self._reader(), project, request, normalised_fp, settings, fuzzy_bypass_reason)[0]
 
-    def near_settle_needs_store(self, lexical: list[Candidate]) -> bool:
-        return self.searcher.settle_needs_store(lexical)
+    def near_settle_needs_store(self, lexical: list[Candidate], embed: bool = True) -> bool:
+        return self.searcher.settle_needs_store(lexical, embed=embed)
 
     def near_settle(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
-                    settings: ProjectSettings, fuzzy_bypass_reason: str | None, lexical: list[Candidate]) -> NearSearch:
+                    settings: ProjectSettings, fuzzy_bypass_reason: str | None, lexical: list[Candidate],
+                    embed: bool = True) -> NearSearch:
         """After `near_find`: the embedding tier, then serve or queue (the store thread, if it needs the store)."""
-        return self.searcher.settle(project, request, request_fp, normalised_fp, settings, fuzzy_bypass_reason, lexical)
+        return self.searcher.settle(project, request, request_fp, normalised_fp, settings, fuzzy_bypass_reason, lexical,
+                                    embed=embed)
+
+    def embedding_only_queues(self, settings: ProjectSettings) -> bool:
+        return self.searcher.embedding_only_queues(settings)
+
+    def queue_embedding_candidates(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
+                                   settings: ProjectSettings, fuzzy_bypass_reason: str | None) -> list[Candidate]:
+        """The embedding tier's review candidates for a miss already forwarded (store thread)."""
+        return self.searcher.queue_embedding_candidates(project, request, request_fp, normalised_fp, settings,
+                                                        fuzzy_bypass_reason)
 
     def _reader(self) -> RecordingStore:
         ident = threading.get_ident()

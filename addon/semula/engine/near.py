@@ -61,26 +61,33 @@ class NearSearcher:
             candidates.append(Candidate(entry_id, verdict))
         return candidates, paired
 
-    def settle_needs_store(self, lexical: list[Candidate], queue: bool = True) -> bool:
+    def embedding_only_queues(self, settings: ProjectSettings) -> bool:
+        """The embedding tier is on but cannot serve (no serve threshold for its model): it only queues."""
+        tier = self.embeddings
+        return tier is not None and threshold_for(settings.embedding_serve_threshold, tier.embedder.name) is None
+
+    def settle_needs_store(self, lexical: list[Candidate], queue: bool = True, embed: bool = True) -> bool:
         """Whether `settle` reads or writes the store (else it is pure and may run anywhere)."""
-        if self.embeddings is not None:
+        if self.embeddings is not None and embed:
             return True
         return queue and not any(c.verdict.serve for c in lexical) and any(c.verdict.review for c in lexical)
 
     def settle(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
                settings: ProjectSettings, fuzzy_bypass_reason: str | None, lexical: list[Candidate],
-               queue: bool = True, paired: dict[int, str] | None = None) -> NearSearch:
+               queue: bool = True, paired: dict[int, str] | None = None, embed: bool = True) -> NearSearch:
         """Add the embedding tier's candidates, then serve the best or queue the reviewable (store thread).
 
         `paired` as `find` read it on this thread; None: read it here (another thread's read may be stale).
+        `embed=False` leaves the embedding tier to `queue_embedding_candidates`, after the call.
         """
         candidates = list(lexical)
         searchable = request.parsed and request.last_user_text().strip()
-        if self.settle_needs_store(lexical, queue) and searchable:
+        if self.settle_needs_store(lexical, queue, embed) and searchable:
             if paired is None:
                 paired = self.store.paired_entries(project, normalised_fp)
                 candidates = [c for c in candidates if paired.get(c.entry_id) != "rejected"]
-            candidates += self._embedding_candidates(project, request, settings, paired, fuzzy_bypass_reason)
+            if embed:
+                candidates += self._embedding_candidates(project, request, settings, paired, fuzzy_bypass_reason)
         if not candidates:
             return NearSearch()
         candidates.sort(key=lambda c: (c.verdict.serve, c.verdict.score, c.entry_id), reverse=True)
@@ -95,6 +102,17 @@ class NearSearcher:
                 log.warning("semula: could not queue review candidates (%s); the call stays a miss", e)
         best = next((c for c in queued if c.entry_id == best.entry_id), best)
         return NearSearch(best=best, queued=tuple(queued))
+
+    def queue_embedding_candidates(self, project: str, request: CanonicalRequest, request_fp: str,
+                                   normalised_fp: str, settings: ProjectSettings,
+                                   fuzzy_bypass_reason: str | None) -> list[Candidate]:
+        """The embedding tier for a miss already forwarded (it could only queue): queue what it finds
+        beside what the lexical tier queued (store thread)."""
+        paired = self.store.paired_entries(project, normalised_fp)
+        found = [c for c in self._embedding_candidates(project, request, settings, paired, fuzzy_bypass_reason)
+                 if c.entry_id not in paired]
+        found.sort(key=lambda c: (c.verdict.score, c.entry_id), reverse=True)
+        return self.review.queue(project, request, request_fp, normalised_fp, found, paired) if found else []
 
     def _embedding_candidates(self, project: str, request: CanonicalRequest, settings: ProjectSettings,
                               paired: dict[int, str], fuzzy_bypass_reason: str | None) -> list[Candidate]:

@@ -159,7 +159,8 @@ class SemulaAddon(Lifecycle):
             except AdapterError as e:
                 bypass = Bypass("unparsable_body", f"cannot match this request: {e}")
         state.settings = engine.settings_for(state.project) if engine else ProjectSettings()
-        lookups = ProxyLookups(engine, self.store, self.pending) if engine is not None else None
+        lookups = (ProxyLookups(engine, self.store, self.pending, defer_embedding=self.mode is Mode.AUTO)
+                   if engine is not None else None)
         try:
             return await cascade(self.mode, state.project, state.canonical, state.settings, lookups,
                                  bypass=bypass, store_problem=self.store.problem, offload=offload,

@@ -222,8 +222,10 @@ class ProxyLookups:
     """
 
     def __init__(self, engine: Engine, thread: StoreThread, pending: dict[tuple[str, str], asyncio.Event],
-                 coalesce: bool = True):
+                 coalesce: bool = True, defer_embedding: bool = False):
         self.engine = engine
+        # auto mode: an embedding tier that only queues searches after the miss is forwarded, not before
+        self.defer_embedding = defer_embedding
         self.thread = thread
         self.pending = pending
         self.coalesce = coalesce
@@ -255,11 +257,17 @@ class ProxyLookups:
         try:
             lexical = await loop.run_in_executor(self.thread.readers, self.engine.near_find, project, request,
                                                  normalised_fp, settings, fuzzy_bypass_reason)
+            embed = not (self.defer_embedding and self.engine.embedding_only_queues(settings))
             settle = (self.engine.near_settle, project, request, request_fp, normalised_fp, settings,
-                      fuzzy_bypass_reason, lexical)
-            if not self.engine.near_settle_needs_store(lexical):
-                return settle[0](*settle[1:])
-            return await loop.run_in_executor(self.thread.executor, *settle)
+                      fuzzy_bypass_reason, lexical, embed)
+            if self.engine.near_settle_needs_store(lexical, embed):
+                result = await loop.run_in_executor(self.thread.executor, *settle)
+            else:
+                result = settle[0](*settle[1:])
+            if not embed and result.served is None:
+                self.thread.background("the embedding tier's review search", self.engine.queue_embedding_candidates,
+                                       project, request, request_fp, normalised_fp, settings, fuzzy_bypass_reason)
+            return result
         except Exception as e:
             log.warning("semula: near-match search failed (%s); treating the call as a miss", e)
             return NearSearch()
