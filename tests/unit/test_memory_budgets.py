@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import sys
 
 from entries import chat, new_entry
 
 from semula.engine import recordings
 from semula.engine.engine import Engine
-from semula.engine.index import AnswerCache, entry_bytes
+from semula.engine.index import AnswerCache, entry_bytes, json_held_bytes
 from semula.store.duckdb_store import Store
 from semula.store.types import Entry
 
@@ -24,6 +26,20 @@ def test_a_cached_entry_counts_its_request_and_text_not_just_its_body():
     entry = entry_of(1, PROMPT_20KB)
     assert len(entry.body) < 100
     assert entry_bytes(entry) > 2 * len(PROMPT_20KB)  # the parsed request and the last text both hold it
+
+
+def test_the_count_is_close_to_what_the_parsed_request_holds():
+    def walk(value) -> int:
+        if isinstance(value, dict):
+            return sys.getsizeof(value) + sum(walk(k) + walk(v) for k, v in value.items())
+        if isinstance(value, (list, tuple)):
+            return sys.getsizeof(value) + sum(walk(v) for v in value)
+        return sys.getsizeof(value)
+
+    for content in ("hi", PROMPT_20KB, [{"type": "text", "text": "a"}, {"type": "image_url", "image_url": {"url": "x"}}]):
+        canonical = chat(content).to_json()
+        counted = json_held_bytes(json.dumps(canonical, ensure_ascii=False, separators=(",", ":")))
+        assert walk(canonical) <= counted <= 1.3 * walk(canonical), content
 
 
 def test_the_answer_cache_stays_within_its_budget_by_counted_bytes():
@@ -49,6 +65,7 @@ def test_the_preload_counts_whole_entries(tmp_path, monkeypatch):
     monkeypatch.setattr(recordings, "PRELOAD_BYTES", 1_000_000)
     engine = Engine(store)
     try:
+        assert engine.preloaded(timeout=60)
         assert 0 < engine.answers.nbytes <= 1_000_000
     finally:
         engine.close()

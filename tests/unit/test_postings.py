@@ -8,6 +8,7 @@ import time
 import pytest
 from entries import chat, new_entry
 
+from semula.engine.engine import Engine
 from semula.store.duckdb_store import Store
 from semula.store.fts import BM25_SQL, PROPOSALS, QUERY_TERMS
 from semula.store.postings import Postings, Stemmer, fts_tokens
@@ -28,7 +29,8 @@ TEXTS = [
 def settle(engine) -> None:
     """Wait for the background build and fold the fresh entries in."""
     deadline = time.monotonic() + 30
-    while (engine.lexical._fresh or not engine.lexical._built) and time.monotonic() < deadline:
+    lexical = engine.lexical
+    while (lexical._fresh or not lexical._built or lexical.last_build_seconds is None) and time.monotonic() < deadline:
         engine.lexical.maybe_rebuild(wait=True)
         time.sleep(0.05)
     assert engine.lexical._built and not engine.lexical._fresh
@@ -95,3 +97,34 @@ def test_the_index_is_counted_in_bytes(engine):
     before = engine.lexical.nbytes()
     engine.record(new_entry(chat("a prompt about the quarterly budget " * 50), "p"))
     assert engine.lexical.nbytes() > before
+
+
+def test_a_restart_on_a_current_index_loads_it_and_builds_nothing(tmp_path):
+    engine = Engine(Store.open(tmp_path))
+    kept = engine.record(new_entry(chat("Which trains leave Lyon for Paris before noon"), "p"))
+    settle(engine)
+    engine.close()
+    engine = Engine(Store.open(tmp_path))
+    try:
+        deadline = time.monotonic() + 30
+        while not engine.lexical._built and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert engine.lexical.propose("p", "trains Lyon Paris noon") == [kept]
+        assert engine.lexical.last_build_seconds == 0.0  # loaded, not rebuilt
+    finally:
+        engine.close()
+
+
+def test_a_restart_after_texts_changed_rebuilds(tmp_path):
+    engine = Engine(Store.open(tmp_path))
+    entry = engine.record(new_entry(chat("Which trains leave Lyon for Paris before noon"), "p"))
+    settle(engine)
+    engine.store.set_last_texts([(entry, "a recipe for onion soup")])
+    engine.close()
+    engine = Engine(Store.open(tmp_path))
+    try:
+        settle(engine)
+        assert engine.lexical.last_build_seconds > 0.0
+        assert engine.lexical.propose("p", "onion soup recipe") == [entry]
+    finally:
+        engine.close()

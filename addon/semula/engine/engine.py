@@ -8,6 +8,7 @@ only memory (`match`, `cached_entry`); everything else runs on the caller's stor
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -25,7 +26,9 @@ from semula.engine.review import ReviewQueue
 from semula.recordings.folder import RecordingsFolder, SyncReport
 from semula.engine.upkeep import upgrade
 from semula.store.base import RecordingStore
-from semula.store.types import Entry
+from semula.store.types import Entry, StoreError
+
+log = logging.getLogger("semula")
 
 # A replay miss's explanation diffs at most this many recordings: the lexical proposals for its
 # last user text, then the newest of the same provider and endpoint.
@@ -62,11 +65,34 @@ class Engine:
                 self.recordings.refingerprint(project, settings_from_mapping(store.project_settings(project)),
                                               reload=False)
         upgrade(store, lambda project, settings: self.recordings.refingerprint(project, settings, reload=False))
-        self.recordings.reload()
+        self.recordings.reload(preload=False)
+        # The answer preload (up to 64 MB parsed) runs beside the first requests, not before them:
+        # hits it has not reached yet read the store.
+        self._preloader = threading.Thread(target=self._preload_answers, name="semula-preload", daemon=True)
+        self._preloader.start()
         self._readers: dict[int, RecordingStore] = {}  # thread id -> that thread's read handle
         self._readers_lock = threading.Lock()
 
+    def _preload_answers(self) -> None:
+        try:
+            reader = self.store.for_thread()
+        except StoreError as e:
+            log.warning("semula: could not preload recorded answers (%s); hits read the store", e)
+            return
+        try:
+            self.recordings.preload(reader)
+        except StoreError as e:
+            log.warning("semula: could not preload recorded answers (%s); hits read the store", e)
+        finally:
+            reader.close()
+
+    def preloaded(self, timeout: float | None = None) -> bool:
+        """Wait for the start-up answer preload; whether it is done."""
+        self._preloader.join(timeout)
+        return not self._preloader.is_alive()
+
     def close(self) -> None:
+        self.preloaded(timeout=60)
         with self._readers_lock:
             readers, self._readers = self._readers, {}
         for reader in readers.values():

@@ -7,7 +7,7 @@ any thread: the event loop serves hits without touching the store.
 
 from __future__ import annotations
 
-import sys
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -20,19 +20,18 @@ RESPONSE_CACHE_BYTES = 256 * 1024 * 1024
 PRELOAD_BYTES = 64 * 1024 * 1024  # answers loaded at start so that first hits skip the store too
 
 
-def held_bytes(value: object) -> int:
-    """What a parsed JSON value holds in memory (CPython objects, not its JSON length)."""
-    if isinstance(value, dict):
-        return sys.getsizeof(value) + sum(held_bytes(k) + held_bytes(v) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return sys.getsizeof(value) + sum(held_bytes(v) for v in value)
-    return sys.getsizeof(value)
+def json_held_bytes(text: str) -> int:
+    """What the JSON `text` holds once parsed (CPython objects), from its length and its counts of
+    strings and containers: within ~10 % above a recursive walk of the parsed value, which cost
+    ~0.7 ms an entry (7 s for a 64 MB preload)."""
+    return len(text) + 50 * (text.count('"') // 2) + 150 * (text.count("{") + text.count("["))
 
 
 def entry_bytes(entry: Entry) -> int:
     """Everything a cached entry holds: answer body, headers, parsed request, text, the object itself."""
-    return (sys.getsizeof(entry.body) + held_bytes(entry.headers) + held_bytes(entry.canonical)
-            + sys.getsizeof(entry.last_text) + ENTRY_OVERHEAD)
+    request = json.dumps(entry.canonical, ensure_ascii=False, separators=(",", ":"))
+    headers = sum(len(k) + len(v) + 170 for k, v in entry.headers)
+    return len(entry.body) + json_held_bytes(request) + len(entry.last_text) + headers + ENTRY_OVERHEAD
 
 
 ENTRY_OVERHEAD = 1200  # the Entry object, its small fields and the cache's own slot
@@ -106,6 +105,7 @@ class AnswerCache:
         self._lock = threading.Lock()
         self._entries: OrderedDict[int, Entry] = OrderedDict()
         self._sizes: dict[int, int] = {}
+        self._touched: set[int] | None = None  # ids written while a preload reads (`begin_preload`)
         self._bytes = 0
         self.max_bytes = max_bytes
 
@@ -116,22 +116,44 @@ class AnswerCache:
                 self._entries.move_to_end(entry_id)
             return entry
 
-    def put(self, entry: Entry) -> None:
-        size = entry_bytes(entry)
+    def begin_preload(self) -> None:
+        """From now until `finish_preload`, remember which ids a write or a hit touched."""
         with self._lock:
-            old = self._entries.pop(entry.id, None)
-            if old is not None:
-                self._bytes -= self._sizes.pop(entry.id)
-            if size > self.max_bytes:
-                return  # never cache what the whole budget cannot hold
-            self._entries[entry.id], self._sizes[entry.id] = entry, size
-            self._bytes += size
-            while self._bytes > self.max_bytes and len(self._entries) > 1:
-                dropped, _ = self._entries.popitem(last=False)
-                self._bytes -= self._sizes.pop(dropped)
+            self._touched = set()
+
+    def finish_preload(self, items: Iterable[tuple[Entry, int]]) -> None:
+        """Cache `(entry, entry_bytes)` read since `begin_preload`, oldest first, except the ids touched
+        meanwhile (what they hold now is newer than what the preload read)."""
+        with self._lock:
+            touched, self._touched = self._touched or set(), None
+            for entry, size in items:
+                if entry.id not in touched:
+                    self._put(entry, size)
+
+    def put(self, entry: Entry, size: int | None = None) -> None:
+        """Cache `entry`; `size` is its `entry_bytes` if the caller counted them already."""
+        size = entry_bytes(entry) if size is None else size
+        with self._lock:
+            if self._touched is not None:
+                self._touched.add(entry.id)
+            self._put(entry, size)
+
+    def _put(self, entry: Entry, size: int) -> None:
+        old = self._entries.pop(entry.id, None)
+        if old is not None:
+            self._bytes -= self._sizes.pop(entry.id)
+        if size > self.max_bytes:
+            return  # never cache what the whole budget cannot hold
+        self._entries[entry.id], self._sizes[entry.id] = entry, size
+        self._bytes += size
+        while self._bytes > self.max_bytes and len(self._entries) > 1:
+            dropped, _ = self._entries.popitem(last=False)
+            self._bytes -= self._sizes.pop(dropped)
 
     def forget(self, entry_id: int) -> None:
         with self._lock:
+            if self._touched is not None:
+                self._touched.add(entry_id)
             if self._entries.pop(entry_id, None) is not None:
                 self._bytes -= self._sizes.pop(entry_id)
 

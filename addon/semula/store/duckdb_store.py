@@ -192,14 +192,19 @@ class Store(StoreMeta):
         return _entry(row) if row else None
 
     def recent_entries(self, max_bytes: int) -> list[Entry]:
-        """The newest entries whose bodies, requests and texts fit in max_bytes (to warm the in-memory answers;
-        the caller counts what they hold parsed)."""
+        """The newest entries whose bodies, requests and texts fit in max_bytes (to warm the in-memory answers).
+
+        Estimated from the stored lengths as `index.entry_bytes` counts them parsed (about twice the
+        request's JSON, plus ~3 KB of objects); the caller counts exactly and stops at the budget."""
         with self._errors():
             rows = self.con.execute(
-                f"""SELECT {ENTRY_COLUMNS} FROM (
-                        SELECT *, sum(octet_length(body) + strlen(canonical) + strlen(coalesce(last_text, '')))
-                                  OVER (ORDER BY id DESC) AS running FROM entries
-                    ) WHERE running <= ? ORDER BY id""",
+                f"""SELECT {ENTRY_COLUMNS} FROM entries WHERE id IN (
+                        SELECT id FROM (
+                            SELECT id, sum(octet_length(body) + 2 * strlen(canonical)
+                                           + strlen(coalesce(last_text, '')) + 3000) OVER (ORDER BY id DESC) AS running
+                            FROM entries
+                        ) WHERE running <= ?
+                    ) ORDER BY id""",
                 [max_bytes],
             ).fetchall()
         return [_entry(row) for row in rows]

@@ -59,6 +59,12 @@ GROUP BY 1 ORDER BY bm25 DESC, id DESC LIMIT ?
 """
 
 
+# What the last build indexed, so that a restart can tell whether the stored index is current:
+# an order-independent hash of every (id, text), kept in `meta` by each build.
+TEXTS_HASH_KEY = "fts_texts_hash"
+TEXTS_HASH_SQL = "SELECT coalesce(bit_xor(hash(id, last_text)), 0)::VARCHAR FROM entries"
+
+
 @dataclass(frozen=True)
 class Fresh:
     entry_id: int
@@ -96,22 +102,28 @@ class LexicalIndex:
     def _built(self) -> bool:
         return self._postings is not None
 
-    def _load_stored(self) -> None:
-        """The index the store was stopped with, plus the entries it lacks (as fresh), if there is one."""
+    def _load_stored(self) -> bool:
+        """The index the store was stopped with, plus the entries it lacks (as fresh), if there is one.
+
+        Returns whether it indexes exactly the texts stored now (then there is nothing to rebuild)."""
         try:
+            current = self._cursor.execute(f"SELECT ({TEXTS_HASH_SQL}) = (SELECT value FROM meta WHERE key = ?)",
+                                           [TEXTS_HASH_KEY]).fetchone()[0]
             postings = Postings.load(self._cursor)
             rows = self._cursor.execute(
                 "SELECT id, project, substr(last_text, 1, ?) FROM entries "
                 "WHERE id NOT IN (SELECT name FROM fts_main_entries.docs)", [MAX_QUERY_CHARS]).fetchall()
         except duckdb.Error:  # never indexed: a read-only store scans, a writable one builds
             if not self.read_only:
-                return
+                return False
+            current = False
             postings, rows = None, self._cursor.execute("SELECT id, project, substr(last_text, 1, ?) FROM entries",
                                                         [MAX_QUERY_CHARS]).fetchall()
         lacking = {int(i): Fresh(int(i), p, tuple(lexical_words(t or ""))) for i, p, t in rows}
         with self._lock:
             self._postings = postings
             self._fresh = {**lacking, **self._fresh}
+        return bool(current) and not lacking
 
     def nbytes(self) -> int:
         """What the index holds in memory: postings, stems, fresh word tuples."""
@@ -182,13 +194,14 @@ class LexicalIndex:
         started = time.monotonic()
         cursor = self._cursor
         try:
-            if self._postings is None:  # serve from the index the store was stopped with meanwhile
-                self._load_stored()
+            if self._postings is None and self._load_stored() and self._first_build_only():
+                return  # the index the store was stopped with is current: nothing to build
             with self._lock:
                 snapshot = set(self._fresh)
                 self._stale = False
             cursor.execute("BEGIN")
             cursor.execute("PRAGMA create_fts_index('entries', 'id', 'last_text', overwrite=1)")
+            cursor.execute(f"INSERT OR REPLACE INTO meta SELECT ?, ({TEXTS_HASH_SQL})::VARCHAR", [TEXTS_HASH_KEY])
             cursor.execute("COMMIT")
             postings = Postings.load(cursor)
             indexed = postings.entry_set()
@@ -216,6 +229,15 @@ class LexicalIndex:
                 again = self._stale
         if again and not self._closed:
             self.maybe_rebuild()  # schedules itself when due
+
+    def _first_build_only(self) -> bool:
+        """After a current stored index was loaded: whether nothing was written or deleted since."""
+        with self._lock:
+            if self._fresh or self._gone:
+                return False
+            self._stale = False
+            self.last_build_seconds = 0.0
+            return True
 
     def _reader(self) -> duckdb.DuckDBPyConnection:
         """This thread's cursor (a DuckDB connection is not shared between threads)."""
