@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import shutil
 import ssl
 import sys
 import tempfile
@@ -100,15 +101,20 @@ def logged_decisions(data_dir: Path, windows: list[tuple[datetime, datetime]]) -
 
 
 def run(size: int, prompts: list[str], entries: list[Any], vocab: Any, clients: int = 64,
-        n_rounds: int = 3) -> dict[str, Any]:
-    """Start-up and concurrent misses at one store size."""
+        n_rounds: int = 3, seeded: Path | None = None, sample_from: int | None = None) -> dict[str, Any]:
+    """Start-up and concurrent misses at one store size (`seeded`: a copy of that store instead of seeding;
+    `sample_from`: paraphrase only the first so many prompts)."""
     procs = common.Processes()
     rng = random.Random(7000 + size)
     with tempfile.TemporaryDirectory(prefix=f"semula-bench-conc-{size}-") as tmp:
         work = Path(tmp)
         data_dir, confdir = work / "data", work / "conf"
         ca = common.ensure_ca(confdir)
-        seed_s = seed(data_dir, entries[:size])
+        if seeded is not None:
+            shutil.copytree(seeded, data_dir)
+            seed_s = None
+        else:
+            seed_s = seed(data_dir, entries[:size])
         try:
             fake, fake_port = common.start_fake_provider(procs, work)
             port, log_path = common.free_port(), work / "semula.log"
@@ -117,12 +123,13 @@ def run(size: int, prompts: list[str], entries: list[Any], vocab: Any, clients: 
             proc = procs.start([sys.executable, "-m", "semula", "proxy", "--mode", "auto", "--listen-host", "127.0.0.1",
                                 "--listen-port", str(port), "--data-dir", str(data_dir), "--project", PROJECT,
                                 "--set", f"confdir={confdir}", "--set", "ssl_insecure=true", *remote],
-                               log_path, {"PYTHONPATH": str(common.REPO / "addon")})
+                               # no recordings folder: the repository's own would be synced in and written to
+                               log_path, {"PYTHONPATH": str(common.REPO / "addon"), "SEMULA_RECORDINGS": "off"})
             served_at = asyncio.run(first_served(port, ca, body_for(prompts[0], 0), spawned + 120))
             ready_s = served_at - spawned
             common.wait_idle(proc.pid, timeout=120)
             rss_idle = rss_mb(proc.pid)
-            picks = rng.sample(range(size), clients * n_rounds)
+            picks = rng.sample(range(sample_from or size), clients * n_rounds)
             rounds = []
             for r in range(n_rounds):
                 bodies = []
@@ -136,7 +143,8 @@ def run(size: int, prompts: list[str], entries: list[Any], vocab: Any, clients: 
                                            for k in range(8)]]))  # warm-up: connections, first misses
             windows, outcomes = asyncio.run(bursts(port, ca, rounds))
             rss_after = rss_mb(proc.pid)
-            procs.stop(proc)
+            # a generous stop: the call log is flushed at shutdown, after the rebuild the bursts started
+            procs.stop(proc, timeout=300)
             procs.stop(fake)
             ms = logged_decisions(data_dir, windows)
         finally:

@@ -124,6 +124,18 @@ def lexical(d: dict[str, Any]) -> list[str]:
               [[s["size"], s["seed_s"], s["cache_open_s"], s["build_s"],
                 pair([s["exact_us"]["p50"], s["exact_us"]["p99"], s["exact_us"]["max"]], 1),
                 f"{s['load_before']} / {s['load_after']}"] for s in sizes]), ""]
+    targets = []
+    for key, size, label, limit in (("near_p50_ms", "100000", "miss decision p50 ms at 100k", 10.0),
+                                    ("concurrent64_decision_p99_ms", "10000", "64 misses at once: decision p99 ms at 10k", 300.0)):
+        value = d["sizes"].get(size, {}).get(key)
+        targets.append([label, limit, value, "-" if value is None else "met" if value <= limit else f"missed by {value - limit:,.1f}"])
+    for size in ("10000", "100000"):
+        proxy = d["sizes"].get(size, {}).get("proxy")
+        for label, key, limit in (("ready s", "ready_s", 3.0), ("RSS idle MB", "rss_idle_mb", 400.0)):
+            value = proxy.get(key) if proxy else None
+            targets.append([f"{label} at {int(size):,}", limit if size == "100000" else "(report)", value,
+                            "-" if value is None or size != "100000" else "met" if value <= limit else f"missed by {value - limit:,.1f}"])
+    out += ["## Targets (issue 11)", "", table(["target", "limit", "measured", "verdict"], targets), ""]
     proxied = [s for s in sizes if s.get("proxy")]
     if proxied:
         out += ["## Through a real proxy: start-up, memory, misses at once", "",
