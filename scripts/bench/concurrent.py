@@ -123,7 +123,7 @@ def run(size: int, prompts: list[str], entries: list[Any], vocab: Any, clients: 
             proc = procs.start([sys.executable, "-m", "semula", "proxy", "--mode", "auto", "--listen-host", "127.0.0.1",
                                 "--listen-port", str(port), "--data-dir", str(data_dir), "--project", PROJECT,
                                 "--set", f"confdir={confdir}", "--set", "ssl_insecure=true", *remote],
-                               # no recordings folder: the repository's own would be synced in and written to
+                               # no recordings folder: it would be written in the repository root and synced in at each start
                                log_path, {"PYTHONPATH": str(common.REPO / "addon"), "SEMULA_RECORDINGS": "off"})
             served_at = asyncio.run(first_served(port, ca, body_for(prompts[0], 0), spawned + 120))
             ready_s = served_at - spawned
