@@ -34,6 +34,11 @@ def embed_all(embedder: Any, texts: list[str], batch: int = 64) -> np.ndarray:
     return np.vstack(out) if out else np.zeros((0, 384), dtype=np.float32)
 
 
+def use_tier(engine: Any, tier: Any) -> None:
+    """The same Engine with and without its embedding tier (every part that holds it)."""
+    engine.embeddings = engine.searcher.embeddings = engine.recordings.embeddings = tier
+
+
 def p50_95(xs: list[float]) -> list[float]:
     return [pct(xs, 50), pct(xs, 95)]
 
@@ -41,7 +46,7 @@ def p50_95(xs: list[float]) -> list[float]:
 def run_size(size: int, prompts: list[str], entries: list[Any], vectors: np.ndarray, embedder: Any, vocab: Any,
              n_queries: int, real: int) -> dict[str, Any]:
     from semula.embeddings.model import embedding_text, put_vectors
-    from semula.engine.cache import Cache
+    from semula.engine.engine import Engine as Cache
 
     r: dict[str, Any] = {"size": size, "load_before": common.loadavg()}
     rng = random.Random(2000 + size)
@@ -76,13 +81,13 @@ def run_size(size: int, prompts: list[str], entries: list[Any], vectors: np.ndar
             for n, (kind, q) in enumerate(queries):
                 row: dict[str, Any] = {"kind": kind}
                 for mode in (("on", "off") if n % 2 == 0 else ("off", "on")):
-                    cache.embeddings = tier if mode == "on" else None  # the same Cache, with and without the tier
+                    use_tier(cache, tier if mode == "on" else None)  # the same Cache, with and without the tier
                     row[mode], row[mode + "_outcome"], _ = miss_decision(cache, q)
                     if mode == "on":
                         row.update(timers.take())
                     timers.take()
                 rows.append(row)
-            cache.embeddings = tier
+            use_tier(cache, tier)
             miss: dict[str, Any] = {}
             for kind in ("all", "paraphrase", "unrelated"):
                 xs = [x for x in rows if kind in ("all", x["kind"])]
@@ -113,7 +118,7 @@ def run_size(size: int, prompts: list[str], entries: list[Any], vectors: np.ndar
             calls = timers.calls.get("encode", 0)
             for rep in range(4):
                 for mode in (("on", "off") if rep % 2 == 0 else ("off", "on")):
-                    cache.embeddings = tier if mode == "on" else None
+                    use_tier(cache, tier if mode == "on" else None)
                     for rfp, nfp in keys:
                         t0 = time.perf_counter()
                         assert cache.match(PROJECT, rfp, nfp).tier == "exact"
@@ -130,9 +135,9 @@ def run_size(size: int, prompts: list[str], entries: list[Any], vectors: np.ndar
             writes: dict[str, list[float]] = {"on": [], "off": []}
             for k in range(60):
                 for mode in (("on", "off") if k % 2 == 0 else ("off", "on")):
-                    cache.embeddings = tier if mode == "on" else None
+                    use_tier(cache, tier if mode == "on" else None)
                     writes[mode].append(write(30_000_000 + size * 10 + k * 2 + (mode == "on")))
-            cache.embeddings = tier
+            use_tier(cache, tier)
             t0 = time.perf_counter()
             tier.worker.drain(120)
             r["write_ms"], r["drain_after_writes_s"] = {m: p50_95(v) for m, v in writes.items()}, time.perf_counter() - t0

@@ -108,7 +108,7 @@ def replay(d: dict[str, Any]) -> list[str]:
 
 
 def lexical(d: dict[str, Any]) -> list[str]:
-    w, sizes = d["workload"], d["sizes"]
+    w, sizes = d["workload"], list(d["sizes"].values())
     out = head("Lexical tier benchmark: miss-path cost, FTS build, write-to-findable, sweep", d,
                "compare sizes and columns within one run.") + [
         "## Method", "",
@@ -120,8 +120,13 @@ def lexical(d: dict[str, Any]) -> list[str]:
         "1-3 words changed), 1/3 unrelated prompts, each decided as the addon decides a miss (`cache.match` → "
         "`fuzzy_bypass` → `cache.near`, default settings, candidates queued). The public steps of `cache.near` are "
         "wrapped with timers. Nearest-rank percentiles.",
-        "- *Retrieval alone*: `fts.BM25_SQL` on 30 paraphrase texts with different query-term limits; *source@10* = "
-        "the paraphrased entry is among the 10 proposals.",
+        "- *Retrieval alone*: `LexicalIndex.propose` (the postings in memory, shipped) and the same ranking in SQL "
+        "(`fts.BM25_SQL`) on 30 paraphrase texts; *source@10* = the paraphrased entry is among the 10 proposals; "
+        "*memory = SQL*: the share of texts where both propose the same ids in the same order.",
+        "- *Through a real proxy*: `semula proxy --mode auto` on the seeded store (index built, as a previous run "
+        "leaves it), the fake provider upstream; *ready* = spawn → first request served (an exact hit); RSS when idle "
+        "after start and after the bursts; then rounds of N httpx clients each sending one distinct miss at the same "
+        "moment (2/3 paraphrases, 1/3 unrelated); decision_ms from the proxy's call log.",
         "- *Write → findable* (≥10k): after the rebuild interval, `cache.record` a new entry, then query paraphrases of "
         "it at once; misses and exact hits are timed while the rebuild the write started runs.", "",
         "## 1. Miss path", "",
@@ -145,6 +150,27 @@ def lexical(d: dict[str, Any]) -> list[str]:
               [[s["size"], s["seed_s"], s["cache_open_s"], s["build_s"],
                 pair([s["exact_us"]["p50"], s["exact_us"]["p99"], s["exact_us"]["max"]], 1),
                 f"{s['load_before']} / {s['load_after']}"] for s in sizes]), ""]
+    targets = []
+    for key, size, label, limit in (("near_p50_ms", "100000", "miss decision p50 ms at 100k", 10.0),
+                                    ("concurrent64_decision_p99_ms", "10000", "64 misses at once: decision p99 ms at 10k", 300.0)):
+        value = d["sizes"].get(size, {}).get(key)
+        targets.append([label, limit, value, "-" if value is None else "met" if value <= limit else f"missed by {value - limit:,.1f}"])
+    for size in ("10000", "100000"):
+        proxy = d["sizes"].get(size, {}).get("proxy")
+        for label, key, limit in (("ready s", "ready_s", 3.0), ("RSS idle MB", "rss_idle_mb", 400.0)):
+            value = proxy.get(key) if proxy else None
+            targets.append([f"{label} at {int(size):,}", limit if size == "100000" else "(report)", value,
+                            "-" if value is None or size != "100000" else "met" if value <= limit else f"missed by {value - limit:,.1f}"])
+    out += ["## Targets (issue 11)", "", table(["target", "limit", "measured", "verdict"], targets), ""]
+    proxied = [s for s in sizes if s.get("proxy")]
+    if proxied:
+        out += ["## Through a real proxy: start-up, memory, misses at once", "",
+                table(["entries", "ready s", "RSS idle MB", "RSS after MB", "clients × rounds", "decisions",
+                       "decision_ms p50", "p95", "p99", "max", "outcomes"],
+                      [[s["size"], s["proxy"]["ready_s"], s["proxy"]["rss_idle_mb"], s["proxy"]["rss_after_mb"],
+                        f"{s['proxy']['clients']} × {s['proxy']['rounds']}", s["proxy"]["decisions"],
+                        *(s["proxy"]["decision_ms"][k] for k in ("p50", "p95", "p99", "max")),
+                        ", ".join(f"{k} {v}" for k, v in sorted(s["proxy"]["outcomes"].items()))] for s in proxied]), ""]
     fresh = [s for s in sizes if s.get("fresh")]
     if fresh:
         out += ["## 3. Write → findable", "",

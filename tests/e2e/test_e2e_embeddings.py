@@ -40,5 +40,7 @@ def test_a_paraphrase_is_queued_as_embedding_and_a_hit_is_exact(proxy_factory: P
     assert ask(f"How can I reverse a list in Python? ({tag})")["x-semula-tier"] == "exact"
     proxy.stop()
     assert "embedding tier on" in proxy.output()
+    # auto mode forwards the miss before the embedding tier searches (it only queues): the row of the
+    # miss carries the lexical verdict, the review queue the embedding candidate
     rows = read_call_log(proxy.data_dir)
-    assert any(r["candidate_tier"] == "embedding" for r in rows), rows
+    assert not any(r["candidate_tier"] == "embedding" for r in rows), rows

@@ -109,6 +109,9 @@ class _GatedCursor:
         assert self.release.wait(30), "the test never released the rebuild"
         return self.real.execute(*args)
 
+    def __getattr__(self, name):  # close, fetchone, …: the real cursor's
+        return getattr(self.real, name)
+
 
 def test_closing_the_store_mid_rebuild_waits_for_it_and_no_build_runs_after(tmp_path, monkeypatch, caplog):
     """The "full-text index rebuild failed (Connection already closed!)" warnings at shutdown: the
@@ -119,8 +122,11 @@ def test_closing_the_store_mid_rebuild_waits_for_it_and_no_build_runs_after(tmp_
     monkeypatch.setattr(fts, "REBUILD_MIN_SECONDS", 0.0)
     store = Store.open(tmp_path)
     engine = Engine(store)
-    engine.lexical.close()  # the start-up build: let it finish, then arm the gate for the next one
-    engine.lexical._closed = False
+    deadline = time.monotonic() + 30  # the start-up build: let it finish, then arm the gate for the next one
+    while engine.lexical._building and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with engine.lexical._build_lock:
+        pass
     gate = engine.lexical._cursor = _GatedCursor(engine.lexical._cursor)
     record(engine, "Which trains leave Lyon for Paris before noon on Saturday")
     assert gate.entered.wait(30), "no rebuild started"

@@ -8,6 +8,8 @@ only memory (`match`, `cached_entry`); everything else runs on the caller's stor
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -24,7 +26,9 @@ from semula.engine.review import ReviewQueue
 from semula.recordings.folder import RecordingsFolder, SyncReport
 from semula.engine.upkeep import upgrade
 from semula.store.base import RecordingStore
-from semula.store.types import Entry
+from semula.store.types import Entry, StoreError
+
+log = logging.getLogger("semula")
 
 # A replay miss's explanation diffs at most this many recordings: the lexical proposals for its
 # last user text, then the newest of the same provider and endpoint.
@@ -62,9 +66,38 @@ class Engine:
                 self.recordings.refingerprint(project, settings_from_mapping(store.project_settings(project)),
                                               reload=False)
         upgrade(store, lambda project, settings: self.recordings.refingerprint(project, settings, reload=False))
-        self.recordings.reload()
+        self.recordings.reload(preload=False)
+        # The answer preload (up to 64 MB parsed) runs beside the first requests, not before them:
+        # hits it has not reached yet read the store.
+        self._preloader = threading.Thread(target=self._preload_answers, name="semula-preload", daemon=True)
+        self._preloader.start()
+        self._readers: dict[int, RecordingStore] = {}  # thread id -> that thread's read handle
+        self._readers_lock = threading.Lock()
+
+    def _preload_answers(self) -> None:
+        try:
+            reader = self.store.for_thread()
+        except StoreError as e:
+            log.warning("semula: could not preload recorded answers (%s); hits read the store", e)
+            return
+        try:
+            self.recordings.preload(reader)
+        except StoreError as e:
+            log.warning("semula: could not preload recorded answers (%s); hits read the store", e)
+        finally:
+            reader.close()
+
+    def preloaded(self, timeout: float | None = None) -> bool:
+        """Wait for the start-up answer preload; whether it is done."""
+        self._preloader.join(timeout)
+        return not self._preloader.is_alive()
 
     def close(self) -> None:
+        self.preloaded(timeout=60)
+        with self._readers_lock:
+            readers, self._readers = self._readers, {}
+        for reader in readers.values():
+            reader.close()
         if self.embeddings is not None:
             self.embeddings.close()
         self.lexical.close()
@@ -106,6 +139,39 @@ class Engine:
         """The near-match tiers after the certain ones missed: serve, queue for review, or neither."""
         return self.searcher.search(project, request, request_fp, normalised_fp,
                                     settings or self.settings_for(project), fuzzy_bypass_reason)
+
+    def near_find(self, project: str, request: CanonicalRequest, normalised_fp: str, settings: ProjectSettings,
+                  fuzzy_bypass_reason: str | None = None) -> list[Candidate]:
+        """The lexical tier's verdicts for a miss, on any thread (reads through that thread's own handle)."""
+        return self.searcher.find(self._reader(), project, request, normalised_fp, settings, fuzzy_bypass_reason)[0]
+
+    def near_settle_needs_store(self, lexical: list[Candidate], embed: bool = True) -> bool:
+        return self.searcher.settle_needs_store(lexical, embed=embed)
+
+    def near_settle(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
+                    settings: ProjectSettings, fuzzy_bypass_reason: str | None, lexical: list[Candidate],
+                    embed: bool = True) -> NearSearch:
+        """After `near_find`: the embedding tier, then serve or queue (the store thread, if it needs the store)."""
+        return self.searcher.settle(project, request, request_fp, normalised_fp, settings, fuzzy_bypass_reason, lexical,
+                                    embed=embed)
+
+    def embedding_only_queues(self, settings: ProjectSettings) -> bool:
+        return self.searcher.embedding_only_queues(settings)
+
+    def queue_embedding_candidates(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
+                                   settings: ProjectSettings, fuzzy_bypass_reason: str | None) -> list[Candidate]:
+        """The embedding tier's review candidates for a miss already forwarded (store thread)."""
+        return self.searcher.queue_embedding_candidates(project, request, request_fp, normalised_fp, settings,
+                                                        fuzzy_bypass_reason)
+
+    def _reader(self) -> RecordingStore:
+        ident = threading.get_ident()
+        reader = self._readers.get(ident)
+        if reader is None:
+            reader = self.store.for_thread()
+            with self._readers_lock:
+                self._readers[ident] = reader
+        return reader
 
     def nearest(self, project: str, request: CanonicalRequest, limit: int = 3) -> list[Nearest]:
         """The recordings nearest a miss, from the indexes (never a scan of the whole project)."""

@@ -2,7 +2,9 @@
 `near_match` judges each, and the best is served or the reviewable ones are queued.
 
 The verdict for one pair is pure (`core.nearmatch.near_match`); this module applies it to the
-indexes' proposals. A rejected pairing is never served or queued again. Runs on the store thread.
+indexes' proposals. A rejected pairing is never served or queued again. `find` (the lexical
+tier: reads only) runs on any thread with its own store handle, so misses search in parallel;
+`settle` (the embedding tier, the review queue's writes) runs on the store thread.
 """
 
 from __future__ import annotations
@@ -32,12 +34,24 @@ class NearSearcher:
 
     def search(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
                settings: ProjectSettings, fuzzy_bypass_reason: str | None = None, queue: bool = True) -> NearSearch:
+        """The whole search on the caller's (store) thread: `find`, then `settle`."""
+        lexical, paired = self.find(self.store, project, request, normalised_fp, settings, fuzzy_bypass_reason)
+        return self.settle(project, request, request_fp, normalised_fp, settings, fuzzy_bypass_reason, lexical, queue,
+                           paired)
+
+    def find(self, store: RecordingStore, project: str, request: CanonicalRequest, normalised_fp: str,
+             settings: ProjectSettings, fuzzy_bypass_reason: str | None = None
+             ) -> tuple[list[Candidate], dict[int, str] | None]:
+        """The lexical tier's verdicts and the request's pairings so far, reads only: any thread with
+        its own `store` handle may run it."""
         text = request.last_user_text()
         if not request.parsed or not text.strip():
-            return NearSearch()
+            return [], None
         ids = self.lexical.propose(project, text)
-        stored = self.store.canonicals_by_ids(ids)
-        paired = self.store.paired_entries(project, normalised_fp)
+        if not ids:
+            return [], None
+        stored = store.canonicals_by_ids(ids)
+        paired = store.paired_entries(project, normalised_fp)
         candidates = []
         for entry_id in ids:
             if entry_id not in stored or paired.get(entry_id) == "rejected":
@@ -45,7 +59,35 @@ class NearSearcher:
             verdict = near_match(request, CanonicalRequest.from_json(stored[entry_id]), settings,
                                  tier="lexical", fuzzy_bypass_reason=fuzzy_bypass_reason)
             candidates.append(Candidate(entry_id, verdict))
-        candidates += self._embedding_candidates(project, request, settings, paired, fuzzy_bypass_reason)
+        return candidates, paired
+
+    def embedding_only_queues(self, settings: ProjectSettings) -> bool:
+        """The embedding tier is on but cannot serve (no serve threshold for its model): it only queues."""
+        tier = self.embeddings
+        return tier is not None and threshold_for(settings.embedding_serve_threshold, tier.embedder.name) is None
+
+    def settle_needs_store(self, lexical: list[Candidate], queue: bool = True, embed: bool = True) -> bool:
+        """Whether `settle` reads or writes the store (else it is pure and may run anywhere)."""
+        if self.embeddings is not None and embed:
+            return True
+        return queue and not any(c.verdict.serve for c in lexical) and any(c.verdict.review for c in lexical)
+
+    def settle(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
+               settings: ProjectSettings, fuzzy_bypass_reason: str | None, lexical: list[Candidate],
+               queue: bool = True, paired: dict[int, str] | None = None, embed: bool = True) -> NearSearch:
+        """Add the embedding tier's candidates, then serve the best or queue the reviewable (store thread).
+
+        `paired` as `find` read it on this thread; None: read it here (another thread's read may be stale).
+        `embed=False` leaves the embedding tier to `queue_embedding_candidates`, after the call.
+        """
+        candidates = list(lexical)
+        searchable = request.parsed and request.last_user_text().strip()
+        if self.settle_needs_store(lexical, queue, embed) and searchable:
+            if paired is None:
+                paired = self.store.paired_entries(project, normalised_fp)
+                candidates = [c for c in candidates if paired.get(c.entry_id) != "rejected"]
+            if embed:
+                candidates += self._embedding_candidates(project, request, settings, paired, fuzzy_bypass_reason)
         if not candidates:
             return NearSearch()
         candidates.sort(key=lambda c: (c.verdict.serve, c.verdict.score, c.entry_id), reverse=True)
@@ -55,11 +97,22 @@ class NearSearcher:
         queued: list[Candidate] = []
         if queue:
             try:
-                queued = self.review.queue(project, request, request_fp, normalised_fp, candidates, paired)
+                queued = self.review.queue(project, request, request_fp, normalised_fp, candidates, paired or {})
             except StoreError as e:  # the verdict stands and is logged; only the queueing is lost
                 log.warning("semula: could not queue review candidates (%s); the call stays a miss", e)
         best = next((c for c in queued if c.entry_id == best.entry_id), best)
         return NearSearch(best=best, queued=tuple(queued))
+
+    def queue_embedding_candidates(self, project: str, request: CanonicalRequest, request_fp: str,
+                                   normalised_fp: str, settings: ProjectSettings,
+                                   fuzzy_bypass_reason: str | None) -> list[Candidate]:
+        """The embedding tier for a miss already forwarded (it could only queue): queue what it finds
+        beside what the lexical tier queued (store thread)."""
+        paired = self.store.paired_entries(project, normalised_fp)
+        found = [c for c in self._embedding_candidates(project, request, settings, paired, fuzzy_bypass_reason)
+                 if c.entry_id not in paired]
+        found.sort(key=lambda c: (c.verdict.score, c.entry_id), reverse=True)
+        return self.review.queue(project, request, request_fp, normalised_fp, found, paired) if found else []
 
     def _embedding_candidates(self, project: str, request: CanonicalRequest, settings: ProjectSettings,
                               paired: dict[int, str], fuzzy_bypass_reason: str | None) -> list[Candidate]:

@@ -22,7 +22,7 @@ from semula.core.settings import (
     settings_to_json,
     validate_project,
 )
-from semula.engine.index import PRELOAD_BYTES, AnswerCache, FingerprintIndex
+from semula.engine.index import PRELOAD_BYTES, AnswerCache, FingerprintIndex, entry_bytes
 from semula.engine.review import ReviewQueue, shorten
 from semula.store.base import LexicalProposer, RecordingStore
 from semula.recordings.entry import fingerprints_of
@@ -43,15 +43,32 @@ class Recordings:
         self.review = review
         self.embeddings = embeddings
 
-    def reload(self) -> None:
-        """Load the index, the open review requests and the most recent answers from the store."""
+    def reload(self, preload: bool = True) -> None:
+        """Load the index, the open review requests and (unless the caller does it later, on another
+        thread: `preload`) the most recent answers from the store."""
         settings = {p: settings_from_mapping(v) for p, v in self.store.all_project_settings().items()}
         self.index.load(self.store.index_rows(), self.store.alias_rows(), settings)
         self.review.reload()
         self.answers.clear()
-        for entry in self.store.recent_entries(PRELOAD_BYTES):
-            self.answers.put(entry)
+        if preload:
+            self.preload(self.store)
         self.lexical.maybe_rebuild()
+
+    def preload(self, store: RecordingStore) -> None:
+        """The newest answers, counted whole (`entry_bytes`) within PRELOAD_BYTES, into the answer cache;
+        what a write or a hit cached meanwhile is newer and stays."""
+        self.answers.begin_preload()
+        items: list[tuple[Entry, int]] = []
+        try:
+            held = 0
+            for entry in reversed(store.recent_entries(PRELOAD_BYTES)):  # newest first
+                size = entry_bytes(entry)
+                held += size
+                if held > PRELOAD_BYTES:
+                    break
+                items.append((entry, size))
+        finally:
+            self.answers.finish_preload(reversed(items))
 
     def record(self, new: NewEntry, started: Any = None) -> int:
         """Store an answer; close the review candidates of this request queued by earlier calls."""

@@ -189,7 +189,8 @@ class SemulaAddon(Commands):
             except AdapterError as e:
                 bypass = Bypass("unparsable_body", f"cannot match this request: {e}")
         state.settings = engine.settings_for(state.project) if engine else ProjectSettings()
-        lookups = ProxyLookups(engine, self.store, self.pending) if engine is not None else None
+        lookups = (ProxyLookups(engine, self.store, self.pending, defer_embedding=self.mode is Mode.AUTO)
+                   if engine is not None else None)
         try:
             outcome = await cascade(self.mode, state.project, state.canonical, state.settings, lookups,
                                     bypass=bypass, store_problem=self.store.problem, offload=offload,

@@ -37,11 +37,14 @@ LOAD_WAIT_SECONDS = 60.0  # a request that comes while the store loads waits thi
 ADMIN_TIMEOUT_SECONDS = 600
 # An identical request waits this long for a recording in flight instead of going upstream again.
 PENDING_WAIT_SECONDS = 120.0
+# Near-searches read on their own cursors, this many at once, so misses don't queue on the store thread.
+NEAR_READERS = 4
 
 
 class StoreThread:
     def __init__(self) -> None:
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="semula-store")
+        self.readers = ThreadPoolExecutor(max_workers=NEAR_READERS, thread_name_prefix="semula-near")
         self.engine: Engine | None = None
         self.problem: str | None = "the store is not open yet"
         self._next_attempt = 0.0
@@ -204,6 +207,7 @@ class StoreThread:
 
     def close(self) -> None:
         engine, self.engine = self.engine, None
+        self.readers.shutdown(wait=True)  # no search reads from the engine being closed
         if engine:
             self.executor.submit(engine.close).result(timeout=60)
         self.executor.shutdown(wait=True)
@@ -226,8 +230,10 @@ class ProxyLookups:
     """
 
     def __init__(self, engine: Engine, thread: StoreThread, pending: dict[tuple[str, str], asyncio.Event],
-                 coalesce: bool = True):
+                 coalesce: bool = True, defer_embedding: bool = False):
         self.engine = engine
+        # auto mode: an embedding tier that only queues searches after the miss is forwarded, not before
+        self.defer_embedding = defer_embedding
         self.thread = thread
         self.pending = pending
         self.coalesce = coalesce
@@ -254,10 +260,22 @@ class ProxyLookups:
 
     async def near(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
                    settings: ProjectSettings, fuzzy_bypass_reason: str | None) -> NearSearch:
+        """The lexical tier on a reader thread (in parallel); the store thread only to queue or embed."""
+        loop = asyncio.get_running_loop()
         try:
-            return await asyncio.get_running_loop().run_in_executor(
-                self.thread.executor, self.engine.near, project, request, request_fp, normalised_fp, settings,
-                fuzzy_bypass_reason)
+            lexical = await loop.run_in_executor(self.thread.readers, self.engine.near_find, project, request,
+                                                 normalised_fp, settings, fuzzy_bypass_reason)
+            embed = not (self.defer_embedding and self.engine.embedding_only_queues(settings))
+            settle = (self.engine.near_settle, project, request, request_fp, normalised_fp, settings,
+                      fuzzy_bypass_reason, lexical, embed)
+            if self.engine.near_settle_needs_store(lexical, embed):
+                result = await loop.run_in_executor(self.thread.executor, *settle)
+            else:
+                result = settle[0](*settle[1:])
+            if not embed and result.served is None:
+                self.thread.background("the embedding tier's review search", self.engine.queue_embedding_candidates,
+                                       project, request, request_fp, normalised_fp, settings, fuzzy_bypass_reason)
+            return result
         except Exception as e:
             log.warning("semula: near-match search failed (%s); treating the call as a miss", e)
             return NearSearch()

@@ -39,6 +39,15 @@ CANDIDATE_COLUMNS = (
     "request_text, entry_id, status, created_at, decided_at"
 )
 
+# The newest entries within a byte budget, estimated as `index.entry_bytes` counts them parsed.
+RECENT_ENTRIES_SQL = f"""SELECT {ENTRY_COLUMNS} FROM entries WHERE id IN (
+    SELECT id FROM (
+        SELECT id, sum(octet_length(body) + 2 * strlen(canonical)
+                       + strlen(coalesce(last_text, '')) + 3000) OVER (ORDER BY id DESC) AS running
+        FROM entries
+    ) WHERE running <= ?
+) ORDER BY id"""
+
 
 def _entry(row: tuple) -> Entry:
     values = dict(zip((c.strip() for c in ENTRY_COLUMNS.split(",")), row))
@@ -75,6 +84,12 @@ class Store(StoreMeta):
         self.copied_from: Path | None = None  # this is a temporary working copy of a read-only store
         self.vectors = VectorTable(con, path)
         self._lexical: list[LexicalIndex] = []
+
+    def for_thread(self) -> Store:
+        """The same store on a new cursor, for reads on another thread; close it when done."""
+        with self._errors():
+            reader = Store(self.con.cursor(), self.path, read_only=self.read_only)
+        return reader
 
     def lexical_index(self, on_error: Callable[[Exception], None] | None = None) -> LexicalIndex:
         """A new full-text index over this store's entries; closing the store closes it first."""
@@ -197,14 +212,12 @@ class Store(StoreMeta):
         return _entry(row) if row else None
 
     def recent_entries(self, max_bytes: int) -> list[Entry]:
-        """The newest entries whose bodies fit in max_bytes (to warm the in-memory answers)."""
+        """The newest entries whose bodies, requests and texts fit in max_bytes (to warm the in-memory answers).
+
+        Estimated from the stored lengths as `index.entry_bytes` counts them parsed (about twice the
+        request's JSON, plus ~3 KB of objects); the caller counts exactly and stops at the budget."""
         with self._errors():
-            rows = self.con.execute(
-                f"""SELECT {ENTRY_COLUMNS} FROM (
-                        SELECT *, sum(octet_length(body)) OVER (ORDER BY id DESC) AS running FROM entries
-                    ) WHERE running <= ? ORDER BY id""",
-                [max_bytes],
-            ).fetchall()
+            rows = self.con.execute(RECENT_ENTRIES_SQL, [max_bytes]).fetchall()
         return [_entry(row) for row in rows]
 
     def delete_entry(self, entry_id: int) -> bool:

@@ -4,12 +4,12 @@ Retrieval only: BM25 depends on corpus size and cannot carry a threshold, so the
 are scored by `nearmatch` (word-overlap Dice) and only that score meets thresholds.
 
 DuckDB's FTS index is a snapshot: it does not see rows written after it was built. So the
-index is rebuilt on a background thread (its own cursor, in a transaction: readers keep the
-old snapshot until the new one commits) when stale, and until then entries written since
-the last build are found by a direct scan of an in-memory list. No request waits for a
-rebuild. Ranking uses the index's own tokenizer, stemmer and term tables with the BM25
-formula of the extension's `match_bm25`, computed set-wise (one join instead of one
-scalar sub-query per row, which cost ~100 ms at 100k entries) over the rarest query terms.
+index is rebuilt on a background thread (its own cursor, in a transaction) when stale, and
+each build is read into memory (`postings.Postings`: BM25 over the rarest query terms' posting
+lists, the extension's tokenizer and stemmer, no query per miss). Entries written since the
+last build are found by a direct scan of an in-memory list. No request waits for a rebuild,
+and `propose` may run on several threads at once. `BM25_SQL` is the same ranking in SQL, kept
+as the reference the in-memory one is tested against.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import duckdb
 
 from semula.core.nearmatch import lexical_words
 from semula.core.text import dice
+from semula.store.postings import STEM_SQL, Postings, Stemmer, fts_tokens
 
 log = logging.getLogger("semula")
 
@@ -33,7 +34,9 @@ REBUILD_MIN_SECONDS = 1.0
 # A build re-indexes the whole table (~9 s at 100k entries): leave the machine at least twice
 # that long between builds; the fresh-entry scan keeps new recordings findable meanwhile.
 REBUILD_IDLE_FACTOR = 2.0
-SCAN_LIMIT = 5000
+# Before the first index is loaded (a few seconds after start), a miss scans this many of the
+# project's newest entries, each cut to MAX_QUERY_CHARS: bounded, never the whole project.
+SCAN_LIMIT = 1000
 # Only the rarest query terms go to the index: the postings of common words dominate the cost
 # (benchmark/results/lexical.md, 100k entries: all terms p50 415 ms, rarest 12 78 ms, rarest 4
 # 38 ms, the paraphrased source still among the 10 proposals in every case), and the
@@ -56,6 +59,12 @@ GROUP BY 1 ORDER BY bm25 DESC, id DESC LIMIT ?
 """
 
 
+# What the last build indexed, so that a restart can tell whether the stored index is current:
+# an order-independent hash of every (id, text), kept in `meta` by each build.
+TEXTS_HASH_KEY = "fts_texts_hash"
+TEXTS_HASH_SQL = "SELECT coalesce(bit_xor(hash(id, last_text)), 0)::VARCHAR FROM entries"
+
+
 @dataclass(frozen=True)
 class Fresh:
     entry_id: int
@@ -64,7 +73,7 @@ class Fresh:
 
 
 class LexicalIndex:
-    """Owns the FTS index of `entries.last_text`. `propose` runs on the store thread."""
+    """Owns the FTS index of `entries.last_text`. `propose` is safe on any thread (one cursor each)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, on_error: Callable[[Exception], None] | None = None,
                  read_only: bool = False):
@@ -72,7 +81,11 @@ class LexicalIndex:
         self._cursor = con.cursor()  # the rebuild thread's own connection handle
         self._lock = threading.Lock()
         self._fresh: dict[int, Fresh] = {}
-        self._built = False
+        self._postings: Postings | None = None  # the last build, in memory
+        self._gone: set[int] = set()  # deleted since that build
+        self._stemmer = Stemmer()
+        self._local = threading.local()  # each reading thread's cursor
+        self._readers: list[duckdb.DuckDBPyConnection] = []
         self._building = False
         self._stale = True
         self._last_build = 0.0
@@ -85,20 +98,43 @@ class LexicalIndex:
         self._timer: threading.Timer | None = None
         self.read_only = read_only
         if read_only:
-            self._use_stored_index()
+            self._stale = False
+            self._load_stored()
 
-    def _use_stored_index(self) -> None:
-        """A read-only store cannot rebuild: query the index it was stopped with, scan what it lacks."""
-        self._stale = False
+    @property
+    def _built(self) -> bool:
+        return self._postings is not None
+
+    def _load_stored(self) -> bool:
+        """The index the store was stopped with, plus the entries it lacks (as fresh), if there is one.
+
+        Returns whether it indexes exactly the texts stored now (then there is nothing to rebuild)."""
         try:
-            rows = self.con.execute(
-                "SELECT id, project, last_text FROM entries WHERE id NOT IN (SELECT name FROM fts_main_entries.docs)"
-            ).fetchall()
-            self._built = True
-        except duckdb.Error:  # never indexed: every entry is scanned
-            rows = self.con.execute("SELECT id, project, last_text FROM entries").fetchall()
-        for entry_id, project, text in rows:
-            self._fresh[int(entry_id)] = Fresh(int(entry_id), project, tuple(lexical_words(text or "")))
+            current = self._cursor.execute(f"SELECT ({TEXTS_HASH_SQL}) = (SELECT value FROM meta WHERE key = ?)",
+                                           [TEXTS_HASH_KEY]).fetchone()[0]
+            postings = Postings.load(self._cursor)
+            rows = self._cursor.execute(
+                "SELECT id, project, substr(last_text, 1, ?) FROM entries "
+                "WHERE id NOT IN (SELECT name FROM fts_main_entries.docs)", [MAX_QUERY_CHARS]).fetchall()
+        except duckdb.Error:  # never indexed: a read-only store scans, a writable one builds
+            if not self.read_only:
+                return False
+            current = False
+            postings, rows = None, self._cursor.execute("SELECT id, project, substr(last_text, 1, ?) FROM entries",
+                                                        [MAX_QUERY_CHARS]).fetchall()
+        lacking = {int(i): Fresh(int(i), p, tuple(lexical_words(t or ""))) for i, p, t in rows}
+        with self._lock:
+            self._postings = postings
+            self._fresh = {**lacking, **self._fresh}
+        return bool(current) and not lacking
+
+    def nbytes(self) -> int:
+        """What the index holds in memory: postings, stems, fresh word tuples."""
+        postings = self._postings
+        with self._lock:
+            fresh = list(self._fresh.values())
+        fresh_bytes = sum(120 + 8 * len(f.words) + sum(len(w) + 50 for w in f.words) for f in fresh)
+        return (postings.nbytes() if postings else 0) + self._stemmer.nbytes() + fresh_bytes
 
     def close(self) -> None:
         """Stop rebuilding (the store is about to close): no build runs once this returns."""
@@ -107,19 +143,28 @@ class LexicalIndex:
             timer, self._timer = self._timer, None
         if timer is not None:
             timer.cancel()
-        with self._build_lock:  # waits for a build in progress
+        with self._build_lock:  # waits for a build in progress; none starts after this
             pass
+        with self._lock:
+            readers, self._readers = self._readers, []
+        for cursor in [*readers, self._cursor]:
+            try:
+                cursor.close()
+            except duckdb.Error:
+                pass
 
     def written(self, entry_id: int, project: str, text: str) -> None:
         """A recording was (re)written: findable at once by scan, by the index after a rebuild."""
         with self._lock:
-            self._fresh[entry_id] = Fresh(entry_id, project, tuple(lexical_words(text)))
+            # as a query is cut, so is a fresh text's word list: a 20 MB prompt must not stay as 3M word tuples
+            self._fresh[entry_id] = Fresh(entry_id, project, tuple(lexical_words(text[:MAX_QUERY_CHARS])))
             self._stale = True
         self.maybe_rebuild()
 
     def deleted(self, entry_id: int) -> None:
         with self._lock:
             self._fresh.pop(entry_id, None)
+            self._gone.add(entry_id)
             self._stale = True
 
     def maybe_rebuild(self, wait: bool = False) -> None:
@@ -157,29 +202,36 @@ class LexicalIndex:
 
     def _build(self) -> None:
         started = time.monotonic()
-        with self._lock:
-            snapshot = set(self._fresh)
-            self._stale = False
         cursor = self._cursor
         try:
+            if self._postings is None and self._load_stored() and self._first_build_only():
+                return  # the index the store was stopped with is current: nothing to build
+            with self._lock:
+                snapshot = set(self._fresh)
+                self._stale = False
             cursor.execute("BEGIN")
             cursor.execute("PRAGMA create_fts_index('entries', 'id', 'last_text', overwrite=1)")
+            cursor.execute(f"INSERT OR REPLACE INTO meta SELECT ?, ({TEXTS_HASH_SQL})::VARCHAR", [TEXTS_HASH_KEY])
             cursor.execute("COMMIT")
+            postings = Postings.load(cursor)
+            indexed = postings.entry_set()
             with self._lock:
+                self._postings = postings
                 for entry_id in snapshot:
                     self._fresh.pop(entry_id, None)
-                self._built = True
+                self._gone = {i for i in self._gone if i in indexed}
                 self.last_build_seconds = time.monotonic() - started
-        except duckdb.Error as e:
+        except Exception as e:  # a duckdb.Error, or a build the loader cannot read
             try:
                 cursor.execute("ROLLBACK")
             except duckdb.Error:
                 pass
             with self._lock:
                 self._stale = True
-            log.warning("semula: full-text index rebuild failed (%s); the scan keeps new entries findable", e)
-            if self.on_error:
-                self.on_error(e)
+            if not self._closed:
+                log.warning("semula: full-text index rebuild failed (%s); the scan keeps new entries findable", e)
+                if self.on_error:
+                    self.on_error(e)
         finally:
             with self._lock:
                 self._building = False
@@ -188,6 +240,27 @@ class LexicalIndex:
         if again and not self._closed:
             self.maybe_rebuild()  # schedules itself when due
 
+    def _first_build_only(self) -> bool:
+        """After a current stored index was loaded: whether nothing was written or deleted since."""
+        with self._lock:
+            if self._fresh or self._gone:
+                return False
+            self._stale = False
+            self.last_build_seconds = 0.0
+            return True
+
+    def _reader(self) -> duckdb.DuckDBPyConnection:
+        """This thread's cursor (a DuckDB connection is not shared between threads)."""
+        cursor = getattr(self._local, "cursor", None)
+        if cursor is None:
+            cursor = self._local.cursor = self.con.cursor()
+            with self._lock:
+                self._readers.append(cursor)
+        return cursor
+
+    def _ask_stems(self, words: list[str]) -> list[tuple[str, str]]:
+        return self._reader().execute(STEM_SQL, [words]).fetchall()
+
     def propose(self, project: str, text: str, limit: int = PROPOSALS) -> list[int]:
         """Up to `limit` entry ids whose text looks like `text`: index hits plus fresh entries."""
         query = text[:MAX_QUERY_CHARS]
@@ -195,24 +268,28 @@ class LexicalIndex:
         if not words:
             return []
         found: list[int] = []
-        if self._built:
-            try:
-                found = [int(r[0]) for r in self.con.execute(BM25_SQL, [query, QUERY_TERMS, project, limit]).fetchall()]
-            except duckdb.Error as e:  # e.g. the index was dropped under us: the scans still work
-                log.warning("semula: full-text query failed: %s", e)
-        with self._lock:
+        with self._lock:  # one consistent view: a build swaps the postings and the fresh list together
+            postings = self._postings
+            gone = frozenset(self._gone)
             fresh = [f for f in self._fresh.values() if f.project == project]
+        if postings is not None:
+            try:
+                terms = self._stemmer.stems(fts_tokens(query), self._ask_stems)
+                found = postings.propose(project, terms, QUERY_TERMS, limit, gone)
+            except duckdb.Error as e:  # the store is closing under us: the fresh list still works
+                log.warning("semula: full-text query failed: %s", e)
         scored = sorted(((dice(words, list(f.words)), f.entry_id) for f in fresh), reverse=True)
         found += [entry_id for score, entry_id in scored[:limit] if score > 0 and entry_id not in found]
-        if not found and (not self._built or not any(w.isascii() for w in words)):
-            # The first build after start is still running, or the index cannot tokenise this text.
+        if not found and (postings is None or not any(w.isascii() for w in words)):
+            # The first index is still loading, or the index cannot tokenise this text.
             found = self._scan(project, words, limit)
         return found[: limit * 2]
 
     def _scan(self, project: str, words: list[str], limit: int) -> list[int]:
-        """Word overlap over the project's recent entries, when the index cannot answer."""
-        rows = self.con.execute(
-            "SELECT id, last_text FROM entries WHERE project = ? ORDER BY id DESC LIMIT ?", [project, SCAN_LIMIT]
+        """Word overlap over the project's newest entries, when the index cannot answer."""
+        rows = self._reader().execute(
+            "SELECT id, substr(last_text, 1, ?) FROM entries WHERE project = ? ORDER BY id DESC LIMIT ?",
+            [MAX_QUERY_CHARS, project, SCAN_LIMIT],
         ).fetchall()
-        scored = sorted(((dice(words, lexical_words(t)), int(i)) for i, t in rows), reverse=True)
+        scored = sorted(((dice(words, lexical_words(t or "")), int(i)) for i, t in rows), reverse=True)
         return [entry_id for score, entry_id in scored[:limit] if score > 0]
