@@ -120,3 +120,38 @@ def engine(tmp_path: Path) -> Iterator[Any]:
         yield engine
     finally:
         engine.close()
+
+
+_postgres_skip: list[str] = []
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """A throwaway PostgreSQL for the whole run (tests/pg_helpers.py); skips loudly without binaries,
+    fails instead when SEMULA_REQUIRE_POSTGRES=1 (CI)."""
+    import pg_helpers
+
+    try:
+        server = pg_helpers.start_postgres()
+    except pg_helpers.PostgresUnavailable as e:
+        reason = f"PostgreSQL tests cannot run: {e}"
+        if pg_helpers.required():
+            pytest.fail(f"{reason} ({pg_helpers.REQUIRE_ENV}=1 requires them)", pytrace=False)
+        _postgres_skip.append(reason)
+        pytest.skip(reason)
+    try:
+        yield server
+    finally:
+        pg_helpers.discard(server)
+
+
+@pytest.fixture
+def pg_url(postgres_server: Any) -> str:
+    """The URL of a fresh, empty database on the session's PostgreSQL."""
+    return postgres_server.new_database()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _postgres_skip:
+        terminalreporter.write_sep("!", "POSTGRES TESTS SKIPPED", red=True, bold=True)
+        terminalreporter.write_line(_postgres_skip[0] + "; install PostgreSQL (initdb, pg_ctl) to run them")
