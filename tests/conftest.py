@@ -109,13 +109,15 @@ def module_proxy_factory(fake_provider: FakeProvider, mitm_confdir: Path, dead_p
         factory.stop_all()
 
 
-@pytest.fixture
-def engine(tmp_path: Path) -> Iterator[Any]:
-    """An engine on a fresh store in a temporary data dir, closed afterwards."""
+@pytest.fixture(params=["duckdb", "postgres"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """An engine on a fresh store, closed afterwards: once on a DuckDB file in a temporary data dir,
+    once on a fresh Postgres database (the same behaviour on both)."""
     from semula.engine.engine import Engine
-    from semula.store.duckdb_store import Store
+    from semula.store.selection import open_store
 
-    engine = Engine(Store.open(tmp_path))
+    spec = request.getfixturevalue("pg_url") if request.param == "postgres" else None
+    engine = Engine(open_store(spec, tmp_path))
     try:
         yield engine
     finally:

@@ -17,6 +17,7 @@ from semula.core.decision import Match
 from semula.core.explain import Nearest, nearest_recordings
 from semula.core.redact import FingerprintKey
 from semula.core.settings import ProjectSettings, settings_from_mapping
+from semula.engine.follow import run_here, start_following
 from semula.engine.index import AnswerCache, FingerprintIndex
 from semula.engine.near import NearSearcher
 from semula.engine.recordings import Recordings
@@ -61,6 +62,9 @@ class Engine:
                 self.recordings.refingerprint(project, settings_from_mapping(store.project_settings(project)),
                                               reload=False)
         upgrade(store, lambda project, settings: self.recordings.refingerprint(project, settings, reload=False))
+        # A shared store (Postgres): other proxies' writes reach memory; `dispatch` says on which thread.
+        self.dispatch: Callable[[Callable[[], None]], Any] = run_here
+        start_following(self)
         self.recordings.reload()
 
     def close(self) -> None:
