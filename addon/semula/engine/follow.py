@@ -23,7 +23,7 @@ RELOAD_KINDS = {"entry_deleted", "settings", "reload"}
 def start_following(engine: Engine) -> bool:
     """Follow the store's change log if it has one (Postgres); from the position before the first load."""
     follow = getattr(engine.store, "follow", None)
-    if follow is None:
+    if follow is None or not getattr(engine.store, "follows", False):
         return False
     position = engine.store.change_position()  # type: ignore[attr-defined]
     follow(position, lambda changes: engine.dispatch(lambda: apply_changes(engine, changes)))

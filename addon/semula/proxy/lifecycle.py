@@ -21,6 +21,7 @@ from semula.proxy.calllog import TERMINAL_SAFE_LOG
 from semula.proxy.storethread import StoreThread
 from semula.store.logschema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
 from semula.store.duckdb_store import STORE_FILE
+from semula.store.selection import store_spec
 from semula.store.parquetlog import ParquetLog
 
 log = logging.getLogger("semula")
@@ -56,7 +57,8 @@ class Lifecycle:
         self.calls = ParquetLog(log_dir / "calls", CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION)
         self.reviews = ParquetLog(log_dir / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION)
         self.store.configure(self.settings.data_dir, self._log_review, self.embedder, self.settings.recordings,
-                             self.settings.load_timeout, read_only=read_only)
+                             self.settings.load_timeout, read_only=read_only,
+                             server=store_spec(ctx.options.semula_store))
         await self.store.ensure_open(force=True)
         listen = self._listen_address()
         confdir = Path(os.path.expanduser(ctx.options.confdir))

@@ -17,6 +17,7 @@ from semula.core.modes import Mode
 from semula.core.settings import DEFAULT_PROJECT, AddonSettings, SettingsError, parse_switch, validate_project
 from semula.providers import DEFAULT_PROVIDER_HOSTS
 from semula.recordings.location import DEFAULT_RECORDINGS, recordings_location
+from semula.store.selection import store_spec
 
 
 REPEATS = ("one", "sequence")
@@ -61,6 +62,8 @@ def declare(loader: Any) -> None:
     loader.add_option("semula_read_only", bool, False,
                       "never write the data dir (a read-only cache): open the store read-only, log to a temp dir; "
                       "also on when the data dir or its store is not writable")
+    loader.add_option("semula_store", str, os.environ.get("SEMULA_STORE", ""),
+                      "a shared Postgres store (postgresql://…; also SEMULA_STORE); empty: the DuckDB file in the data dir")
     loader.add_option("semula_embeddings", bool, _embeddings_default(),
                       "opt-in embedding tier (fastembed); also SEMULA_EMBEDDINGS=on")
 
@@ -76,6 +79,8 @@ def read(options: Any) -> tuple[Mode, AddonSettings]:
     folder = options.semula_recordings.strip()
     location = recordings_location(folder)
     recordings = str(location.resolve()) if location is not None else None
+    if store_spec(options.semula_store) and folder == DEFAULT_RECORDINGS and not os.environ.get("SEMULA_RECORDINGS"):
+        recordings = None  # a server store is the shared copy: the folder only when asked for (--recordings)
     return mode, AddonSettings(
         mode=mode.value, data_dir=data_dir, default_project=options.semula_project,
         hosts=tuple(options.semula_hosts), record_errors=options.semula_record_errors,

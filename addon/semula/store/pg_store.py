@@ -78,6 +78,7 @@ class PgStore(PgReviewAndSettings):
         self._pool = open_pool(url, schema)
         self.vectors = PgVectors(self)
         self._follower: ChangeFollower | None = None
+        self.follows = True  # an engine on this store follows other writers' changes (`engine.follow`)
 
     @classmethod
     def open(cls, url: str, schema: str | None = None, listen: bool = True) -> PgStore:

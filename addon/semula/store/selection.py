@@ -31,12 +31,18 @@ def listen_enabled() -> bool:
     return os.environ.get(LISTEN_ENV, "on").strip().lower() not in ("off", "0", "false", "no", "poll")
 
 
-def open_store(spec: str | None, data_dir: Path | str, schema: str | None = None) -> RecordingStore:
-    """Open (and migrate) the chosen store. StoreError says why it cannot."""
+def open_store(spec: str | None, data_dir: Path | str, schema: str | None = None,
+               follow: bool = True) -> RecordingStore:
+    """Open (and migrate) the chosen store. StoreError says why it cannot.
+
+    `follow`: an engine on a server store follows the other writers' changes (a proxy does; a
+    one-shot CLI command need not)."""
     if spec:
         from semula.store.pg_store import PgStore
 
-        return PgStore.open(spec, schema=schema, listen=listen_enabled())
+        store = PgStore.open(spec, schema=schema, listen=listen_enabled())
+        store.follows = follow
+        return store
     from semula.store.duckdb_store import Store
 
     return Store.open(data_dir)
