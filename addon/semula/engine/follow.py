@@ -18,6 +18,7 @@ Engine = Any  # the engine (engine.py imports this module: no import back)
 log = logging.getLogger("semula")
 
 RELOAD_KINDS = {"entry_deleted", "settings", "reload"}
+ENTRY_BATCH = 500
 
 
 def start_following(engine: Engine) -> bool:
@@ -36,10 +37,11 @@ def apply_changes(engine: Engine, changes: list[Any]) -> None:
         engine.recordings.reload()
         return
     entry_ids = sorted({c.ref for c in changes if c.kind == "entry" and c.ref is not None})
-    if entry_ids:
-        for entry_id, project, request_fp, normalised_fp in engine.store.index_rows_for(entry_ids):  # type: ignore[attr-defined]
-            engine.index.add(int(entry_id), project, request_fp, normalised_fp)
-            engine.answers.forget(int(entry_id))  # re-recorded elsewhere: read the new answer when served
+    for start in range(0, len(entry_ids), ENTRY_BATCH):
+        # the answers too: the hit is served from memory, even if the server goes down later
+        for entry in engine.store.entries_by_ids(entry_ids[start:start + ENTRY_BATCH]):  # type: ignore[attr-defined]
+            engine.index.add(entry.id, entry.project, entry.request_fp, entry.normalised_fp)
+            engine.answers.put(entry)
     if "alias" in kinds:
         engine.index.replace_aliases(engine.store.alias_rows())
     if "candidate" in kinds:

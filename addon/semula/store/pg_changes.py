@@ -48,7 +48,7 @@ class ChangeFollower:
     def __init__(self, connect: Callable[[], psycopg.Connection],
                  pooled: Callable[[], AbstractContextManager[psycopg.Connection]],
                  apply: Callable[[list[Change]], None], after: int, *, listen: bool = True, describe: str = "",
-                 poll_seconds: float | None = None) -> None:
+                 poll_seconds: float | None = None, on_state: Callable[[str | None], None] | None = None) -> None:
         self._connect = connect
         self._pooled = pooled
         self._apply = apply
@@ -61,6 +61,7 @@ class ChangeFollower:
         self._thread = threading.Thread(target=self._run, name="semula-pg-changes", daemon=True)
         self._down: str | None = None
         self._con: psycopg.Connection | None = None
+        self._on_state = on_state or (lambda problem: None)  # told why the server is lost, and None when back
 
     def start(self) -> None:
         self._thread.start()
@@ -92,13 +93,16 @@ class ChangeFollower:
                 self._close_direct()
 
     def _lost(self, e: BaseException) -> None:
-        reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        cause = e.__cause__ if isinstance(e, StoreError) and e.__cause__ is not None else e
+        reason = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
         if self._down is None:
             print(f"semula: lost the Postgres store {self.describe} ({reason}): hits are served from memory, "
                   "new calls are not recorded (replay: refused); reconnecting by itself", flush=True)
         self._down = reason
+        self._on_state(reason)
 
     def _back(self) -> None:
+        self._on_state(None)
         if self._down is not None:
             print(f"semula: the Postgres store {self.describe} is back; following changes again", flush=True)
             self._down = None

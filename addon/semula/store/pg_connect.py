@@ -8,6 +8,7 @@ server by `masked(url)`, and any text from the driver is scrubbed of the passwor
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,6 +18,10 @@ import psycopg_pool
 from psycopg.conninfo import conninfo_to_dict
 
 from semula.store.types import StoreError
+
+# The pool logs every failed connection attempt (several lines each, a few a second while the server
+# is down); semula says once why the store is unavailable and when it is back.
+logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 POOL_MIN = 1
 POOL_MAX = 4

@@ -79,6 +79,7 @@ class PgStore(PgReviewAndSettings):
         self.vectors = PgVectors(self)
         self._follower: ChangeFollower | None = None
         self.follows = True  # an engine on this store follows other writers' changes (`engine.follow`)
+        self.down: str | None = None  # why the server is unreachable, as the follower last saw it
 
     @classmethod
     def open(cls, url: str, schema: str | None = None, listen: bool = True) -> PgStore:
@@ -112,8 +113,13 @@ class PgStore(PgReviewAndSettings):
                 con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
     @contextmanager
-    def connection(self) -> Iterator[psycopg.Connection]:
-        """A pooled connection for one transaction (committed on success); errors become StoreError."""
+    def connection(self, probe: bool = False) -> Iterator[psycopg.Connection]:
+        """A pooled connection for one transaction (committed on success); errors become StoreError.
+
+        While the follower knows the server is down, calls fail at once instead of each waiting for
+        the pool's timeout: misses go upstream without delay; the follower says when it is back."""
+        if self.down is not None and not probe:
+            raise StoreError(f"the Postgres store {self.path} is unreachable: {self.down}")
         with pg_errors(self.url), self._pool.connection() as con:
             yield con
 
@@ -142,13 +148,16 @@ class PgStore(PgReviewAndSettings):
     def follow(self, after: int, apply: Callable[[list[Change]], None], poll_seconds: float | None = None) -> None:
         """Call `apply` with every change after `after`, from a thread, until `close`."""
         self._follower = ChangeFollower(
-            lambda: direct_connection(self.url, self.schema), self.connection, apply, after,
-            listen=self.listen, describe=self.path, poll_seconds=poll_seconds)
+            lambda: direct_connection(self.url, self.schema), lambda: self.connection(probe=True), apply, after,
+            listen=self.listen, describe=self.path, poll_seconds=poll_seconds, on_state=self._server_state)
         self._follower.start()
 
-    def index_rows_for(self, ids: list[int]) -> list[tuple[int, str, str, str]]:
-        return [tuple(r) for r in self._all(
-            "SELECT id, project, request_fp, normalised_fp FROM entries WHERE id = ANY(%s)", [ids])]
+    def _server_state(self, problem: str | None) -> None:
+        self.down = problem
+
+    def entries_by_ids(self, ids: list[int]) -> list[Entry]:
+        return [_entry(row) for row in self._all(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ANY(%s)",
+                                                 [list(ids)])]
 
     # --- store-wide values ---------------------------------------------------------------------
 
