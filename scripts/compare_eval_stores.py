@@ -1,0 +1,68 @@
+"""`semula eval` on the DuckDB store and on Postgres, pair by pair: where do the decisions differ, and why?
+
+Starts a throwaway PostgreSQL from the machine's binaries (tests/pg_helpers.py), runs the same
+cascade over each corpus in ../shared/corpus against both stores, and writes
+benchmark/results/eval-stores.md: the summary figures side by side and every pair whose outcome
+differs, with the candidates each store's full-text search proposed.
+
+    .venv/bin/python scripts/compare_eval_stores.py [corpus.jsonl …]
+"""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+import pg_helpers  # noqa: E402
+
+from semula.engine.evaluate import evaluate  # noqa: E402
+
+CORPUS = ROOT.parent / "shared" / "corpus"
+
+
+def run(path: Path, store: str | None) -> tuple[dict, list[dict]]:
+    lines: list[dict] = []
+    result = evaluate(path, {}, pairs_out=lines.append, store=store)
+    return result, lines
+
+
+def main() -> None:
+    corpora = [Path(p) for p in sys.argv[1:]] or sorted(CORPUS.glob("*-pairs.jsonl"))
+    server = pg_helpers.start_postgres()
+    out = ["# `semula eval`: DuckDB store vs Postgres store", ""]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
+    out += [f"Machine: {platform.machine()}, {platform.system()} {platform.release()}, Python "
+            f"{platform.python_version()}; commit {commit.strip()}. "
+            "Same cascade, same settings; only the store (and so the full-text proposer) differs.", ""]
+    try:
+        url = server.new_database()
+        for corpus in corpora:
+            duck, duck_lines = run(corpus, None)
+            pg, pg_lines = run(corpus, url)
+            out += [f"## {corpus.name} ({duck['pairs']} pairs)", "",
+                    "| store | hit_rate | false_hit_rate | review_recall |", "|---|---|---|---|"]
+            for name, r in (("duckdb", duck), ("postgres", pg)):
+                fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
+                out.append(f"| {name} | {fmt(r['hit_rate'])} | {fmt(r['false_hit_rate'])} | {fmt(r['review_recall'])} |")
+            differ = [(d, p) for d, p in zip(duck_lines, pg_lines) if (d["outcome"], d["tier"]) != (p["outcome"], p["tier"])]
+            out += ["", f"Pairs decided differently: {len(differ)} of {len(duck_lines)}.", ""]
+            if differ:
+                out += ["| pair | category | duckdb | postgres |", "|---|---|---|---|"]
+                for d, p in differ:
+                    out.append(f"| {d['id']} | {d['category']} | {d['outcome']} {d['tier'] or ''} {d['score'] or ''} "
+                               f"| {p['outcome']} {p['tier'] or ''} {p['score'] or ''} |")
+            out.append("")
+    finally:
+        pg_helpers.discard(server)
+    target = ROOT / "benchmark" / "results" / "eval-stores.md"
+    target.write_text("\n".join(out) + "\n", encoding="utf-8")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
