@@ -34,6 +34,7 @@ GAP_SECONDS = 10.0
 MAX_GAPS = 10_000  # more ids missing than this: the caller reloads everything
 RECONNECT_SECONDS = 1.0
 BATCH = 5000
+KEEP_SECONDS = 7 * 24 * 3600  # the log keeps a week; a proxy away longer reloads everything
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,7 @@ class ChangeFollower:
     def _listen_loop(self) -> None:
         con = self._con = self._connect()
         con.execute(f"LISTEN {CHANNEL}")
+        self._after_reconnect()
         self.catch_up()  # after LISTEN: whatever commits from here on also notifies
         self._back()
         while not self._stop.is_set():
@@ -122,10 +124,20 @@ class ChangeFollower:
             self.catch_up()
 
     def _poll_loop(self) -> None:
+        self._after_reconnect()
         while not self._stop.is_set():
             self.catch_up()
             self._back()
             self._stop.wait(self.poll_seconds)
+
+    def _after_reconnect(self) -> None:
+        """Trim the log's old rows (any proxy may), and reload everything if rows we never read were trimmed."""
+        with self._pooled() as con:
+            con.execute("DELETE FROM changes WHERE at < (now() AT TIME ZONE 'utc') - %s * interval '1 second'",
+                        [KEEP_SECONDS])
+            oldest = con.execute("SELECT min(id) FROM changes").fetchone()[0]
+        if oldest is not None and self.last and oldest > self.last + 1:
+            self._apply([Change(0, "reload", "", None)])
 
     def _close_direct(self) -> None:
         con, self._con = self._con, None
