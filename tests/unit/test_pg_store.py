@@ -186,3 +186,34 @@ def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("listen", [True, False], ids=["listen", "poll"])
+def test_an_engine_learns_other_engines_recordings_aliases_and_settings(pg_url, monkeypatch, listen):
+    from semula.engine.engine import Engine
+
+    monkeypatch.setenv("SEMULA_STORE_LISTEN", "on" if listen else "off")
+    a, b = Engine(open_store(pg_url, ".")), Engine(open_store(pg_url, "."))
+    try:
+        request = entries.chat("which trains leave Lyon before noon")
+        new = entries.new_entry(request, "p")
+        entry_id = a.record(new)
+        _eventually(lambda: b.match("p", new.request_fp, new.normalised_fp) is not None)
+        assert b.cached_entry(entry_id) is not None  # the answer came too: served from memory
+        a.store.replace_aliases("p", [("nfp:other", entry_id, None)])
+        _eventually(lambda: (m := b.match("p", "fp:none", "nfp:other")) is not None and m.tier == "alias")
+        a.recordings.config_set("p", "bypass_temperature", "0.9")
+        _eventually(lambda: b.settings_for("p").bypass_temperature == 0.9)
+        a.recordings.delete_entry(entry_id)
+        _eventually(lambda: b.match("p", new.request_fp, new.normalised_fp) is None)
+    finally:
+        a.close()
+        b.close()
+
+
+def _eventually(check, patience: float = 30.0) -> None:
+    """Poll `check` (a safety net against a stuck follower; freshness is measured by the benchmark)."""
+    deadline = time.monotonic() + patience
+    while not check():
+        assert time.monotonic() < deadline, "never happened"
+        time.sleep(0.02)

@@ -12,7 +12,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from semula.proxy.admin import read_admin_info
 from semula.cli.common import console, data_dir_option
 from semula.embeddings.model import Embedder, EmbeddingsUnavailable, config_from_env, embedding_text, fetch
-from semula.store.duckdb_store import STORE_FILE, Store
+from semula.store.duckdb_store import STORE_FILE
+from semula.store.base import RecordingStore
+from semula.store.selection import open_store, store_spec
 from semula.store.types import StoreError
 from semula.store.vectors import read_vector_status
 
@@ -92,7 +94,7 @@ def embeddings_status(data_dir: Path) -> None:
 @click.option("--batch-size", type=int, default=64, show_default=True)
 def embeddings_backfill(data_dir: Path, batch_size: int) -> None:
     """Give every entry without a vector from the configured model its vector."""
-    if read_admin_info(data_dir) is not None:
+    if store_spec() is None and read_admin_info(data_dir) is not None:
         raise click.ClickException(
             f"a running proxy holds the store in {data_dir}: stop it first (its worker embeds new entries itself)")
     try:
@@ -101,7 +103,7 @@ def embeddings_backfill(data_dir: Path, batch_size: int) -> None:
     except (ValueError, EmbeddingsUnavailable) as e:
         raise click.ClickException(str(e)) from None
     try:
-        store = Store.open(data_dir)
+        store = open_store(store_spec(), data_dir, follow=False)
     except StoreError as e:
         raise click.ClickException(str(e)) from None
     done = 0
@@ -135,7 +137,7 @@ def embeddings_backfill(data_dir: Path, batch_size: int) -> None:
         store.close()
 
 
-def _scrub_patterns(store: Store, project: str, cache: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+def _scrub_patterns(store: RecordingStore, project: str, cache: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
     if project not in cache:
         try:
             value: Any = store.project_settings(project).get("scrub_patterns") or ()
