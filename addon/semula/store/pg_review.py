@@ -12,17 +12,9 @@ from typing import Any
 
 import psycopg
 
-CANDIDATE_COLUMNS = (
-    "id, project, tier, score, guard_reason, reason, request_fp, request_normalised_fp, request_canonical, "
-    "request_text, entry_id, status, created_at, decided_at"
-)
-_CANDIDATE_NAMES = [c.strip() for c in CANDIDATE_COLUMNS.split(",")]
+from semula.store.rows import CANDIDATE_COLUMNS, candidate_from_row
 
-
-def _candidate(row: tuple) -> dict[str, Any]:
-    out = dict(zip(_CANDIDATE_NAMES, row))
-    out["request_canonical"] = json.loads(out["request_canonical"])
-    return out
+_candidate = candidate_from_row
 
 
 def _now() -> datetime:

@@ -25,16 +25,11 @@ from semula.store.pg_changes import ChangeFollower, Change
 from semula.store.pg_connect import direct_connection, masked, open_pool, pg_errors
 from semula.store.pg_lexical import PgLexical, PgVectors
 from semula.store.pg_review import PgReviewAndSettings
+from semula.store.rows import ENTRY_COLUMNS, entry_from_row
 from semula.store.types import Entry, NewEntry, StoreError
 
 log = logging.getLogger("semula")
 
-ENTRY_COLUMNS = (
-    "id, project, provider, host, method, endpoint, model, request_fp, normalised_fp, canonical, "
-    "last_text, status, headers, body, streamed, prompt_tokens, completion_tokens, upstream_ms, "
-    "created_at, updated_at"
-)
-_ENTRY_NAMES = [c.strip() for c in ENTRY_COLUMNS.split(",")]
 _WRITTEN = ("provider", "host", "method", "endpoint", "model", "normalised_fp", "canonical", "last_text", "status",
             "headers", "body", "streamed", "prompt_tokens", "completion_tokens", "upstream_ms")
 UPSERT_SQL = (
@@ -45,12 +40,7 @@ UPSERT_SQL = (
 )
 
 
-def _entry(row: tuple) -> Entry:
-    values = dict(zip(_ENTRY_NAMES, row))
-    values["canonical"] = json.loads(values["canonical"])
-    values["headers"] = [tuple(h) for h in json.loads(values["headers"])]
-    values["body"] = bytes(values["body"]) if values["body"] is not None else b""
-    return Entry(**values)
+_entry = entry_from_row
 
 
 def _now() -> datetime:
