@@ -251,7 +251,8 @@ def write_results(args, about: dict, delays: list[float], once: dict, load: dict
         f"| Postgres restart | {load['restart']} |",
         f"| recordings acknowledged (x-semula-entry on a miss) | {load['acknowledged']} |",
         f"| acknowledged and then lost | {load['lost']} |",
-        f"| Postgres connections used (max sampled, all {args.proxies + 2} proxies) | {load['connections_max']} |", "",
+        f"| Postgres connections used (max sampled; {args.proxies} proxies + the replay observer, "
+        f"each a pool of 1–4 and one LISTEN) | {load['connections_max']} |", "",
         f"## The same new request to all {args.proxies} proxies at once", "",
         f"{once['rounds']} rounds; entries per request: {once['entries_per_request']} (one entry each: "
         "`INSERT … ON CONFLICT`). Each proxy that missed still went upstream once: proxies do not coalesce "
