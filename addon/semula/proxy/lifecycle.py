@@ -58,7 +58,7 @@ class Lifecycle:
         self.reviews = ParquetLog(log_dir / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION)
         self.store.configure(self.settings.data_dir, self._log_review, self.embedder, self.settings.recordings,
                              self.settings.load_timeout, read_only=read_only,
-                             server=store_spec(ctx.options.semula_store))
+                             server=store_spec(ctx.options.semula_store or None))
         await self.store.ensure_open(force=True)
         listen = self._listen_address()
         confdir = Path(os.path.expanduser(ctx.options.confdir))
@@ -82,7 +82,7 @@ class Lifecycle:
                   "can use the proxy, read recorded answers and send calls with the keys it sees. "
                   "Use --listen-host 127.0.0.1 unless other machines must reach it.", flush=True)
         store_note = "" if self.store.engine else f" · store unavailable: {self.store.problem}"
-        if server := store_spec(ctx.options.semula_store):
+        if server := store_spec(ctx.options.semula_store or None):
             store_note = f" · shared store {describe_store(server, data_dir)}{store_note}"
         ready = "semula ready" if self.store.engine else "semula ready, NOT recording"
         if read_only:

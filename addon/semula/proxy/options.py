@@ -62,8 +62,9 @@ def declare(loader: Any) -> None:
     loader.add_option("semula_read_only", bool, False,
                       "never write the data dir (a read-only cache): open the store read-only, log to a temp dir; "
                       "also on when the data dir or its store is not writable")
-    loader.add_option("semula_store", str, os.environ.get("SEMULA_STORE", ""),
-                      "a shared Postgres store (postgresql://…; also SEMULA_STORE); empty: the DuckDB file in the data dir")
+    # Not defaulted from SEMULA_STORE: an option's value shows in mitmweb's options page, a URL may hold a password.
+    loader.add_option("semula_store", str, "",
+                      "a shared Postgres store (postgresql://…); empty: $SEMULA_STORE, else the DuckDB file in the data dir")
     loader.add_option("semula_embeddings", bool, _embeddings_default(),
                       "opt-in embedding tier (fastembed); also SEMULA_EMBEDDINGS=on")
 
@@ -79,7 +80,7 @@ def read(options: Any) -> tuple[Mode, AddonSettings]:
     folder = options.semula_recordings.strip()
     location = recordings_location(folder)
     recordings = str(location.resolve()) if location is not None else None
-    if store_spec(options.semula_store) and folder == DEFAULT_RECORDINGS and not os.environ.get("SEMULA_RECORDINGS"):
+    if store_spec(options.semula_store or None) and folder == DEFAULT_RECORDINGS and not os.environ.get("SEMULA_RECORDINGS"):
         recordings = None  # a server store is the shared copy: the folder only when asked for (--recordings)
     return mode, AddonSettings(
         mode=mode.value, data_dir=data_dir, default_project=options.semula_project,
