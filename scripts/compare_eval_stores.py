@@ -66,6 +66,9 @@ def main() -> None:
             "ranks by `ts_rank`, so a pair sharing only common words can be proposed by one and not the other.",
             "- The stopword lists differ (DuckDB's FTS `english` list vs Postgres's Snowball `english` list): "
             "a word one drops, the other may match on.",
+            "- DuckDB's FTS index is rebuilt in the background while the eval records: entries written since the last "
+            "build are proposed by a scan of the fresh entries instead, so which path answers depends on timing and "
+            "DuckDB's rows above vary a little from run to run; Postgres's tsvector is current at commit, its rows do not.",
             "- Neither tokeniser splits CJK runs; both stores fall back to a word-overlap scan when the index finds "
             "nothing for a non-ASCII text.",
             "- A proposal is only a candidate: the core's word-overlap score and guard decide, so a differing "
