@@ -217,3 +217,12 @@ def _eventually(check, patience: float = 30.0) -> None:
     while not check():
         assert time.monotonic() < deadline, "never happened"
         time.sleep(0.02)
+
+
+def test_texts_with_query_syntax_are_proposed_not_errors(store):
+    odd = "fetch https://example.com/a?x=1&y=2 it's O'Brien's \\back|slash (a & b) !not <-> 'quoted'"
+    entry_id = store.upsert_entry(new_entry("fp1:odd", request=entries.chat(odd)))
+    lexical = store.lexical_index()
+    assert entry_id in lexical.propose("p", odd)
+    assert entry_id in lexical.propose("p", "https://example.com/a?x=1&y=2")  # one lexeme holding `&`
+    assert lexical.propose("p", "the and of") == []  # stopwords only: nothing to ask

@@ -32,12 +32,15 @@ PROPOSALS = 10
 MAX_QUERY_CHARS = 4000
 SCAN_LIMIT = 5000
 
+# The text's own lexemes (english: stemmed, stopwords out), each quoted and OR-ed: built from its tsvector,
+# so a lexeme holding query syntax (a URL with `&`, a quote, a backslash) stays one literal lexeme.
 PROPOSE_SQL = f"""
-WITH q AS (SELECT replace(replace(plainto_tsquery('{TEXT_SEARCH_CONFIG}', %s)::text, '<->', '|'), '&', '|')
-                  AS text)
-SELECT e.id FROM entries e, q, to_tsquery('{TEXT_SEARCH_CONFIG}', nullif(q.text, '')) query
-WHERE e.project = %s AND e.last_tsv @@ query
-ORDER BY ts_rank(e.last_tsv, query) DESC, e.id DESC LIMIT %s
+WITH q AS (SELECT string_agg(quote_lexeme, ' | ')::tsquery AS query
+           FROM (SELECT '''' || replace(replace(lexeme, E'\\\\', E'\\\\\\\\'), '''', '''''') || '''' AS quote_lexeme
+                 FROM unnest(to_tsvector('{TEXT_SEARCH_CONFIG}', %s))) lexemes)
+SELECT e.id FROM entries e, q
+WHERE q.query IS NOT NULL AND e.project = %s AND e.last_tsv @@ q.query
+ORDER BY ts_rank(e.last_tsv, q.query) DESC, e.id DESC LIMIT %s
 """
 
 
