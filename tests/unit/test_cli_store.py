@@ -43,3 +43,11 @@ def test_store_commands_use_the_server(tmp_path, monkeypatch, pg_url):
                                  "--store", pg_url])
     assert shown.exit_code == 0 and json.loads(shown.output)["bypass_temperature"] == 0.7
     assert not (tmp_path / "semula.duckdb").exists()
+
+
+def test_embeddings_status_counts_the_servers_vectors(tmp_path, monkeypatch, pg_url):
+    monkeypatch.setenv("SEMULA_STORE", "")
+    monkeypatch.setenv("SEMULA_EMBEDDINGS_OFFLINE", "1")
+    result = CliRunner().invoke(main, ["embeddings", "status", "--data-dir", str(tmp_path), "--store", pg_url])
+    assert result.exit_code == 0, result.output
+    assert "entries:    0" in result.output and "vectors:    none" in result.output
