@@ -226,3 +226,31 @@ def test_texts_with_query_syntax_are_proposed_not_errors(store):
     assert entry_id in lexical.propose("p", odd)
     assert entry_id in lexical.propose("p", "https://example.com/a?x=1&y=2")  # one lexeme holding `&`
     assert lexical.propose("p", "the and of") == []  # stopwords only: nothing to ask
+
+
+def test_a_change_committed_after_a_later_one_is_not_missed(pg_url):
+    """Ids are handed out at insert, visible at commit: a lower id that commits late is still applied."""
+    reader, writer = PgStore.open(pg_url), PgStore.open(pg_url)
+    seen: set[int] = set()
+    lock = threading.Lock()
+
+    def apply(changes):
+        with lock:
+            seen.update(c.ref for c in changes if c.kind == "entry")
+
+    reader.follow(reader.change_position(), apply)
+    slow = psycopg.connect(pg_url)
+    try:
+        slow.execute("SELECT 1")  # a transaction is open from here
+        late = entries.new_entry(entries.chat("the late one"), "p")
+        from semula.store.pg_store import UPSERT_SQL, _upsert_params, _now
+
+        late_id = slow.execute(UPSERT_SQL, _upsert_params(late, _now())).fetchone()[0]  # its change id is taken
+        early_id = writer.upsert_entry(new_entry("fp1:early"))  # a higher change id, committed first
+        _eventually(lambda: early_id in seen)
+        slow.commit()
+        _eventually(lambda: late_id in seen)
+    finally:
+        slow.close()
+        reader.close()
+        writer.close()
