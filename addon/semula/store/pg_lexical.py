@@ -31,13 +31,18 @@ PgStore = Any  # the store these read through (pg_store imports this module: no 
 PROPOSALS = 10
 MAX_QUERY_CHARS = 4000
 SCAN_LIMIT = 5000
+# Only the longest lexemes go to the query (long words are the rare ones; Postgres keeps no per-word
+# document frequency to pick the rarest as DuckDB's index does): common words match most rows, and
+# every matching row is ranked (benchmark/results/pg-lexical.md). The core re-scores the proposals.
+QUERY_LEXEMES = 8
 
 # The text's own lexemes (english: stemmed, stopwords out), each quoted and OR-ed: built from its tsvector,
 # so a lexeme holding query syntax (a URL with `&`, a quote, a backslash) stays one literal lexeme.
 PROPOSE_SQL = f"""
 WITH q AS (SELECT string_agg(quote_lexeme, ' | ')::tsquery AS query
            FROM (SELECT '''' || replace(replace(lexeme, E'\\\\', E'\\\\\\\\'), '''', '''''') || '''' AS quote_lexeme
-                 FROM unnest(to_tsvector('{TEXT_SEARCH_CONFIG}', %s))) lexemes)
+                 FROM unnest(to_tsvector('{TEXT_SEARCH_CONFIG}', %s))
+                 ORDER BY length(lexeme) DESC, lexeme LIMIT %s) lexemes)
 SELECT e.id FROM entries e, q
 WHERE q.query IS NOT NULL AND e.project = %s AND e.last_tsv @@ q.query
 ORDER BY ts_rank(e.last_tsv, q.query) DESC, e.id DESC LIMIT %s
@@ -49,8 +54,9 @@ class PgLexical:
 
     last_build_seconds: float | None = None
 
-    def __init__(self, store: PgStore) -> None:
+    def __init__(self, store: PgStore, query_lexemes: int = QUERY_LEXEMES) -> None:
         self.store = store
+        self.query_lexemes = query_lexemes
 
     def written(self, entry_id: int, project: str, text: str) -> None:
         pass  # the generated column is current at commit
@@ -69,7 +75,7 @@ class PgLexical:
         words = lexical_words(query)
         if not words:
             return []
-        found = [int(r[0]) for r in self.store._all(PROPOSE_SQL, [query, project, limit])]
+        found = [int(r[0]) for r in self.store._all(PROPOSE_SQL, [query, self.query_lexemes, project, limit])]
         if not found and not all(w.isascii() for w in words):
             found = self._scan(project, words, limit)
         return found
