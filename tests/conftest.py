@@ -109,14 +109,64 @@ def module_proxy_factory(fake_provider: FakeProvider, mitm_confdir: Path, dead_p
         factory.stop_all()
 
 
-@pytest.fixture
-def engine(tmp_path: Path) -> Iterator[Any]:
-    """An engine on a fresh store in a temporary data dir, closed afterwards."""
+@pytest.fixture(params=["duckdb", "postgres"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """An engine on a fresh store, closed afterwards: once on a DuckDB file in a temporary data dir,
+    once on a fresh Postgres database (the same behaviour on both)."""
     from semula.engine.engine import Engine
-    from semula.store.duckdb_store import Store
+    from semula.store.selection import open_store
 
-    engine = Engine(Store.open(tmp_path))
+    spec = request.getfixturevalue("pg_url") if request.param == "postgres" else None
+    engine = Engine(open_store(spec, tmp_path))
     try:
         yield engine
     finally:
         engine.close()
+
+
+@pytest.fixture
+def duckdb_engine(tmp_path: Path) -> Iterator[Any]:
+    """An engine on a fresh DuckDB file: for what only the embedded store has (its in-memory postings)."""
+    from semula.engine.engine import Engine
+    from semula.store.selection import open_store
+
+    engine = Engine(open_store(None, tmp_path))
+    try:
+        yield engine
+    finally:
+        engine.close()
+
+
+_postgres_skip: list[str] = []
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """A throwaway PostgreSQL for the whole run (tests/pg_helpers.py); skips loudly without binaries,
+    fails instead when SEMULA_REQUIRE_POSTGRES=1 (CI)."""
+    import pg_helpers
+
+    try:
+        server = pg_helpers.start_postgres()
+    except pg_helpers.PostgresUnavailable as e:
+        reason = f"PostgreSQL tests cannot run: {e}"
+        if pg_helpers.required():
+            pytest.fail(f"{reason} ({pg_helpers.REQUIRE_ENV}=1 requires them)", pytrace=False)
+        _postgres_skip.append(reason)
+        pytest.skip(reason)
+    try:
+        yield server
+    finally:
+        pg_helpers.discard(server)
+
+
+@pytest.fixture
+def pg_url(postgres_server: Any) -> str:
+    """The URL of a fresh, empty database on the session's PostgreSQL."""
+    return postgres_server.new_database()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _postgres_skip:
+        terminalreporter.write_sep("!", "POSTGRES TESTS SKIPPED", red=True, bold=True)
+        terminalreporter.write_line(_postgres_skip[0] + "; install PostgreSQL (initdb, pg_ctl) to run them")

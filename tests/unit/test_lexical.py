@@ -32,6 +32,8 @@ def test_a_new_recording_is_findable_at_once_and_after_the_rebuild(cache):
     entry = record(cache, "Which trains leave Lyon for Paris before noon on Saturday")
     result = near(cache, "Which trains leave Lyon for Paris before midday on Saturday")
     assert result.best.entry_id == entry and result.served is None and result.queued
+    if not hasattr(cache.lexical, "_fresh"):
+        return  # Postgres full text is current at commit: there is no rebuild
     cache.lexical.maybe_rebuild(wait=True)
     deadline = time.monotonic() + 10
     while cache.lexical._fresh and time.monotonic() < deadline:

@@ -71,7 +71,8 @@ def test_the_preload_counts_whole_entries(tmp_path, monkeypatch):
         engine.close()
 
 
-def test_a_20mb_prompt_leaves_a_bounded_fresh_word_list(engine):
+def test_a_20mb_prompt_leaves_a_bounded_fresh_word_list(duckdb_engine):
+    engine = duckdb_engine
     before = engine.lexical.nbytes()
     huge = " ".join(f"word{i % 50_000}" for i in range(2_000_000))  # ~20 MB of text
     engine.lexical.written(10**9, "p", huge)

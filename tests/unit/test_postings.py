@@ -30,6 +30,8 @@ def settle(engine) -> None:
     """Wait for the background build and fold the fresh entries in."""
     deadline = time.monotonic() + 30
     lexical = engine.lexical
+    if not hasattr(lexical, "_fresh"):  # Postgres: its full-text index is current at commit
+        return
     while (lexical._fresh or not lexical._built or lexical.last_build_seconds is None) and time.monotonic() < deadline:
         engine.lexical.maybe_rebuild(wait=True)
         time.sleep(0.05)
@@ -93,7 +95,8 @@ def test_deleted_entries_are_never_proposed(engine):
     assert engine.lexical.propose("p", "trains Lyon Paris noon") == [kept]
 
 
-def test_the_index_is_counted_in_bytes(engine):
+def test_the_index_is_counted_in_bytes(duckdb_engine):
+    engine = duckdb_engine
     before = engine.lexical.nbytes()
     engine.record(new_entry(chat("a prompt about the quarterly budget " * 50), "p"))
     assert engine.lexical.nbytes() > before

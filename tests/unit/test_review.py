@@ -9,7 +9,7 @@ from semula.core.canonical import normalised_fingerprint, request_fingerprint
 from semula.core.cascade import Candidate
 from semula.core.nearmatch import Verdict
 from semula.engine.engine import Engine
-from semula.store.duckdb_store import Store
+from semula.store.selection import open_store
 
 REVIEW = Verdict("lexical", 0.8, serve=False, review=True, reason="score 0.80 < serve threshold 1.00")
 NOT_REVIEWABLE = Verdict("lexical", 0.3, serve=False, review=False, reason="score 0.30 < serve threshold 1.00")
@@ -17,10 +17,11 @@ INCOMING = chat("What is the capital city of France?")
 FP, NFP = request_fingerprint(INCOMING), normalised_fingerprint(INCOMING, (), ())
 
 
-@pytest.fixture
-def engine(tmp_path):
+@pytest.fixture(params=["duckdb", "postgres"])
+def engine(request, tmp_path):
     events: list[dict] = []
-    engine = Engine(Store.open(tmp_path), review_log=events.append)
+    spec = request.getfixturevalue("pg_url") if request.param == "postgres" else None
+    engine = Engine(open_store(spec, tmp_path), review_log=events.append)
     engine.events = events
     yield engine
     engine.close()

@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.table import Table
 
 from semula.proxy.admin import AdminError, NoProxy, call, dumps
+from semula.store.pg_connect import masked
+from semula.store.selection import open_store, store_spec
 from semula.store.types import StoreError
 
 console = Console()
@@ -23,21 +25,44 @@ def default_data_dir() -> str:
     return os.environ.get("SEMULA_DATA_DIR", ".semula")
 
 
-data_dir_option = click.option(
+_data_dir_only = click.option(
     "--data-dir", type=click.Path(file_okay=False, path_type=Path), default=default_data_dir,
     show_default="./.semula or $SEMULA_DATA_DIR", help="semula's data dir (store, logs, admin.json)",
 )
+
+
+def _remember_store(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """`--store URL` becomes $SEMULA_STORE, so a proxy this command starts (exec) uses it too, and the
+    URL (maybe with a password) never appears in a child's command line."""
+    if value is None:
+        return
+    if value.strip() and not store_spec(value):
+        raise click.BadParameter(f"{masked(value)!r} is not a postgresql:// URL (leave it out for the DuckDB file)")
+    os.environ["SEMULA_STORE"] = value
+
+
+_store_option = click.option(
+    "--store", metavar="URL", default=None, expose_value=False, callback=_remember_store,
+    help="a shared Postgres store, postgresql://user@host/db [default: $SEMULA_STORE, else the DuckDB file "
+         "in the data dir]; put the password in PGPASSWORD or ~/.pgpass",
+)
+
+
+def data_dir_option(func: Any) -> Any:
+    """`--data-dir` and `--store`: every command that opens a store takes both."""
+    return _store_option(_data_dir_only(func))
 json_option = click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
 
 
 def run_store_operation(data_dir: Path, method: str, params: dict[str, Any]) -> Any:
     """Through the running proxy's admin endpoint, or — when no proxy holds the store — directly."""
-    try:
-        return call(data_dir, method, params)
-    except NoProxy:
-        pass
-    except AdminError as e:
-        raise click.ClickException(str(e)) from None
+    if store_spec() is None:  # a shared store is opened directly, from any machine
+        try:
+            return call(data_dir, method, params)
+        except NoProxy:
+            pass
+        except AdminError as e:
+            raise click.ClickException(str(e)) from None
     from semula.engine.operations import run_operation
 
     with open_engine(data_dir, _existing_folder(data_dir)) as engine:
@@ -51,6 +76,8 @@ def _existing_folder(data_dir: Path) -> Any:
     """The recordings folder a proxy started here would use, if it exists (so a delete removes the file)."""
     from semula.recordings.location import recordings_location
 
+    if store_spec() is not None and not os.environ.get("SEMULA_RECORDINGS"):
+        return None  # with a server store the folder is off unless asked for
     location = recordings_location(os.environ.get("SEMULA_RECORDINGS"))
     if location is None or not location.is_dir():
         return None
@@ -63,12 +90,11 @@ def _existing_folder(data_dir: Path) -> Any:
 def open_engine(data_dir: Path, folder: Any = None) -> Iterator[Any]:
     """The store opened directly (no proxy holds it), with a review log, closed afterwards."""
     from semula.engine.engine import Engine
-    from semula.store.duckdb_store import Store
     from semula.store.logschema import REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
     from semula.store.parquetlog import ParquetLog
 
     try:
-        store = Store.open(data_dir)
+        store = open_store(store_spec(), data_dir, follow=False)
     except StoreError as e:
         raise click.ClickException(str(e)) from None
     reviews = ParquetLog(data_dir / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION)

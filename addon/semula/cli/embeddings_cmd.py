@@ -12,9 +12,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from semula.proxy.admin import read_admin_info
 from semula.cli.common import console, data_dir_option
 from semula.embeddings.model import Embedder, EmbeddingsUnavailable, config_from_env, embedding_text, fetch
-from semula.store.duckdb_store import STORE_FILE, Store
+from semula.store.duckdb_store import STORE_FILE
+from semula.store.base import RecordingStore
+from semula.store.selection import open_store, store_spec
 from semula.store.types import StoreError
-from semula.store.vectors import read_vector_status
+from semula.store.vectors import VectorStatus, read_vector_status
 
 
 @click.group()
@@ -63,17 +65,24 @@ def embeddings_status(data_dir: Path) -> None:
     except EmbeddingsUnavailable as e:
         console.print(f"model:      [red]unavailable[/red]: {e}")
     store_path = Path(data_dir) / STORE_FILE
-    if read_admin_info(data_dir) is not None:
+    if (server := store_spec()) is not None:  # a shared store: read it directly, proxies or not
+        try:
+            status = _server_vector_status(server, data_dir, config.model_name)
+        except StoreError as e:
+            console.print(f"vectors:    {e}")
+            return
+    elif read_admin_info(data_dir) is not None:
         console.print(f"vectors:    the running proxy holds {store_path}; stop it to count vectors here")
         return
-    if not store_path.is_file():
+    elif not store_path.is_file():
         console.print(f"vectors:    no store at {store_path}")
         return
-    try:
-        status = read_vector_status(store_path, config.model_name)
-    except StoreError as e:  # "cannot open …" or "cannot read …"
-        console.print(f"vectors:    {e}")
-        return
+    else:
+        try:
+            status = read_vector_status(store_path, config.model_name)
+        except StoreError as e:  # "cannot open …" or "cannot read …"
+            console.print(f"vectors:    {e}")
+            return
     if status.counts is None:
         console.print(f"vectors:    none yet ({status.entries} entries; the table is made when the proxy starts)")
         return
@@ -87,12 +96,23 @@ def embeddings_status(data_dir: Path) -> None:
                       "run `semula embeddings backfill`")
 
 
+def _server_vector_status(url: str, data_dir: Path, model: str) -> VectorStatus:
+    store = open_store(url, data_dir, follow=False)
+    try:
+        counts = store.vectors.counts()
+        entries = len(store.index_rows())
+        missing = store.vectors.count_without(model) if counts.get(model, 0) < entries else None
+        return VectorStatus(entries, counts, missing)
+    finally:
+        store.close()
+
+
 @embeddings.command("backfill")
 @data_dir_option
 @click.option("--batch-size", type=int, default=64, show_default=True)
 def embeddings_backfill(data_dir: Path, batch_size: int) -> None:
     """Give every entry without a vector from the configured model its vector."""
-    if read_admin_info(data_dir) is not None:
+    if store_spec() is None and read_admin_info(data_dir) is not None:
         raise click.ClickException(
             f"a running proxy holds the store in {data_dir}: stop it first (its worker embeds new entries itself)")
     try:
@@ -101,7 +121,7 @@ def embeddings_backfill(data_dir: Path, batch_size: int) -> None:
     except (ValueError, EmbeddingsUnavailable) as e:
         raise click.ClickException(str(e)) from None
     try:
-        store = Store.open(data_dir)
+        store = open_store(store_spec(), data_dir, follow=False)
     except StoreError as e:
         raise click.ClickException(str(e)) from None
     done = 0
@@ -135,7 +155,7 @@ def embeddings_backfill(data_dir: Path, batch_size: int) -> None:
         store.close()
 
 
-def _scrub_patterns(store: Store, project: str, cache: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+def _scrub_patterns(store: RecordingStore, project: str, cache: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
     if project not in cache:
         try:
             value: Any = store.project_settings(project).get("scrub_patterns") or ()

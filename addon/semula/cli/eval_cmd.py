@@ -16,11 +16,14 @@ from semula.cli.common import console, json_option, print_json, print_table
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="override a project setting for the run")
 @click.option("--pairs-out", type=click.Path(dir_okay=False, writable=True, path_type=Path), default=None,
               help="write one JSON line per pair: id, category, expect, outcome, tier, score, reason, guard_reason")
+@click.option("--store", metavar="URL", default=None,
+              help="run against a Postgres server (postgresql://…), in a throwaway schema [default: a temporary DuckDB file]")
 @json_option
-def eval_command(pairs: Path, sets: tuple[str, ...], pairs_out: Path | None, as_json: bool) -> None:
+def eval_command(pairs: Path, sets: tuple[str, ...], pairs_out: Path | None, as_json: bool, store: str | None) -> None:
     """Record each pair's `stored` side, decide on `incoming`, and report hit and false-hit rates."""
     from semula.engine.evaluate import evaluate
     from semula.core.settings import SettingsError, parse_setting
+    from semula.store.types import StoreError
 
     overrides = {}
     for item in sets:
@@ -36,13 +39,13 @@ def eval_command(pairs: Path, sets: tuple[str, ...], pairs_out: Path | None, as_
     write = (lambda line: out.write(json.dumps(line, ensure_ascii=False) + "\n")) if out else None
     try:
         if as_json:
-            result = evaluate(pairs, overrides, pairs_out=write)
+            result = evaluate(pairs, overrides, pairs_out=write, store=store)
         else:
             with Progress(console=console, transient=True) as progress:
                 task = progress.add_task("evaluating", total=None)
                 result = evaluate(pairs, overrides, lambda done, total: progress.update(task, completed=done, total=total),
-                                  pairs_out=write)
-    except ValueError as e:
+                                  pairs_out=write, store=store)
+    except (ValueError, StoreError) as e:
         raise click.ClickException(str(e)) from None
     finally:
         if out:

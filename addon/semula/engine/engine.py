@@ -19,6 +19,7 @@ from semula.core.decision import Match
 from semula.core.explain import Nearest, nearest_recordings
 from semula.core.redact import FingerprintKey
 from semula.core.settings import ProjectSettings, settings_from_mapping
+from semula.engine.follow import run_here, start_following
 from semula.engine.index import AnswerCache, FingerprintIndex
 from semula.engine.near import NearSearcher
 from semula.engine.recordings import Recordings
@@ -66,13 +67,16 @@ class Engine:
                 self.recordings.refingerprint(project, settings_from_mapping(store.project_settings(project)),
                                               reload=False)
         upgrade(store, lambda project, settings: self.recordings.refingerprint(project, settings, reload=False))
+        # A shared store (Postgres): other proxies' writes reach memory; `dispatch` says on which thread.
+        self.dispatch: Callable[[Callable[[], None]], Any] = run_here
+        self._readers: dict[int, RecordingStore] = {}  # thread id -> that thread's read handle
+        self._readers_lock = threading.Lock()
+        start_following(self)
         self.recordings.reload(preload=False)
         # The answer preload (up to 64 MB parsed) runs beside the first requests, not before them:
         # hits it has not reached yet read the store.
         self._preloader = threading.Thread(target=self._preload_answers, name="semula-preload", daemon=True)
         self._preloader.start()
-        self._readers: dict[int, RecordingStore] = {}  # thread id -> that thread's read handle
-        self._readers_lock = threading.Lock()
 
     def _preload_answers(self) -> None:
         try:

@@ -147,13 +147,16 @@ def pair_line(pair: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
 
 def evaluate(path: Path, overrides: dict[str, Any] | None = None,
              progress: Callable[[int, int], None] | None = None,
-             pairs_out: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Run every pair; `pairs_out` receives one `pair_line` per pair, in file order."""
+             pairs_out: Callable[[dict[str, Any]], None] | None = None, store: str | None = None) -> dict[str, Any]:
+    """Run every pair; `pairs_out` receives one `pair_line` per pair, in file order.
+
+    `store`: a Postgres URL; the pairs are recorded in a throwaway schema there, dropped at the end."""
     pairs = load_pairs(path)
     settings = settings_from_mapping(overrides or {})
     results = []
     with tempfile.TemporaryDirectory(prefix="semula-eval-") as tmp:
-        engine = Engine(Store.open(tmp), embedder=_embedder_if_on(Path(tmp)))
+        opened = Store.open(tmp) if store is None else open_throwaway(store)
+        engine = Engine(opened, embedder=_embedder_if_on(Path(tmp)))
         try:
             for index, pair in enumerate(pairs):
                 try:
@@ -169,4 +172,15 @@ def evaluate(path: Path, overrides: dict[str, Any] | None = None,
                     progress(index + 1, len(pairs))
         finally:
             engine.close()
+            if store is not None:
+                opened.drop_schema()
     return {**summarise(results), "settings": overrides or {}}
+
+
+def open_throwaway(url: str) -> Any:
+    """The Postgres store in a new schema of its own (dropped by `drop_schema`)."""
+    import uuid
+
+    from semula.store.selection import open_store
+
+    return open_store(url, ".", schema=f"semula_eval_{uuid.uuid4().hex[:12]}", follow=False)

@@ -72,6 +72,10 @@ class FingerprintIndex:
         with self._lock:
             self._aliases[(project, normalised_fp)] = entry_id
 
+    def replace_aliases(self, aliases: Iterable[tuple[str, str, int]]) -> None:
+        with self._lock:
+            self._aliases = {(p, fp): e for p, fp, e in aliases}
+
     def set_settings(self, project: str, settings: ProjectSettings) -> None:
         with self._lock:
             self._settings[project] = settings

@@ -22,6 +22,7 @@ from semula.proxy.refusals import Refusals
 from semula.proxy.storethread import StoreThread
 from semula.store.logschema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
 from semula.store.duckdb_store import STORE_FILE
+from semula.store.selection import describe_store, store_spec
 from semula.store.parquetlog import ParquetLog
 
 log = logging.getLogger("semula")
@@ -64,7 +65,8 @@ class Lifecycle:
         self.calls = ParquetLog(log_dir / "calls", CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION)
         self.reviews = ParquetLog(log_dir / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION)
         self.store.configure(self.settings.data_dir, self._log_review, self.embedder, self.settings.recordings,
-                             self.settings.load_timeout, read_only=read_only)
+                             self.settings.load_timeout, read_only=read_only,
+                             server=store_spec(ctx.options.semula_store or None))
         await self.store.ensure_open(force=True)
         listen = self._listen_address()
         confdir = Path(os.path.expanduser(ctx.options.confdir))
@@ -88,6 +90,8 @@ class Lifecycle:
                   "can use the proxy, read recorded answers and send calls with the keys it sees. "
                   "Use --listen-host 127.0.0.1 unless other machines must reach it.", flush=True)
         store_note = "" if self.store.engine else f" · store unavailable: {self.store.problem}"
+        if server := store_spec(ctx.options.semula_store or None):
+            store_note = f" · shared store {describe_store(server, data_dir)}{store_note}"
         ready = "semula ready" if self.store.engine else "semula ready, NOT recording"
         if read_only:
             store_note += f" · read-only: the store is not written; call log and review log in {log_dir}"

@@ -18,6 +18,7 @@ from semula.core.modes import Mode
 from semula.core.settings import DEFAULT_PROJECT, AddonSettings, SettingsError, parse_switch, validate_project
 from semula.providers import DEFAULT_PROVIDER_HOSTS
 from semula.recordings.location import DEFAULT_RECORDINGS, recordings_location
+from semula.store.selection import store_spec
 
 
 REPEATS = ("one", "sequence")
@@ -64,6 +65,9 @@ def declare(loader: Any) -> None:
                       "also on when the data dir or its store is not writable")
     loader.add_option("semula_console_calls", bool, True,
                       "print one console line per intercepted call (off: the call log still has every call)")
+    # Not defaulted from SEMULA_STORE: an option's value shows in mitmweb's options page, a URL may hold a password.
+    loader.add_option("semula_store", str, "",
+                      "a shared Postgres store (postgresql://…); empty: $SEMULA_STORE, else the DuckDB file in the data dir")
     loader.add_option("semula_embeddings", bool, _embeddings_default(),
                       "opt-in embedding tier (fastembed); also SEMULA_EMBEDDINGS=on")
 
@@ -104,6 +108,8 @@ def read(options: Any) -> tuple[Mode, AddonSettings]:
     folder = options.semula_recordings.strip()
     location = recordings_location(folder)
     recordings = str(location.resolve()) if location is not None else None
+    if store_spec(options.semula_store or None) and folder == DEFAULT_RECORDINGS and not os.environ.get("SEMULA_RECORDINGS"):
+        recordings = None  # a server store is the shared copy: the folder only when asked for (--recordings)
     return mode, AddonSettings(
         mode=mode.value, data_dir=data_dir, default_project=options.semula_project,
         hosts=tuple(options.semula_hosts), record_errors=options.semula_record_errors,

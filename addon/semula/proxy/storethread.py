@@ -27,6 +27,7 @@ from semula.engine.engine import Engine
 from semula.proxy.calllog import terminal_safe
 from semula.recordings.folder import RecordingsFolder
 from semula.store.duckdb_store import STORE_FILE, Store
+from semula.store.selection import open_store
 from semula.store.types import StoreError
 
 log = logging.getLogger("semula")
@@ -65,7 +66,8 @@ class StoreThread:
         return engine.fingerprint_key if engine is not None else self._unstored_key
 
     def configure(self, data_dir: str, review_log: Callable[[dict[str, Any]], None], embedder: Any,
-                  recordings: str | None = None, load_wait: float = LOAD_WAIT_SECONDS, read_only: bool = False) -> None:
+                  recordings: str | None = None, load_wait: float = LOAD_WAIT_SECONDS, read_only: bool = False,
+                  server: str | None = None) -> None:
         self.load_wait = load_wait
         self._store_file = Path(data_dir) / STORE_FILE
 
@@ -79,7 +81,10 @@ class StoreThread:
                     store.close()
                     raise
 
-            if not read_only:
+            if server:  # a shared Postgres store; hits stay in memory, other proxies' writes reach it
+                engine = engine_on(open_store(server, data_dir))
+                engine.dispatch = self.background_quietly
+            elif not read_only:
                 engine = engine_on(Store.open(data_dir))
             else:
                 try:
@@ -173,11 +178,22 @@ class StoreThread:
         return self._file_gone
 
     def failed(self, what: str, e: Exception) -> None:
+        if self.engine is not None and getattr(self.engine.store, "reconnects", False):
+            # a server store reconnects by itself: keep the engine, whose memory still serves hits
+            log.warning("semula: %s failed: %s (failing open; hits are served from memory)", what, e)
+            return
         self.problem = str(e)
         log.warning("semula: %s failed: %s (failing open; the store is reopened on the next call)", what, e)
         engine, self.engine = self.engine, None
         if engine:
             self.executor.submit(engine.close)
+
+    def background_quietly(self, fn: Callable[[], Any]) -> None:
+        """Queue `fn` on the store thread (other proxies' changes); nothing once the thread is shut down."""
+        try:
+            self.background("applying other proxies' changes", fn)
+        except RuntimeError:
+            pass
 
     def background(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
         """Queue work nobody waits for; a failure is logged, never raised."""

@@ -24,20 +24,14 @@ from semula.store.duckdb_connect import connect, working_copy
 from semula.store.duckdb_meta import StoreMeta
 from semula.store.duckdb_errors import describe_duckdb_error, store_errors
 from semula.store.fts import LexicalIndex
+from semula.store.rows import CANDIDATE_COLUMNS, ENTRY_COLUMNS, candidate_from_row, entry_from_row
 from semula.store.types import Entry, NewEntry, StoreError
 from semula.store.vectors import VectorTable
 
 STORE_FILE = "semula.duckdb"
 
-ENTRY_COLUMNS = (
-    "id, project, provider, host, method, endpoint, model, request_fp, normalised_fp, canonical, "
-    "last_text, status, headers, body, streamed, prompt_tokens, completion_tokens, upstream_ms, "
-    "created_at, updated_at"
-)
-CANDIDATE_COLUMNS = (
-    "id, project, tier, score, guard_reason, reason, request_fp, request_normalised_fp, request_canonical, "
-    "request_text, entry_id, status, created_at, decided_at"
-)
+_entry = entry_from_row
+_candidate = candidate_from_row
 
 # The newest entries within a byte budget, estimated as `index.entry_bytes` counts them parsed.
 RECENT_ENTRIES_SQL = f"""SELECT {ENTRY_COLUMNS} FROM entries WHERE id IN (
@@ -47,21 +41,6 @@ RECENT_ENTRIES_SQL = f"""SELECT {ENTRY_COLUMNS} FROM entries WHERE id IN (
         FROM entries
     ) WHERE running <= ?
 ) ORDER BY id"""
-
-
-def _entry(row: tuple) -> Entry:
-    values = dict(zip((c.strip() for c in ENTRY_COLUMNS.split(",")), row))
-    values["canonical"] = json.loads(values["canonical"])
-    values["headers"] = [tuple(h) for h in json.loads(values["headers"])]
-    values["body"] = bytes(values["body"]) if values["body"] is not None else b""
-    return Entry(**values)
-
-
-def _candidate(row: tuple) -> dict[str, Any]:
-    names = [n.strip() for n in CANDIDATE_COLUMNS.split(",")]
-    out = dict(zip(names, row))
-    out["request_canonical"] = json.loads(out["request_canonical"])
-    return out
 
 
 def _filters(**columns: Any) -> tuple[str, list[Any]]:

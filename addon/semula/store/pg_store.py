@@ -1,0 +1,313 @@
+"""The shared Postgres store: the same `RecordingStore` as the DuckDB file, on a server many proxies use.
+
+Each call takes a connection from a small pool (`pg_connect`) for one transaction, so the store is
+safe from any thread and survives a server restart: a failed call raises `StoreError`, and the next
+one gets a fresh connection. Recording is one statement, `INSERT … ON CONFLICT (project,
+request_fp) DO UPDATE … RETURNING id`: two runners recording the same request at once get one
+entry (in the ordered-repeats mode `request_fp` carries the sequence number). The review queue
+and settings live in `pg_review`; full text and vectors in `pg_lexical`; the change log other
+proxies follow in `pg_changes`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+
+from semula.store import pg_migrations
+from semula.store.pg_changes import ChangeFollower, Change
+from semula.store.pg_connect import direct_connection, masked, open_pool, pg_errors
+from semula.store.pg_lexical import PgLexical, PgVectors
+from semula.store.pg_review import PgReviewAndSettings
+from semula.store.rows import ENTRY_COLUMNS, entry_from_row
+from semula.store.types import Entry, NewEntry, StoreError
+
+log = logging.getLogger("semula")
+
+_WRITTEN = ("provider", "host", "method", "endpoint", "model", "normalised_fp", "canonical", "last_text", "status",
+            "headers", "body", "streamed", "prompt_tokens", "completion_tokens", "upstream_ms")
+UPSERT_SQL = (
+    f"INSERT INTO entries (project, request_fp, {', '.join(_WRITTEN)}, created_at, updated_at) "
+    f"VALUES ({', '.join(['%s'] * (len(_WRITTEN) + 4))}) "
+    "ON CONFLICT (project, request_fp) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in _WRITTEN) + ", updated_at = EXCLUDED.updated_at RETURNING id"
+)
+
+
+_entry = entry_from_row
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def _upsert_params(new: NewEntry, now: datetime) -> list[Any]:
+    return [new.project, new.request_fp, new.provider, new.host, new.method, new.endpoint, new.model,
+            new.normalised_fp, json.dumps(new.canonical, ensure_ascii=False), new.last_text, new.status,
+            json.dumps(new.headers, ensure_ascii=False), new.body, new.streamed, new.prompt_tokens,
+            new.completion_tokens, new.upstream_ms, now, now]
+
+
+class PgStore(PgReviewAndSettings):
+    """`RecordingStore` on PostgreSQL. Thread-safe: every call is its own pooled transaction."""
+
+    reconnects = True  # a failed call does not need the store reopened: keep serving from memory
+
+    def __init__(self, url: str, schema: str | None = None, listen: bool = True):
+        self.url = url
+        self.schema = schema
+        self.listen = listen  # LISTEN/NOTIFY (direct connection); False: poll the change log by id
+        self.path = masked(url)  # what messages call this store
+        self.read_only = False
+        self._pool = open_pool(url, schema)
+        self.vectors = PgVectors(self)
+        self._follower: ChangeFollower | None = None
+        self.follows = True  # an engine on this store follows other writers' changes (`engine.follow`)
+        self.down: str | None = None  # why the server is unreachable, as the follower last saw it
+
+    @classmethod
+    def open(cls, url: str, schema: str | None = None, listen: bool = True) -> PgStore:
+        """Connect and migrate (under the advisory lock). StoreError says why it cannot."""
+        if schema:
+            with pg_errors(url), psycopg.connect(url, autocommit=True, connect_timeout=3) as con:
+                con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        store = cls(url, schema, listen)
+        try:
+            with store.connection() as con:
+                applied = pg_migrations.migrate(con)
+            if applied:
+                log.info("semula: Postgres store %s migrated: %s", store.path, ", ".join(applied))
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def for_thread(self) -> PgStore:
+        """A reader for another thread: the pool is thread-safe, so the same store (its close does nothing)."""
+        return _ThreadReader(self)  # type: ignore[return-value]
+
+    def close(self) -> None:
+        if self._follower is not None:
+            self._follower.stop()
+            self._follower = None
+        self._pool.close(timeout=5)
+
+    def drop_schema(self) -> None:
+        """Remove this store's own schema (a throwaway one, `semula eval`), then close."""
+        schema = self.schema
+        self.close()
+        if schema:
+            with pg_errors(self.url), psycopg.connect(self.url, autocommit=True, connect_timeout=3) as con:
+                con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+    @contextmanager
+    def connection(self, probe: bool = False) -> Iterator[psycopg.Connection]:
+        """A pooled connection for one transaction (committed on success); errors become StoreError.
+
+        While the follower knows the server is down, calls fail at once instead of each waiting for
+        the pool's timeout: misses go upstream without delay; the follower says when it is back."""
+        if self.down is not None and not probe:
+            raise StoreError(f"the Postgres store {self.path} is unreachable: {self.down}")
+        with pg_errors(self.url), self._pool.connection() as con:
+            yield con
+
+    def _all(self, sql: str, params: Any = None) -> list[tuple]:
+        with self.connection() as con:
+            return con.execute(sql, params).fetchall()
+
+    def _one(self, sql: str, params: Any = None) -> tuple | None:
+        with self.connection() as con:
+            return con.execute(sql, params).fetchone()
+
+    def lexical_index(self, on_error: Callable[[Exception], None] | None = None) -> PgLexical:
+        return PgLexical(self)
+
+    def connections_used(self) -> dict[str, int]:
+        """The pool's own figures (the benchmark reports them)."""
+        stats = self._pool.get_stats()
+        return {"pool_size": stats.get("pool_size", 0), "pool_max": self._pool.max_size}
+
+    # --- following other proxies' writes ----------------------------------------------------
+
+    def change_position(self) -> int:
+        row = self._one("SELECT coalesce(max(id), 0) FROM changes")
+        return int(row[0]) if row else 0
+
+    def follow(self, after: int, apply: Callable[[list[Change]], None], poll_seconds: float | None = None) -> None:
+        """Call `apply` with every change after `after`, from a thread, until `close`."""
+        self._follower = ChangeFollower(
+            lambda: direct_connection(self.url, self.schema), lambda: self.connection(probe=True), apply, after,
+            listen=self.listen, describe=self.path, poll_seconds=poll_seconds, on_state=self._server_state)
+        self._follower.start()
+
+    def _server_state(self, problem: str | None) -> None:
+        self.down = problem
+
+    def entries_by_ids(self, ids: list[int]) -> list[Entry]:
+        return [_entry(row) for row in self._all(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ANY(%s)",
+                                                 [list(ids)])]
+
+    # --- store-wide values ---------------------------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        row = self._one("SELECT value FROM meta WHERE key = %s", [key])
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.connection() as con:
+            con.execute("INSERT INTO meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                        [key, value])
+
+    def fingerprint_salt(self) -> bytes:
+        return bytes.fromhex(self.meta(pg_migrations.FINGERPRINT_SALT) or "")
+
+    def fingerprint_version(self) -> str | None:
+        return self.meta("fingerprint_version")
+
+    def set_fingerprint_version(self, version: str) -> None:
+        self.set_meta("fingerprint_version", version)
+
+    # --- entries -------------------------------------------------------------------------------
+
+    def upsert_entry(self, new: NewEntry) -> int:
+        """Record an answer in one statement; the same request recorded twice (or by two runners at once)
+        keeps one entry and its id."""
+        row = self._one(UPSERT_SQL, _upsert_params(new, _now()))
+        if row is None:
+            raise StoreError(f"the Postgres store {self.path} returned no id for a recording")
+        return int(row[0])
+
+    def upsert_entries(self, news: list[NewEntry]) -> list[int]:
+        """Many recordings in one transaction (loading a recordings folder); ids in `news` order."""
+        if not news:
+            return []
+        latest = {(n.project, n.request_fp): n for n in news}  # the last one for a request wins
+        now = _now()
+        ids: dict[tuple[str, str], int] = {}
+        with self.connection() as con, con.cursor() as cur:
+            cur.executemany(UPSERT_SQL, [_upsert_params(n, now) for n in latest.values()], returning=True)
+            for key in latest:
+                ids[key] = int(cur.fetchone()[0])
+                cur.nextset()
+        return [ids[(n.project, n.request_fp)] for n in news]
+
+    def get_entry(self, entry_id: int) -> Entry | None:
+        row = self._one(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = %s", [entry_id])
+        return _entry(row) if row else None
+
+    def recent_entries(self, max_bytes: int) -> list[Entry]:
+        rows = self._all(
+            f"""SELECT {ENTRY_COLUMNS} FROM (
+                    SELECT *, sum(octet_length(body) + 2 * octet_length(canonical)  -- as duckdb_store estimates
+                                  + octet_length(coalesce(last_text, '')) + 3000) OVER (ORDER BY id DESC) AS running
+                    FROM entries
+                ) recent WHERE running <= %s ORDER BY id""", [max_bytes])
+        return [_entry(row) for row in rows]
+
+    def delete_entry(self, entry_id: int) -> bool:
+        with self.connection() as con:
+            con.execute("DELETE FROM aliases WHERE entry_id = %s", [entry_id])
+            con.execute("UPDATE review_candidates SET status = 'closed', decided_at = %s "
+                        "WHERE entry_id = %s AND status = 'open'", [_now(), entry_id])
+            con.execute("DELETE FROM entry_vector WHERE entry_id = %s", [entry_id])
+            return con.execute("DELETE FROM entries WHERE id = %s", [entry_id]).rowcount > 0
+
+    def list_entries(self, project: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        where, params = self.filters(project=project)
+        sql = ("SELECT id, project, provider, model, endpoint, streamed, status, octet_length(body) AS size, "
+               f"created_at, updated_at, last_text FROM entries WHERE {where} ORDER BY id DESC LIMIT %s")
+        with self.connection() as con:
+            cursor = con.execute(sql, [*params, limit])
+            names = [d[0] for d in cursor.description or ()]
+            return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    def index_rows(self) -> list[tuple[int, str, str, str]]:
+        return [tuple(r) for r in self._all("SELECT id, project, request_fp, normalised_fp FROM entries")]
+
+    def project_canonicals(self, project: str, provider: str | None = None, limit: int = 2000,
+                           endpoint: str | None = None) -> list[tuple[int, dict[str, Any]]]:
+        where, params = self.filters(project=project, provider=provider, endpoint=endpoint)
+        rows = self._all(f"SELECT id, canonical FROM entries WHERE {where} ORDER BY id DESC LIMIT %s",
+                         [*params, limit])
+        return [(int(i), json.loads(c)) for i, c in rows]
+
+    def set_normalised_fps(self, updates: list[tuple[int, str]]) -> None:
+        if updates:
+            with self.connection() as con, con.cursor() as cur:
+                cur.executemany("UPDATE entries SET normalised_fp = %s WHERE id = %s", [(fp, i) for i, fp in updates])
+
+    def set_fingerprints(self, entries: list[tuple[int, str, str]], candidates: list[tuple[int, str, str]]) -> None:
+        with self.connection() as con, con.cursor() as cur:
+            if entries:
+                cur.executemany("UPDATE entries SET request_fp = %s, normalised_fp = %s WHERE id = %s",
+                                [(r, n, i) for i, r, n in entries])
+            if candidates:
+                cur.executemany("UPDATE review_candidates SET request_fp = %s, request_normalised_fp = %s "
+                                "WHERE id = %s", [(r, n, i) for i, r, n in candidates])
+
+    def canonicals_after(self, after_id: int, limit: int = 1000) -> list[tuple[int, str, dict[str, Any]]]:
+        rows = self._all("SELECT id, project, canonical FROM entries WHERE id > %s ORDER BY id LIMIT %s",
+                         [after_id, limit])
+        return [(int(i), p, json.loads(c)) for i, p, c in rows]
+
+    def set_last_texts(self, updates: list[tuple[int, str]]) -> None:
+        if updates:
+            with self.connection() as con, con.cursor() as cur:
+                cur.executemany("UPDATE entries SET last_text = %s WHERE id = %s", [(t, i) for i, t in updates])
+
+    def canonicals_by_ids(self, ids: list[int]) -> dict[int, dict[str, Any]]:
+        if not ids:
+            return {}
+        return {int(i): json.loads(c) for i, c in self._all(
+            "SELECT id, canonical FROM entries WHERE id = ANY(%s)", [list(ids)])}
+
+    def entries_with_normalised_fp(self, project: str, normalised_fp: str) -> list[int]:
+        return [int(r[0]) for r in self._all(
+            "SELECT id FROM entries WHERE project = %s AND normalised_fp = %s", [project, normalised_fp])]
+
+    def projects(self) -> list[str]:
+        return [r[0] for r in self._all(
+            "SELECT project FROM entries UNION SELECT project FROM project_settings ORDER BY 1")]
+
+    # --- aliases ---------------------------------------------------------------------------------
+
+    def alias_rows(self) -> list[tuple[str, str, int]]:
+        return [(p, fp, int(e)) for p, fp, e in self._all("SELECT project, normalised_fp, entry_id FROM aliases")]
+
+    def alias_requests(self, project: str) -> list[tuple[str, int, dict[str, Any] | None]]:
+        rows = self._all("SELECT normalised_fp, entry_id, request_canonical FROM aliases WHERE project = %s",
+                         [project])
+        return [(fp, int(e), json.loads(c) if c else None) for fp, e, c in rows]
+
+    def replace_aliases(self, project: str, aliases: list[tuple[str, int, dict[str, Any] | None]]) -> None:
+        with self.connection() as con:
+            current = {(fp, int(e)) for fp, e in con.execute(
+                "SELECT normalised_fp, entry_id FROM aliases WHERE project = %s", [project]).fetchall()}
+            if current == {(fp, e) for fp, e, _ in aliases} and len(current) == len(aliases):
+                return  # nothing changes: no change-log rows, no reload on every other proxy
+            con.execute("DELETE FROM aliases WHERE project = %s", [project])
+            for fp, entry_id, request in aliases:
+                con.execute(
+                    "INSERT INTO aliases (project, normalised_fp, entry_id, created_at, request_canonical) "
+                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (project, normalised_fp) DO UPDATE SET "
+                    "entry_id = EXCLUDED.entry_id, request_canonical = EXCLUDED.request_canonical",
+                    [project, fp, entry_id, _now(), json.dumps(request) if request is not None else None])
+
+
+class _ThreadReader:
+    """The store, seen from another thread; closing it leaves the shared pool open."""
+
+    def __init__(self, store: PgStore) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def close(self) -> None:
+        pass

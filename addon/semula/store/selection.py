@@ -1,0 +1,48 @@
+"""Which store: the embedded DuckDB file in the data dir (the default), or a Postgres server.
+
+`--store postgresql://…` (every command that opens a store) or `SEMULA_STORE` selects the server;
+anything else, or nothing, keeps the DuckDB file. The engine never learns which one it has.
+A password is best kept out of the URL (`PGPASSWORD`, `~/.pgpass`): libpq reads those itself.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from semula.store.base import RecordingStore
+from semula.store.pg_connect import is_server_store, masked
+
+STORE_ENV = "SEMULA_STORE"
+LISTEN_ENV = "SEMULA_STORE_LISTEN"  # "off": poll the change log (PgBouncer in transaction pooling mode)
+
+
+def store_spec(given: str | None = None) -> str | None:
+    """The server URL chosen by `given` or $SEMULA_STORE, or None for the DuckDB file."""
+    spec = (given if given is not None else os.environ.get(STORE_ENV, "")).strip()
+    return spec if is_server_store(spec) else None
+
+
+def describe_store(spec: str | None, data_dir: Path | str) -> str:
+    return masked(spec) if spec else str(Path(data_dir) / "semula.duckdb")
+
+
+def listen_enabled() -> bool:
+    return os.environ.get(LISTEN_ENV, "on").strip().lower() not in ("off", "0", "false", "no", "poll")
+
+
+def open_store(spec: str | None, data_dir: Path | str, schema: str | None = None,
+               follow: bool = True) -> RecordingStore:
+    """Open (and migrate) the chosen store. StoreError says why it cannot.
+
+    `follow`: an engine on a server store follows the other writers' changes (a proxy does; a
+    one-shot CLI command need not)."""
+    if spec:
+        from semula.store.pg_store import PgStore
+
+        store = PgStore.open(spec, schema=schema, listen=listen_enabled())
+        store.follows = follow
+        return store
+    from semula.store.duckdb_store import Store
+
+    return Store.open(data_dir)
