@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The opt-in embedding tier
+"""The opt-in embedding tier: miss path on vs off, hits, writes, and the serve-threshold sweep.
 
-    .venv/bin/python scripts/bench_embedding.py            # full run: writes  miss path on vs off, hits, writes, and the serve-threshold sweep.:benchmark/results/embedding.md (+ .json)
+    .venv/bin/python scripts/bench_embedding.py            # full run: writes benchmark/results/embedding.md (+ .json)
     .venv/bin/python scripts/bench_embedding.py --quick    # smoke run: writes /tmp/semula-bench/*.md (+ .json)
 
 The measuring code is scripts/bench/embedding.py; the results file is rendered by scripts/bench/render.py.

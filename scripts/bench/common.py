@@ -29,7 +29,9 @@ RESULTS = REPO / "benchmark" / "results"
 sys.path.insert(0, str(REPO / "addon"))
 sys.path.append(str(REPO / "tests"))  # shared_paths: where ../shared (corpus, models) is
 
-from shared_paths import corpus_file, shared_dir  # noqa: E402, F401 - the one rule, also for the tests
+import shared_paths  # noqa: E402
+
+corpus_file, shared_dir = shared_paths.corpus_file, shared_paths.shared_dir  # the one rule, also for the tests
 
 # --- the machine, the shared folder, results ---------------------------------------------------
 

@@ -45,7 +45,7 @@ def p50_95(xs: list[float]) -> list[float]:
 
 def run_size(size: int, prompts: list[str], entries: list[Any], vectors: np.ndarray, embedder: Any, vocab: Any,
              n_queries: int, real: int) -> dict[str, Any]:
-    from semula.embeddings.model import embedding_text, put_vectors
+    from semula.embeddings.model import embedding_text
     from semula.engine.engine import Engine as Cache
 
     r: dict[str, Any] = {"size": size, "load_before": common.loadavg()}
@@ -57,7 +57,7 @@ def run_size(size: int, prompts: list[str], entries: list[Any], vectors: np.ndar
         try:
             tier, settings = cache.embeddings, cache.settings_for(PROJECT)
             common.settle_index(cache)
-            put_vectors(store.con, embedder.name, [(id_of[e.request_fp], vectors[i]) for i, e in enumerate(entries[:size])])
+            store.vectors.put(embedder.name, [(id_of[e.request_fp], vectors[i]) for i, e in enumerate(entries[:size])])
             r["seed_s"] = time.perf_counter() - t0
             loads = []
             for _ in range(5):
@@ -132,8 +132,10 @@ def run_size(size: int, prompts: list[str], entries: list[Any], vectors: np.ndar
                 cache.record(new)
                 return common.ms_since(t0)
 
+            # fewer writes into a store smaller than the usual counts (the test's tiny run)
+            r["writes_per_mode"], r["burst_writes"] = min(60, size), min(64, size)
             writes: dict[str, list[float]] = {"on": [], "off": []}
-            for k in range(60):
+            for k in range(r["writes_per_mode"]):
                 for mode in (("on", "off") if k % 2 == 0 else ("off", "on")):
                     use_tier(cache, tier if mode == "on" else None)
                     writes[mode].append(write(30_000_000 + size * 10 + k * 2 + (mode == "on")))
@@ -151,7 +153,7 @@ def run_size(size: int, prompts: list[str], entries: list[Any], vectors: np.ndar
                 timers.take()
                 after.append(miss_decision(cache, canonical_for(vocab.prompt(random.Random(40_500_000 + size + k)), k))[0])
                 after_index.append(timers.take().get("index_search", 0.0))
-            for k in range(64):  # a burst the worker embeds while misses arrive
+            for k in range(r["burst_writes"]):  # a burst the worker embeds while misses arrive
                 write(50_000_000 + size * 100 + k)
             busy = [miss_decision(cache, canonical_for(vocab.prompt(random.Random(60_000_000 + size + k)), k))[0]
                     for k in range(6)]
@@ -280,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embed-limit", type=int, default=2000,
                         help="entries really embedded; the rest of a larger store gets random unit vectors")
     parser.add_argument("--public-limit", type=int, default=500, help="public pairs used (of 1500); 0 = all")
+    parser.add_argument("--dev-limit", type=int, default=0, help="dev pairs used (of 183); 0 = all")
     parser.add_argument("--out", type=Path, default=None, help="results markdown (default benchmark/results/embedding.md)")
     parser.add_argument("--json", type=Path, default=None, help="figures (default: --out with .json)")
     args = parser.parse_args(argv)
@@ -306,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         filler = np.random.default_rng(5).standard_normal((len(entries) - real, vectors.shape[1])).astype(np.float32)
         vectors = np.vstack([vectors, filler / np.linalg.norm(filler, axis=1, keepdims=True)])
     results = [run_size(s, prompts, entries, vectors, embedder, vocab, n_queries, real) for s in sizes]
-    dev, e1 = pair_data(common.corpus_file("dev-pairs.jsonl"), embedder)
+    dev, e1 = pair_data(common.corpus_file("dev-pairs.jsonl"), embedder, args.dev_limit or None)
     public, e2 = ([], 0.0) if args.quick else pair_data(common.corpus_file("public-paraphrase-pairs.jsonl"), embedder,
                                                         args.public_limit or None)
     sweep = sweep_figures(dev, public, e1 + e2)

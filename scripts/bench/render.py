@@ -235,7 +235,7 @@ def embedding(d: dict[str, Any]) -> list[str]:
     rate = lambda n, t: r3(n / t) if t else "-"  # noqa: E731
     out = head("Embedding tier benchmark", d, "compare the on/off columns, measured interleaved in one run.") + [
         "## Method", "",
-        f"- The synthetic chat requests of the lexical benchmark; vectors stored with `put_vectors` before timing. The "
+        f"- The synthetic chat requests of the lexical benchmark; vectors stored with `store.vectors.put` before timing. The "
         f"first {b['real']:,} entries were really embedded ({b['seconds']:.1f} s); "
         + (f"the other {b['total'] - b['real']:,} got random unit vectors (same search cost, never neighbours). "
            if b["total"] > b["real"] else "")
@@ -243,7 +243,7 @@ def embedding(d: dict[str, Any]) -> list[str]:
         "off (`cache.embeddings` detached from the same Cache), alternating which goes first.",
         "- Pieces, by wrapping public methods: *encode* = `Embedder.embed`; *index search* = `VectorIndex.search`; "
         "*tier search − encode* = `EmbeddingTier.search` less its encode. Hits: `cache.match` ×500 ×4 rounds; writes: "
-        "60 `cache.record` per mode.", "", "## 1. The miss path (p50 / p95 ms)", "",
+        "60 `cache.record` per mode, then a burst of 64 (fewer in a store of fewer entries).", "", "## 1. The miss path (p50 / p95 ms)", "",
         table(["entries", "queries", "n", "tier ON", "tier OFF", "encode", "index search", "tier search − encode",
                "ON − encode", "ON − encode − OFF (paired)"],
               [[s["size"], k, m["n"], pair(m["on"]), pair(m["off"]), pair(m["encode"]), pair(m["index_search"], 3),
@@ -254,7 +254,7 @@ def embedding(d: dict[str, Any]) -> list[str]:
                                                                       for m in ("on", "off"))] for s in sizes]), "",
         "## 2. Encode, reloads, hits and writes (p50 / p95, or p50 / max)", "",
         table(["entries", "truncate ms", "embed one text ms", "vectors", "cold index load ms", "miss after a write ms (p50 / max)",
-               "its index search ms", "miss during a 64-write burst ms (p50 / max)"],
+               "its index search ms", "miss during a write burst ms (p50 / max)"],
               [[s["size"], pair(s["truncate_ms"]), pair(s["embed_one_ms"]), s["vectors"], s["cold_load_ms"],
                 pair(s["after_write_ms"]), s["after_write_index_ms"], pair(s["busy_ms"])] for s in sizes]), "",
         table(["entries", "exact hit ON µs", "exact hit OFF µs", "model calls during hits", "write ON ms", "write OFF ms",
