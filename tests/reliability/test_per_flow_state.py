@@ -98,6 +98,6 @@ def test_recorded_answers_are_cached_once_each(tmp_path):
                 body = {"model": "gpt-4o", "messages": [{"role": "user", "content": f"again {i}"}]}
                 await call(addon, provider_flow(body))
         engine = addon.store.engine
-        return len(engine.answers._entries), len(engine.index._exact)
+        return len(engine.answers._entries), len(engine.index)
 
     assert run(scenario, tmp_path) == (ROUNDS, ROUNDS)

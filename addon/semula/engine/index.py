@@ -16,8 +16,11 @@ from semula.core.decision import Match
 from semula.core.settings import ProjectSettings
 from semula.store.types import Entry
 
-RESPONSE_CACHE_BYTES = 256 * 1024 * 1024
-PRELOAD_BYTES = 64 * 1024 * 1024  # answers loaded at start so that first hits skip the store too
+# One budget for the answer cache, counted whole (`entry_bytes`), and the preload fills it at start so
+# that first hits skip the store too. 64 MB keeps a 100k-entry proxy within ~400 MB resident; a hit
+# outside the cache reads its entry from the store (~1 ms).
+RESPONSE_CACHE_BYTES = 64 * 1024 * 1024
+PRELOAD_BYTES = RESPONSE_CACHE_BYTES
 
 
 def json_held_bytes(text: str) -> int:
@@ -37,32 +40,44 @@ def entry_bytes(entry: Entry) -> int:
 ENTRY_OVERHEAD = 1200  # the Entry object, its small fields and the cache's own slot
 
 
+FpKey = bytes | str
+
+
+def _key(fp: str) -> FpKey:
+    """A fingerprint as the index holds it: a SHA-256 hex digest as its 32 raw bytes (65 bytes of object
+    against 113 for the string, at 100k entries × 2 fingerprints), anything else as given."""
+    if len(fp) == 64 and fp == fp.lower():
+        try:
+            return bytes.fromhex(fp)
+        except ValueError:
+            pass
+    return fp
+
+
 class FingerprintIndex:
-    """(project, fingerprint) → entry id for the certain tiers, plus per-project settings."""
+    """project → fingerprint → entry id for the certain tiers, plus per-project settings. One dict per
+    project and tier, keyed by `_key`: no tuple per entry, and the projects holding a fingerprint are
+    found by asking each project's dict (a handful of projects, not one set per entry)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._exact: dict[tuple[str, str], int] = {}
-        self._normalised: dict[tuple[str, str], int] = {}
-        self._aliases: dict[tuple[str, str], int] = {}
-        self._projects_by_fp: dict[str, set[str]] = {}
+        self._exact: dict[str, dict[FpKey, int]] = {}
+        self._normalised: dict[str, dict[FpKey, int]] = {}
+        self._aliases: dict[str, dict[FpKey, int]] = {}
         self._settings: dict[str, ProjectSettings] = {}
 
     def load(self, rows: Iterable[tuple[int, str, str, str]], aliases: Iterable[tuple[str, str, int]],
              settings: dict[str, ProjectSettings]) -> None:
         with self._lock:
-            self._exact.clear()
-            self._normalised.clear()
-            self._projects_by_fp.clear()
+            self._exact, self._normalised = {}, {}
             for entry_id, project, request_fp, normalised_fp in sorted(rows):
                 self._add(entry_id, project, request_fp, normalised_fp)
-            self._aliases = {(p, fp): e for p, fp, e in aliases}
+            self._aliases = _by_project(aliases)
             self._settings = dict(settings)
 
     def _add(self, entry_id: int, project: str, request_fp: str, normalised_fp: str) -> None:
-        self._exact[(project, request_fp)] = entry_id
-        self._normalised[(project, normalised_fp)] = entry_id
-        self._projects_by_fp.setdefault(request_fp, set()).add(project)
+        self._exact.setdefault(project, {})[_key(request_fp)] = entry_id
+        self._normalised.setdefault(project, {})[_key(normalised_fp)] = entry_id
 
     def add(self, entry_id: int, project: str, request_fp: str, normalised_fp: str) -> None:
         with self._lock:
@@ -70,11 +85,11 @@ class FingerprintIndex:
 
     def put_alias(self, project: str, normalised_fp: str, entry_id: int) -> None:
         with self._lock:
-            self._aliases[(project, normalised_fp)] = entry_id
+            self._aliases.setdefault(project, {})[_key(normalised_fp)] = entry_id
 
     def replace_aliases(self, aliases: Iterable[tuple[str, str, int]]) -> None:
         with self._lock:
-            self._aliases = {(p, fp): e for p, fp, e in aliases}
+            self._aliases = _by_project(aliases)
 
     def set_settings(self, project: str, settings: ProjectSettings) -> None:
         with self._lock:
@@ -83,22 +98,36 @@ class FingerprintIndex:
     def match(self, project: str, request_fp: str, normalised_fp: str | None) -> Match | None:
         """The certain tiers, in order: exact, normalised, alias."""
         with self._lock:
-            if (entry_id := self._exact.get((project, request_fp))) is not None:
+            if (entry_id := self._exact.get(project, {}).get(_key(request_fp))) is not None:
                 return Match("exact", entry_id, 1.0)
             if normalised_fp is None:
                 return None
-            if (entry_id := self._normalised.get((project, normalised_fp))) is not None:
+            normalised = _key(normalised_fp)
+            if (entry_id := self._normalised.get(project, {}).get(normalised)) is not None:
                 return Match("normalised", entry_id, 1.0)
-            if (entry_id := self._aliases.get((project, normalised_fp))) is not None:
+            if (entry_id := self._aliases.get(project, {}).get(normalised)) is not None:
                 return Match("alias", entry_id, 1.0)
         return None
 
     def projects_with(self, request_fp: str) -> set[str]:
+        key = _key(request_fp)
         with self._lock:
-            return set(self._projects_by_fp.get(request_fp, ()))
+            return {project for project, by_fp in self._exact.items() if key in by_fp}
 
     def settings_for(self, project: str) -> ProjectSettings:
         return self._settings.get(project) or ProjectSettings()
+
+    def __len__(self) -> int:
+        """The exact fingerprints held, over all projects."""
+        with self._lock:
+            return sum(len(by_fp) for by_fp in self._exact.values())
+
+
+def _by_project(aliases: Iterable[tuple[str, str, int]]) -> dict[str, dict[FpKey, int]]:
+    held: dict[str, dict[FpKey, int]] = {}
+    for project, normalised_fp, entry_id in aliases:
+        held.setdefault(project, {})[_key(normalised_fp)] = entry_id
+    return held
 
 
 class AnswerCache:

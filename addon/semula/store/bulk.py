@@ -7,6 +7,7 @@ Per row, `Store.upsert_entry` costs milliseconds; this costs about as much for t
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import datetime
 
 import duckdb
@@ -26,14 +27,33 @@ def _column_value(new: NewEntry, column: str) -> object:
     return json.dumps(value, ensure_ascii=False) if column in ("canonical", "headers") else value
 
 
+Row = tuple[object, ...]
 
-def upsert_entries(con: duckdb.DuckDBPyConnection, news: list[NewEntry], now: datetime) -> list[int]:
-    """Insert or update `news` inside the caller's transaction; the entry ids in `news` order."""
-    latest = {(n.project, n.request_fp): n for n in news}  # the last one for a request wins
-    table = pa.table({
-        column: pa.array([_column_value(n, column) for n in latest.values()], _ARROW_TYPES.get(column, pa.string()))
-        for column in _ENTRY_COLUMNS
-    })
+
+def encoded_chunks(news: list[NewEntry], max_bytes: int) -> Iterator[list[Row]]:
+    """`news` encoded as rows (the last one for a request wins), in chunks of at most `max_bytes` of
+    text and bodies (a single bigger row is a chunk of its own): one transaction per chunk keeps what
+    DuckDB must hold uncommitted within its memory limit, whatever the recordings weigh."""
+    latest = {(n.project, n.request_fp): n for n in news}
+    chunk: list[Row] = []
+    held = 0
+    for new in latest.values():
+        row = tuple(_column_value(new, column) for column in _ENTRY_COLUMNS)
+        size = sum(len(v) for v in row if isinstance(v, (str, bytes)))
+        if chunk and held + size > max_bytes:
+            yield chunk
+            chunk, held = [], 0
+        chunk.append(row)
+        held += size
+    if chunk:
+        yield chunk
+
+
+def upsert_rows(con: duckdb.DuckDBPyConnection, rows: list[Row], now: datetime) -> dict[tuple[str, str], int]:
+    """Insert or update `rows` (from `encoded_chunks`) inside the caller's transaction; their entry ids
+    by (project, request_fp)."""
+    table = pa.table({column: pa.array([row[i] for row in rows], _ARROW_TYPES.get(column, pa.string()))
+                      for i, column in enumerate(_ENTRY_COLUMNS)})
     assignments = ", ".join(f"{c} = s.{c}" for c in _ENTRY_COLUMNS if c not in ("project", "request_fp"))
     con.register("semula_incoming", table)
     try:
@@ -44,9 +64,8 @@ def upsert_entries(con: duckdb.DuckDBPyConnection, news: list[NewEntry], now: da
             f"SELECT {', '.join('s.' + c for c in _ENTRY_COLUMNS)}, ?, ? FROM semula_incoming s "
             "WHERE NOT EXISTS (SELECT 1 FROM entries e WHERE e.project = s.project AND e.request_fp = s.request_fp)",
             [now, now])
-        ids = {(p, fp): i for i, p, fp in con.execute(
+        return {(p, fp): i for i, p, fp in con.execute(
             "SELECT e.id, e.project, e.request_fp FROM entries e JOIN semula_incoming s "
             "ON e.project = s.project AND e.request_fp = s.request_fp").fetchall()}
     finally:
         con.unregister("semula_incoming")
-    return [ids[(n.project, n.request_fp)] for n in news]

@@ -3,6 +3,7 @@ working copy a read-only store is opened from when it needs writes (migrations, 
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -31,14 +32,25 @@ def fts_extension_path() -> Path:
     return path
 
 
+# DuckDB's own memory: its buffer pool is a cache of the store file (evicted beyond the limit, and
+# operators spill to `<store>.tmp`), and its allocator hands freed memory back once a task has peaked
+# above the flush threshold. Without a limit DuckDB keeps up to 80 % of RAM, so a long-running proxy
+# grew with its store (issue 12: ~10 KB resident per recording).
+MEMORY_LIMIT = "256MB"
+ALLOCATOR_FLUSH = "16MB"
+MEMORY_ENV = "SEMULA_DUCKDB_MEMORY"
+
+
+def connect_config() -> dict[str, str | bool]:
+    return {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
+            "memory_limit": os.environ.get(MEMORY_ENV) or MEMORY_LIMIT, "allocator_flush_threshold": ALLOCATOR_FLUSH}
+
+
 def connect(path: Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """A connection to the store file at `path` with the full-text-search extension loaded."""
     extension = fts_extension_path()
     try:
-        con = duckdb.connect(
-            str(path), read_only=read_only,
-            config={"autoinstall_known_extensions": False, "autoload_known_extensions": False},
-        )
+        con = duckdb.connect(str(path), read_only=read_only, config=connect_config())
     except duckdb.Error as e:
         raise StoreError(describe_duckdb_error(e, path)) from e
     try:

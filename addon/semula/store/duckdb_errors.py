@@ -14,6 +14,11 @@ from semula.store.types import StoreError
 
 def describe_duckdb_error(e: Exception, path: Path) -> str:
     text = str(e)
+    if isinstance(e, duckdb.OutOfMemoryException) or text.startswith("Out of Memory Error"):
+        return (
+            f"the store {path} ran out of DuckDB's memory limit ({text.splitlines()[0]}); "
+            "raise it with SEMULA_DUCKDB_MEMORY (e.g. SEMULA_DUCKDB_MEMORY=512MB)"
+        )
     if "lock" in text.lower():
         return (
             f"the store {path} is locked by another process ({text.splitlines()[0]}); "

@@ -19,7 +19,7 @@ from typing import Any
 
 import duckdb
 
-from semula.store import bulk, migrations
+from semula.store import bulk, duckdb_recent, migrations
 from semula.store.duckdb_connect import connect, working_copy
 from semula.store.duckdb_meta import StoreMeta
 from semula.store.duckdb_errors import describe_duckdb_error, store_errors
@@ -33,14 +33,8 @@ STORE_FILE = "semula.duckdb"
 _entry = entry_from_row
 _candidate = candidate_from_row
 
-# The newest entries within a byte budget, estimated as `index.entry_bytes` counts them parsed.
-RECENT_ENTRIES_SQL = f"""SELECT {ENTRY_COLUMNS} FROM entries WHERE id IN (
-    SELECT id FROM (
-        SELECT id, sum(octet_length(body) + 2 * strlen(canonical)
-                       + strlen(coalesce(last_text, '')) + 3000) OVER (ORDER BY id DESC) AS running
-        FROM entries
-    ) WHERE running <= ?
-) ORDER BY id"""
+BULK_CHUNK_BYTES = 16 * 1024 * 1024
+
 
 
 def _filters(**columns: Any) -> tuple[str, list[Any]]:
@@ -146,8 +140,6 @@ class Store(StoreMeta):
         """Apply pending migrations; returns their names. DuckDB errors propagate (open maps them)."""
         return migrations.migrate(self.con)
 
-    # --- store-wide values (the `meta` table) ----------------------------------------------
-
     # --- entries -------------------------------------------------------------------------
 
     def upsert_entry(self, new: NewEntry) -> int:
@@ -181,9 +173,14 @@ class Store(StoreMeta):
             ).fetchone()
             return int(row[0])
 
-    def upsert_entries(self, news: list[NewEntry]) -> list[int]:  # loading a recordings folder: ids in order
-        with self.transaction() as con:
-            return bulk.upsert_entries(con, news, _now()) if news else []
+    def upsert_entries(self, news: list[NewEntry]) -> list[int]:
+        """Many recordings at once (loading a recordings folder); ids in `news` order. One transaction per
+        BULK_CHUNK_BYTES of rows: what a transaction holds stays within DuckDB's memory limit."""
+        ids: dict[tuple[str, str], int] = {}
+        for rows in bulk.encoded_chunks(news, BULK_CHUNK_BYTES):
+            with self.transaction() as con:
+                ids.update(bulk.upsert_rows(con, rows, _now()))
+        return [ids[(n.project, n.request_fp)] for n in news]
 
     def get_entry(self, entry_id: int) -> Entry | None:
         with self._errors():
@@ -191,13 +188,13 @@ class Store(StoreMeta):
         return _entry(row) if row else None
 
     def recent_entries(self, max_bytes: int) -> list[Entry]:
-        """The newest entries whose bodies, requests and texts fit in max_bytes (to warm the in-memory answers).
-
-        Estimated from the stored lengths as `index.entry_bytes` counts them parsed (about twice the
-        request's JSON, plus ~3 KB of objects); the caller counts exactly and stops at the budget."""
+        """The newest entries within `max_bytes` as the answer cache counts them, oldest first (`duckdb_recent`)."""
         with self._errors():
-            rows = self.con.execute(RECENT_ENTRIES_SQL, [max_bytes]).fetchall()
-        return [_entry(row) for row in rows]
+            cursor = self.con.cursor()
+            try:
+                return duckdb_recent.recent_entries(cursor, max_bytes)
+            finally:
+                cursor.close()
 
     def delete_entry(self, entry_id: int) -> bool:
         with self.transaction() as con:

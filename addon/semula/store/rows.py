@@ -20,12 +20,12 @@ CANDIDATE_COLUMNS = (
     "id, project, tier, score, guard_reason, reason, request_fp, request_normalised_fp, request_canonical, "
     "request_text, entry_id, status, created_at, decided_at"
 )
-_ENTRY_NAMES = [c.strip() for c in ENTRY_COLUMNS.split(",")]
+ENTRY_NAMES = [c.strip() for c in ENTRY_COLUMNS.split(",")]
 _CANDIDATE_NAMES = [c.strip() for c in CANDIDATE_COLUMNS.split(",")]
 
 
 def entry_from_row(row: tuple) -> Entry:
-    values = dict(zip(_ENTRY_NAMES, row))
+    values = dict(zip(ENTRY_NAMES, row))
     values["canonical"] = json.loads(values["canonical"])
     values["headers"] = [tuple(h) for h in json.loads(values["headers"])]
     values["body"] = bytes(values["body"]) if values["body"] is not None else b""

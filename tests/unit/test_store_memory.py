@@ -1,0 +1,73 @@
+"""DuckDB's own memory is bounded (issue 12: a long-running proxy grew ~10 KB resident per recording,
+because DuckDB kept up to 80 % of RAM): a memory limit on every store connection, bulk loads in
+chunks that fit it, and a preload that never holds the whole table's bodies at once."""
+
+from __future__ import annotations
+
+import pytest
+from entries import chat, new_entry
+
+from semula.engine.index import FingerprintIndex
+from semula.store import duckdb_store
+from semula.store.duckdb_connect import MEMORY_ENV
+from semula.store.duckdb_errors import describe_duckdb_error
+from semula.store.duckdb_store import Store
+
+BODY = b'{"answer": "' + b"x" * 200_000 + b'"}'  # 200 KB answers: 400 of them are 80 MB
+
+
+def test_every_store_connection_has_a_memory_limit(tmp_path, monkeypatch):
+    store = Store.open(tmp_path / "a")
+    limit = store.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    store.close()
+    assert limit.endswith("MiB") and float(limit.split()[0]) <= 256, limit
+    monkeypatch.setenv(MEMORY_ENV, "64MB")
+    store = Store.open(tmp_path / "b")
+    try:
+        assert store.con.execute("SELECT current_setting('memory_limit')").fetchone()[0] == "61.0 MiB"
+    finally:
+        store.close()
+
+
+def test_more_recordings_than_the_memory_limit_load_and_preload(tmp_path, monkeypatch):
+    """80 MB of answers under a 64 MB limit: one bulk load and the preload both succeeded before only
+    because DuckDB could take memory without bound (a transaction holds what it wrote; the preload's
+    window held every body)."""
+    monkeypatch.setenv(MEMORY_ENV, "64MB")
+    monkeypatch.setattr(duckdb_store, "BULK_CHUNK_BYTES", 8 * 1024 * 1024)
+    store = Store.open(tmp_path)
+    try:
+        news = [new_entry(chat(f"question {i}"), body=BODY) for i in range(400)]
+        ids = store.upsert_entries(news + news[:3])  # a repeated request is one entry, the same id
+        assert len(set(ids)) == 400 and ids[400:] == ids[:3]
+        assert all(store.get_entry(i).request_fp == n.request_fp for i, n in zip(ids, news))
+        recent = store.recent_entries(30 * 1024 * 1024)
+        assert 100 < len(recent) < 160  # ~30 MB of 200 KB answers
+        assert [e.id for e in recent] == sorted(ids)[-len(recent):]  # the newest, oldest first
+    finally:
+        store.close()
+
+
+def test_running_out_of_duckdbs_memory_says_how_to_raise_it(tmp_path):
+    import duckdb
+
+    message = describe_duckdb_error(duckdb.OutOfMemoryException(
+        "Out of Memory Error: failed to pin block of size 256.0 KiB (121.9 MiB/122.0 MiB used)"), tmp_path)
+    assert "SEMULA_DUCKDB_MEMORY" in message and "locked" not in message
+
+
+@pytest.mark.parametrize("fp", ["a" * 64, "f00d" * 16, "not-a-digest", "A" * 64, "g" * 64, ""])
+def test_the_index_keys_any_fingerprint_and_keeps_projects_apart(fp):
+    index = FingerprintIndex()
+    index.load([(1, "p", fp, "n" + fp), (2, "q", fp, "m")], [("p", "alias", 1)], {})
+    assert index.match("p", fp, None).entry_id == 1 and index.match("q", fp, None).entry_id == 2
+    assert index.match("p", "other", "n" + fp).tier == "normalised"
+    assert index.match("p", "other", "alias").tier == "alias" and index.match("q", "other", "alias") is None
+    assert index.projects_with(fp) == {"p", "q"} and index.projects_with("b" * 64) == set()
+    assert len(index) == 2
+
+
+def test_upper_and_lower_case_digests_never_share_an_entry():
+    index = FingerprintIndex()
+    index.add(1, "p", "ab" * 32, "x")
+    assert index.match("p", "AB" * 32, None) is None
