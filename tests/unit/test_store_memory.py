@@ -71,3 +71,22 @@ def test_upper_and_lower_case_digests_never_share_an_entry():
     index = FingerprintIndex()
     index.add(1, "p", "ab" * 32, "x")
     assert index.match("p", "AB" * 32, None) is None
+
+
+def test_the_memory_operation_counts_what_the_proxy_holds(duckdb_engine):
+    from semula.engine.operations import run_operation
+
+    duckdb_engine.record(new_entry(chat("how much do you hold"), body=BODY))
+    held = run_operation(duckdb_engine, "memory", {})
+    assert held["fingerprints"] == 1 and held["answer_cache_budget"] == 64 * 1024 * 1024
+    assert 0 < held["answer_cache_bytes"] <= held["answer_cache_budget"]
+    assert held["store_bytes"] > 0 and held["lexical_bytes"] >= 0
+
+
+def test_malloc_arenas_are_capped_unless_the_user_chose(monkeypatch):
+    from semula.proxy.malloc import limit_arenas
+
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    assert limit_arenas() is False  # the user's setting stands
+    monkeypatch.delenv("MALLOC_ARENA_MAX")
+    assert limit_arenas() is True  # glibc (this machine)

@@ -37,6 +37,14 @@ def _projects(engine: Engine, p: dict[str, Any]) -> Any:
     return engine.projects()
 
 
+def _memory(engine: Engine, p: dict[str, Any]) -> Any:
+    """What the proxy holds, in counted bytes: the answer cache against its budget, the fingerprint index,
+    the full-text postings, and the store's own memory (DuckDB; None for Postgres)."""
+    return {"answer_cache_bytes": engine.answers.nbytes, "answer_cache_budget": engine.answers.max_bytes,
+            "fingerprints": len(engine.index), "lexical_bytes": engine.lexical.nbytes(),
+            "store_bytes": engine.store.memory_bytes()}
+
+
 OPERATIONS: dict[str, Operation] = {
     "entries.list": _entries_list,
     "entries.show": _entries_show,
@@ -44,6 +52,7 @@ OPERATIONS: dict[str, Operation] = {
     "config.show": _config_show,
     "config.set": _config_set,
     "projects": _projects,
+    "memory": _memory,
 }
 
 

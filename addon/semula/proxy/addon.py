@@ -41,6 +41,7 @@ from semula.proxy.commands import Commands
 from semula.proxy.fastpath import FastPath
 from semula.proxy.flowstate import FlowState, raw_request
 from semula.proxy.identity import keyed_project, proxy_credentials
+from semula.proxy.malloc import limit_arenas
 from semula.proxy.refusals import tag_of
 from semula.proxy.runs import RUN_HEADER, RunCounters
 from semula.proxy.storethread import ProxyLookups
@@ -67,6 +68,7 @@ class SemulaAddon(Commands):
         self.fast = FastPath()  # raw request → the certain-tier hit it had (`core.fasthit`)
 
     def load(self, loader: Any) -> None:
+        limit_arenas()  # before the store's threads start
         options.declare(loader)
 
     def configure(self, updated: set[str]) -> None:

@@ -174,8 +174,7 @@ class Store(StoreMeta):
             return int(row[0])
 
     def upsert_entries(self, news: list[NewEntry]) -> list[int]:
-        """Many recordings at once (loading a recordings folder); ids in `news` order. One transaction per
-        BULK_CHUNK_BYTES of rows: what a transaction holds stays within DuckDB's memory limit."""
+        """Many recordings at once, ids in `news` order; a transaction per BULK_CHUNK_BYTES (DuckDB's memory limit)."""
         ids: dict[tuple[str, str], int] = {}
         for rows in bulk.encoded_chunks(news, BULK_CHUNK_BYTES):
             with self.transaction() as con:
@@ -186,6 +185,10 @@ class Store(StoreMeta):
         with self._errors():
             row = self.con.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?", [entry_id]).fetchone()
         return _entry(row) if row else None
+
+    def memory_bytes(self) -> int | None:  # DuckDB's buffer pool and working memory (SEMULA_DUCKDB_MEMORY)
+        with self._errors():
+            return int(self.con.execute("SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory()").fetchone()[0])
 
     def recent_entries(self, max_bytes: int) -> list[Entry]:
         """The newest entries within `max_bytes` as the answer cache counts them, oldest first (`duckdb_recent`)."""
@@ -291,10 +294,8 @@ class Store(StoreMeta):
     def paired_entries(self, project: str, request_normalised_fp: str) -> dict[int, str]:
         """entry id -> status of every candidate ever made for this request (never pair twice)."""
         with self._errors():
-            rows = self.con.execute(
-                "SELECT entry_id, status FROM review_candidates WHERE project = ? AND request_normalised_fp = ?",
-                [project, request_normalised_fp],
-            ).fetchall()
+            rows = self.con.execute("SELECT entry_id, status FROM review_candidates WHERE project = ? "
+                                    "AND request_normalised_fp = ?", [project, request_normalised_fp]).fetchall()
         return {int(e): s for e, s in rows}
 
     def add_candidates(self, project: str, request_fp: str, request_normalised_fp: str,

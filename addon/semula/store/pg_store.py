@@ -201,6 +201,9 @@ class PgStore(PgReviewAndSettings):
         row = self._one(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = %s", [entry_id])
         return _entry(row) if row else None
 
+    def memory_bytes(self) -> int | None:
+        return None  # the server's memory, not this process's
+
     def recent_entries(self, max_bytes: int) -> list[Entry]:
         rows = self._all(
             f"""SELECT {ENTRY_COLUMNS} FROM (
