@@ -339,7 +339,7 @@ def render(facts: dict[str, str], report: dict[str, object]) -> str:
               "The proxy's RSS every 1/20 of the run, with the requests and the distinct recordings made so far:",
               "per-flow state is released when a flow ends (tests/reliability/test_per_flow_state.py); the store",
               "starts with the recordings of `--recordings`, so the answer cache (64 MB, counted whole) and DuckDB",
-              "(memory_limit 128 MB) are near their steady state after warm-up. What grows per recording is the",
+              "(memory_limit 512 MB, far above what it holds here) are near their steady state after warm-up. What grows per recording is the",
               "fingerprint index (~0.3 KB) and the full-text postings. The last four columns are what the proxy",
               "counts it holds (admin operation `memory`).", "",
               "| s | RSS MB | requests | new recordings | answer cache MB | postings MB | DuckDB MB | fingerprints |",

@@ -20,7 +20,7 @@ def test_every_store_connection_has_a_memory_limit(tmp_path, monkeypatch):
     store = Store.open(tmp_path / "a")
     limit = store.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
     store.close()
-    assert limit.endswith("MiB") and float(limit.split()[0]) <= 256, limit
+    assert limit.endswith("MiB") and float(limit.split()[0]) <= 512, limit
     monkeypatch.setenv(MEMORY_ENV, "64MB")
     store = Store.open(tmp_path / "b")
     try:

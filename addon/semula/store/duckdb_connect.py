@@ -36,7 +36,7 @@ def fts_extension_path() -> Path:
 # operators spill to `<store>.tmp`), and its allocator hands freed memory back once a task has peaked
 # above the flush threshold. Without a limit DuckDB keeps up to 80 % of RAM, so a long-running proxy
 # grew with its store (issue 12: ~10 KB resident per recording).
-MEMORY_LIMIT = "128MB"
+MEMORY_LIMIT = "512MB"
 ALLOCATOR_FLUSH = "16MB"
 MEMORY_ENV = "SEMULA_DUCKDB_MEMORY"
 

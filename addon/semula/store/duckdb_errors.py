@@ -17,7 +17,7 @@ def describe_duckdb_error(e: Exception, path: Path) -> str:
     if isinstance(e, duckdb.OutOfMemoryException) or text.startswith("Out of Memory Error"):
         return (
             f"the store {path} ran out of DuckDB's memory limit ({text.splitlines()[0]}); "
-            "raise it with SEMULA_DUCKDB_MEMORY (e.g. SEMULA_DUCKDB_MEMORY=512MB)"
+            "raise it with SEMULA_DUCKDB_MEMORY (e.g. SEMULA_DUCKDB_MEMORY=2GB)"
         )
     if "lock" in text.lower():
         return (
