@@ -33,8 +33,7 @@ STORE_FILE = "semula.duckdb"
 _entry = entry_from_row
 _candidate = candidate_from_row
 
-BULK_CHUNK_BYTES = 16 * 1024 * 1024
-
+BULK_CHUNK_BYTES = 16 * 1024 * 1024  # rows per transaction of `upsert_entries`: within DuckDB's memory limit
 
 
 def _filters(**columns: Any) -> tuple[str, list[Any]]:

@@ -207,7 +207,7 @@ class PgStore(PgReviewAndSettings):
     def recent_entries(self, max_bytes: int) -> list[Entry]:
         rows = self._all(
             f"""SELECT {ENTRY_COLUMNS} FROM (
-                    SELECT *, sum(octet_length(body) + 2 * octet_length(canonical)  -- as duckdb_store estimates
+                    SELECT *, sum(octet_length(body) + 2 * octet_length(canonical)  -- as duckdb_recent estimates
                                   + octet_length(coalesce(last_text, '')) + 3000) OVER (ORDER BY id DESC) AS running
                     FROM entries
                 ) recent WHERE running <= %s ORDER BY id""", [max_bytes])
