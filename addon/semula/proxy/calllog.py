@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
@@ -56,6 +57,9 @@ def call_row(state: FlowState, method: str, mode: str, status: int | None, *, up
     served = decision.action == "serve"
     near = state.outcome.near if state.outcome else None
     row = {
+        # when the request arrived: a stream recorded at its terminal event logs when its flow ends,
+        # after the repeats it already served, and the log must still read in the order calls came
+        "ts": state.started_at.replace(tzinfo=UTC) if state.started_at is not None else datetime.now(UTC),
         "project": state.project,
         "provider": provider, "host": state.host, "method": method, "path": _logged_path(state.path),
         "model": model, "mode": mode,

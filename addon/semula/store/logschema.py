@@ -16,7 +16,7 @@ REVIEW_LOG_SCHEMA_VERSION = 1
 
 CALL_LOG_SCHEMA = pa.schema(
     [
-        ("ts", pa.timestamp("us", tz="UTC")),
+        ("ts", pa.timestamp("us", tz="UTC")),  # when the request arrived (not when its flow ended)
         ("project", pa.string()),
         ("provider", pa.string()),
         ("host", pa.string()),
