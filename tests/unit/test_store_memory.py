@@ -90,3 +90,14 @@ def test_malloc_arenas_are_capped_unless_the_user_chose(monkeypatch):
     assert limit_arenas() is False  # the user's setting stands
     monkeypatch.delenv("MALLOC_ARENA_MAX")
     assert limit_arenas() is True  # glibc (this machine)
+
+
+def test_the_heap_is_trimmed_on_one_thread_and_freed_pages_go_back():
+    from semula.proxy.malloc import start_trimming, trim
+
+    thread = start_trimming()
+    assert thread is not None and thread.daemon and thread.is_alive()
+    assert start_trimming() is thread  # one per process, however many addons load
+    held = [bytes(20_000) for _ in range(3_000)]  # 60 MB in the heap, then every other one freed:
+    del held[::2]  # holes the heap's top can't give back, the pages inside them can
+    assert trim() is True

@@ -41,7 +41,7 @@ from semula.proxy.commands import Commands
 from semula.proxy.fastpath import FastPath
 from semula.proxy.flowstate import FlowState, raw_request
 from semula.proxy.identity import keyed_project, proxy_credentials
-from semula.proxy.malloc import limit_arenas
+from semula.proxy.malloc import limit_arenas, start_trimming
 from semula.proxy.refusals import tag_of
 from semula.proxy.runs import RUN_HEADER, RunCounters
 from semula.proxy.storethread import ProxyLookups
@@ -69,6 +69,7 @@ class SemulaAddon(Commands):
 
     def load(self, loader: Any) -> None:
         limit_arenas()  # before the store's threads start
+        start_trimming()
         options.declare(loader)
 
     def configure(self, updated: set[str]) -> None:
