@@ -34,9 +34,9 @@ def test_a_new_recording_is_findable_at_once_and_after_the_rebuild(cache):
     assert result.best.entry_id == entry and result.served is None and result.queued
     if not hasattr(cache.lexical, "_fresh"):
         return  # Postgres full text is current at commit: there is no rebuild
-    cache.lexical.maybe_rebuild(wait=True)
     deadline = time.monotonic() + 10
-    while cache.lexical._fresh and time.monotonic() < deadline:
+    while cache.lexical._fresh and time.monotonic() < deadline:  # builds are not due at once: ask for one
+        cache.lexical.maybe_rebuild(wait=True)  # (a no-op while the start-up build still runs)
         time.sleep(0.05)
     assert not cache.lexical._fresh, "the rebuild folds fresh entries into the index"
     other = near(cache, "Which trains leave Lyon for Paris before lunch on Saturday")
@@ -122,6 +122,7 @@ def test_closing_the_store_mid_rebuild_waits_for_it_and_no_build_runs_after(tmp_
     from semula.store.duckdb_store import Store
 
     monkeypatch.setattr(fts, "REBUILD_MIN_SECONDS", 0.0)
+    monkeypatch.setattr(fts, "FRESH_MAX_SECONDS", 0.0)
     store = Store.open(tmp_path)
     engine = Engine(store)
     deadline = time.monotonic() + 30  # the start-up build: let it finish, then arm the gate for the next one
@@ -143,3 +144,59 @@ def test_closing_the_store_mid_rebuild_waits_for_it_and_no_build_runs_after(tmp_
     engine.lexical.maybe_rebuild()
     assert engine.lexical._timer is None and not engine.lexical._building
     assert not [r for r in caplog.records if "rebuild failed" in r.getMessage()], caplog.text
+
+
+def _settled(tmp_path, monkeypatch):
+    """A DuckDB engine whose start-up build is done, builds allowed back to back (the fresh rules aside)."""
+    from semula.store import fts
+    from semula.store.duckdb_store import Store
+
+    monkeypatch.setattr(fts, "REBUILD_MIN_SECONDS", 0.0)
+    engine = Engine(Store.open(tmp_path))
+    deadline = time.monotonic() + 30
+    while (engine.lexical._building or not engine.lexical._built) and time.monotonic() < deadline:
+        engine.lexical.maybe_rebuild(wait=True)
+        time.sleep(0.01)
+    assert engine.lexical._built and not engine.lexical._building
+    return engine
+
+
+def test_a_few_fresh_entries_wait_for_their_age_not_a_build_per_write(tmp_path, monkeypatch):
+    """A build re-indexes the whole table: at one a write, a recording proxy built without pause and its
+    RSS rose with each build. A few new entries wait (found by the fresh scan) until the oldest is
+    FRESH_MAX_SECONDS old."""
+    from semula.store import fts
+
+    engine = _settled(tmp_path, monkeypatch)
+    try:
+        built_at = engine.lexical._last_build
+        entry = record(engine, "Which trains leave Lyon for Paris before noon on Saturday")
+        time.sleep(0.3)
+        assert not engine.lexical._building and engine.lexical._fresh, "a build started at the first write"
+        assert engine.lexical._timer is not None, "nothing will build it later"
+        assert near(engine, "Which trains leave Lyon for Paris before midday on Saturday").best.entry_id == entry
+        with engine.lexical._lock:  # the oldest fresh entry is now old enough
+            engine.lexical._stale_since -= fts.FRESH_MAX_SECONDS
+        engine.lexical.maybe_rebuild()
+        deadline = time.monotonic() + 30
+        while engine.lexical._fresh and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not engine.lexical._fresh and engine.lexical._last_build > built_at
+    finally:
+        engine.close()
+
+
+def test_many_fresh_words_build_at_once(tmp_path, monkeypatch):
+    from semula.store import fts
+
+    monkeypatch.setattr(fts, "FRESH_WORDS_REBUILD", 40)
+    engine = _settled(tmp_path, monkeypatch)
+    try:
+        record(engine, " ".join(f"word{chr(97 + i % 26)}{chr(97 + i // 26)}" for i in range(60)))  # 60 > 40
+        deadline = time.monotonic() + 30
+        while engine.lexical._fresh and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not engine.lexical._fresh, "the fresh words passed their bound and no build ran"
+        assert engine.lexical._fresh_words == 0
+    finally:
+        engine.close()

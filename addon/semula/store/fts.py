@@ -34,6 +34,13 @@ REBUILD_MIN_SECONDS = 1.0
 # A build re-indexes the whole table (~9 s at 100k entries): leave the machine at least twice
 # that long between builds; the fresh-entry scan keeps new recordings findable meanwhile.
 REBUILD_IDLE_FACTOR = 2.0
+# Nor at every write: a build's working memory grows with the table and, under load, much of it stays
+# resident (the soak's RSS rose a step with each build, 20k -> 34k recordings: ~550 -> ~650 MB building
+# every few seconds, ~400 -> ~530 MB once a minute). So a build waits until the fresh entries cost each
+# miss's scan real time (FRESH_WORDS_REBUILD words: ~10 ms of Dice) or the oldest is FRESH_MAX_SECONDS
+# old; until then the fresh scan finds them, as it does during a build.
+FRESH_WORDS_REBUILD = 50_000
+FRESH_MAX_SECONDS = 30.0
 # Before the first index is loaded (a few seconds after start), a miss scans this many of the
 # project's newest entries, each cut to MAX_QUERY_CHARS: bounded, never the whole project.
 SCAN_LIMIT = 1000
@@ -88,6 +95,8 @@ class LexicalIndex:
         self._readers: list[duckdb.DuckDBPyConnection] = []
         self._building = False
         self._stale = True
+        self._stale_since: float | None = None  # when the index first lacked a write since its last build
+        self._fresh_words = 0  # words in `_fresh`: what each miss's scan costs
         self._last_build = 0.0
         self.last_build_seconds: float | None = None
         self.on_error = on_error
@@ -126,6 +135,7 @@ class LexicalIndex:
         with self._lock:
             self._postings = postings
             self._fresh = {**lacking, **self._fresh}
+            self._fresh_words = sum(len(f.words) for f in self._fresh.values())
         return bool(current) and not lacking
 
     def nbytes(self) -> int:
@@ -155,24 +165,44 @@ class LexicalIndex:
 
     def written(self, entry_id: int, project: str, text: str) -> None:
         """A recording was (re)written: findable at once by scan, by the index after a rebuild."""
+        # as a query is cut, so is a fresh text's word list: a 20 MB prompt must not stay as 3M word tuples
+        fresh = Fresh(entry_id, project, tuple(lexical_words(text[:MAX_QUERY_CHARS])))
         with self._lock:
-            # as a query is cut, so is a fresh text's word list: a 20 MB prompt must not stay as 3M word tuples
-            self._fresh[entry_id] = Fresh(entry_id, project, tuple(lexical_words(text[:MAX_QUERY_CHARS])))
-            self._stale = True
+            self._drop_fresh(entry_id)
+            self._fresh[entry_id] = fresh
+            self._fresh_words += len(fresh.words)
+            self._mark_stale()
         self.maybe_rebuild()
 
     def deleted(self, entry_id: int) -> None:
         with self._lock:
-            self._fresh.pop(entry_id, None)
+            self._drop_fresh(entry_id)
             self._gone.add(entry_id)
-            self._stale = True
+            self._mark_stale()
+
+    def _drop_fresh(self, entry_id: int) -> None:  # under `_lock`
+        if (old := self._fresh.pop(entry_id, None)) is not None:
+            self._fresh_words -= len(old.words)
+
+    def _mark_stale(self) -> None:  # under `_lock`
+        self._stale = True
+        if self._stale_since is None:
+            self._stale_since = time.monotonic()
+
+    def _due_in(self, now: float) -> float:
+        """Seconds until a build is due (<= 0: now), under `_lock`. The first build is due at once; later
+        ones after REBUILD_IDLE_FACTOR times the last build and once the fresh entries are many or old."""
+        interval = max(REBUILD_MIN_SECONDS, REBUILD_IDLE_FACTOR * (self.last_build_seconds or 0.0))
+        idle_left = interval - (now - self._last_build)
+        if self._postings is None or self._fresh_words >= FRESH_WORDS_REBUILD:
+            return idle_left
+        return max(idle_left, FRESH_MAX_SECONDS - (now - (self._stale_since or now)))
 
     def maybe_rebuild(self, wait: bool = False) -> None:
         with self._lock:
             if self._closed or self.read_only:
                 return
-            interval = max(REBUILD_MIN_SECONDS, REBUILD_IDLE_FACTOR * (self.last_build_seconds or 0.0))
-            wait_left = interval - (time.monotonic() - self._last_build)
+            wait_left = self._due_in(time.monotonic())
             due = self._stale and not self._building and wait_left <= 0
             if not due and not (wait and self._stale and not self._building):
                 if self._stale and not self._building and not self._timer:
@@ -203,12 +233,13 @@ class LexicalIndex:
     def _build(self) -> None:
         started = time.monotonic()
         cursor = self._cursor
+        stale_since = None
         try:
             if self._postings is None and self._load_stored() and self._first_build_only():
                 return  # the index the store was stopped with is current: nothing to build
             with self._lock:
                 snapshot = set(self._fresh)
-                self._stale = False
+                self._stale, stale_since, self._stale_since = False, self._stale_since, None
             cursor.execute("BEGIN")
             cursor.execute("PRAGMA create_fts_index('entries', 'id', 'last_text', overwrite=1)")
             cursor.execute(f"INSERT OR REPLACE INTO meta SELECT ?, ({TEXTS_HASH_SQL})::VARCHAR", [TEXTS_HASH_KEY])
@@ -218,7 +249,7 @@ class LexicalIndex:
             with self._lock:
                 self._postings = postings
                 for entry_id in snapshot:
-                    self._fresh.pop(entry_id, None)
+                    self._drop_fresh(entry_id)
                 self._gone = {i for i in self._gone if i in indexed}
                 self.last_build_seconds = time.monotonic() - started
         except Exception as e:  # a duckdb.Error, or a build the loader cannot read
@@ -227,7 +258,7 @@ class LexicalIndex:
             except duckdb.Error:
                 pass
             with self._lock:
-                self._stale = True
+                self._stale, self._stale_since = True, stale_since or started
             if not self._closed:
                 log.warning("semula: full-text index rebuild failed (%s); the scan keeps new entries findable", e)
                 if self.on_error:
@@ -245,7 +276,7 @@ class LexicalIndex:
         with self._lock:
             if self._fresh or self._gone:
                 return False
-            self._stale = False
+            self._stale, self._stale_since = False, None
             self.last_build_seconds = 0.0
             return True
 
