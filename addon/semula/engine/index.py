@@ -190,6 +190,9 @@ class AnswerCache:
             if self._entries.pop(entry_id, None) is not None:
                 self._bytes -= self._sizes.pop(entry_id)
 
+    def __len__(self) -> int:
+        return len(self._entries)
+
     @property
     def nbytes(self) -> int:
         """The counted bytes of everything cached (`entry_bytes`), never above `max_bytes`."""
