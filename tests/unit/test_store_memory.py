@@ -13,6 +13,7 @@ from semula.store.duckdb_connect import MEMORY_ENV
 from semula.store.duckdb_errors import describe_duckdb_error
 from semula.store.duckdb_store import Store
 
+PASS_ENTRIES = 50
 BODY = b'{"answer": "' + b"x" * 200_000 + b'"}'  # 200 KB answers: 400 of them are 80 MB
 
 
@@ -101,3 +102,41 @@ def test_the_heap_is_trimmed_on_one_thread_and_freed_pages_go_back():
     held = [bytes(20_000) for _ in range(3_000)]  # 60 MB in the heap, then every other one freed:
     del held[::2]  # holes the heap's top can't give back, the pages inside them can
     assert trim() is True
+
+
+def test_a_pass_over_every_stored_request_reads_pages_not_the_whole_table(tmp_path, monkeypatch):
+    """Re-fingerprinting (a settings change, an upgrade on open) read every canonical request of a
+    project in one query: 10k prompts of 20 KB ran out of DuckDB's 512 MB and the store did not open
+    (scripts/bench_miss_explanation.py). Every such pass now reads pages of CANONICALS_PAGE rows."""
+    from semula.core.settings import ProjectSettings
+    from semula.engine.engine import Engine
+    from semula.recordings.folder import RecordingsFolder
+    from semula.store import base
+
+    monkeypatch.setattr(base, "CANONICALS_PAGE", 7)
+    store = Store.open(tmp_path / "data")
+    ids = store.upsert_entries([new_entry(chat(f"question {i}")) for i in range(PASS_ENTRIES)])
+    pages: list[int] = []
+    real = store.canonicals_after
+
+    def counted(after_id: int, limit: int = 1000):
+        rows = real(after_id, limit)
+        pages.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(store, "canonicals_after", counted)
+    monkeypatch.setattr(store, "project_canonicals", None)  # no pass may read a project in one query
+    assert [i for i, _, _ in base.each_canonical(store, "p")] == sorted(ids)
+    assert not list(base.each_canonical(store, "another project"))
+    assert max(pages) == 7 and sum(pages) == 2 * PASS_ENTRIES
+    engine = Engine(store)  # a store these entries never went through: brought up to date on open
+    try:
+        read = sum(pages)
+        assert engine.recordings.refingerprint("p", ProjectSettings(scrub_patterns=(r"question \d+",))) == PASS_ENTRIES
+        assert sum(pages) - read == PASS_ENTRIES  # every request, a page at a time
+        store.set_fingerprint_version("fp1")
+        assert engine.recordings.upgrade_fingerprints() == PASS_ENTRIES
+        assert RecordingsFolder(tmp_path / "recordings", tmp_path / "data").export(store) == PASS_ENTRIES
+        assert max(pages) == 7
+    finally:
+        engine.close()

@@ -24,7 +24,7 @@ from semula.core.settings import (
 )
 from semula.engine.index import PRELOAD_BYTES, AnswerCache, FingerprintIndex, entry_bytes
 from semula.engine.review import ReviewQueue, shorten
-from semula.store.base import LexicalProposer, RecordingStore
+from semula.store.base import LexicalProposer, RecordingStore, each_canonical
 from semula.recordings.entry import fingerprints_of
 from semula.recordings.folder import RecordingsFolder
 from semula.recordings.shared import settings_file
@@ -149,7 +149,7 @@ class Recordings:
         rows = {entry_id: (rfp, fp) for entry_id, p, rfp, fp in self.store.index_rows() if p == project}
         old_fps = {entry_id: fp for entry_id, (_, fp) in rows.items()}
         updates = []
-        for entry_id, canonical in self.store.project_canonicals(project, limit=10**9):
+        for entry_id, _, canonical in each_canonical(self.store, project):
             fp = sequenced(normalised_fingerprint(CanonicalRequest.from_json(canonical), *settings.fingerprint_inputs),
                            occurrence_of(rows.get(entry_id, ("", ""))[0]))  # a sequence's n-th answer keeps #n
             if fp != old_fps.get(entry_id):
@@ -189,8 +189,8 @@ class Recordings:
 
         projects = self.store.projects()
         occurrences = {entry_id: occurrence_of(rfp) for entry_id, _, rfp, _ in self.store.index_rows()}
-        entries = [(entry_id, *of(project, canonical, occurrences.get(entry_id, 1))) for project in projects
-                   for entry_id, canonical in self.store.project_canonicals(project, limit=10**9)]
+        entries = [(entry_id, *of(project, canonical, occurrences.get(entry_id, 1)))
+                   for entry_id, project, canonical in each_canonical(self.store)]
         candidates = [(c["id"], *of(c["project"], c["request_canonical"]))
                       for c in self.store.candidates(status=None, limit=10**9)]
         self.store.set_fingerprints(entries, candidates)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from semula.core.canonical import CanonicalRequest
 from semula.core.settings import ProjectSettings, settings_from_mapping
 from semula.recordings.entry import searchable_text
-from semula.store.base import RecordingStore
+from semula.store.base import RecordingStore, each_canonical
 
 log = logging.getLogger("semula")
 
@@ -43,13 +43,13 @@ def upgrade(store: RecordingStore, refingerprint: Callable[[str, ProjectSettings
 
 def _reindex_texts(store: RecordingStore, settings: dict[str, ProjectSettings]) -> int:
     changed = 0
-    after = 0
-    while batch := store.canonicals_after(after, BATCH):
-        updates = []
-        for entry_id, project, canonical in batch:
-            request = CanonicalRequest.from_json(canonical)
-            updates.append((entry_id, searchable_text(request, settings.get(project, ProjectSettings()).scrub_patterns)))
+    updates: list[tuple[int, str]] = []
+    for entry_id, project, canonical in each_canonical(store):
+        request = CanonicalRequest.from_json(canonical)
+        updates.append((entry_id, searchable_text(request, settings.get(project, ProjectSettings()).scrub_patterns)))
+        if len(updates) == BATCH:
+            store.set_last_texts(updates)
+            changed, updates = changed + len(updates), []
+    if updates:
         store.set_last_texts(updates)
-        changed += len(updates)
-        after = batch[-1][0]
-    return changed
+    return changed + len(updates)

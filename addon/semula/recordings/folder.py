@@ -265,11 +265,10 @@ class RecordingsFolder:
     def export(self, store: RecordingStore) -> int:
         """Write every entry of the store as a file (`semula export`, and the first start after an upgrade)."""
         count = 0
-        for project in store.projects():
-            for entry_id, _ in store.project_canonicals(project, limit=10**9):
-                entry = store.get_entry(entry_id)
-                if entry is not None:
-                    self.write(entry, save=False)
-                    count += 1
+        for entry_id, *_ in sorted(store.index_rows()):  # ids only: the entries are read one at a time
+            entry = store.get_entry(entry_id)
+            if entry is not None:
+                self.write(entry, save=False)
+                count += 1
         self._save_manifest()
         return count
