@@ -1,8 +1,9 @@
 """glibc's malloc gives each thread that contends for the heap an arena of its own (up to 8 per core)
 and keeps what is freed in each. A proxy with an event loop, a store thread, reader threads and
 DuckDB's threads then grew its RSS with load although what it held stayed within its budgets (the
-soak, issue 12: +130 MB in two minutes at flat counted holdings). Two arenas made it flatter; trimming
-the heap every 30 s made it flat (benchmark/results/reliability.md)."""
+soak, issue 12: +130 MB in two minutes at flat counted holdings). Two arenas made it flatter, and
+trimming the heap every 30 s hands back what it frees; RSS still grows while the load records
+(benchmark/results/reliability.md)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,6 @@ def limit_arenas(arenas: int = ARENAS) -> bool:
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     return mallopt(M_ARENA_MAX, arenas) == 1
-
 
 
 # What the heap frees stays resident until the top of the heap is free, which fragmentation under load
