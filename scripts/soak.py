@@ -285,7 +285,9 @@ def held_mb(data_dir: Path) -> dict[str, float]:
         print(f"soak: memory figures unavailable: {e}", flush=True)
         return {}
     return {"answers_mb": round(held["answer_cache_bytes"] / 2**20, 1), "lexical_mb": round(held["lexical_bytes"] / 2**20, 1),
-            "duckdb_mb": round((held["store_bytes"] or 0) / 2**20, 1), "fingerprints": held["fingerprints"]}
+            "duckdb_mb": round((held["store_bytes"] or 0) / 2**20, 1),
+            "index_mb": round((held["fingerprint_bytes"] + held["fast_path_bytes"]) / 2**20, 1),
+            "fingerprints": held["fingerprints"], "fast_path_entries": held["fast_path_entries"]}
 
 
 def sample_rss(load: Load, pid: int, data_dir: Path, started: float, every: float) -> list[dict[str, float]]:
@@ -307,7 +309,8 @@ def growth(timeline: list[dict[str, float]]) -> dict[str, float | bool]:
     and the trend: the median RSS of the last third of the samples against that of the first third. RSS
     swings with what is in flight (tens of MB either way), so single samples can't say flat; the medians
     can. The store grows under this load (a third of the requests are new prompts), and with it what the
-    proxy counts it holds (DuckDB within its memory limit, the postings, the answer cache within its budget):
+    proxy counts it holds (DuckDB within its memory limit, the postings, the answer cache within its budget,
+    the fingerprint index, and the fast path's map filling up to its bound):
     flat means the last third's median is within 5 % of the first third's plus that counted growth, so that
     what nothing counts (a leak, fragmentation) has not grown."""
     if len(timeline) < 3:
@@ -335,7 +338,7 @@ def growth(timeline: list[dict[str, float]]) -> dict[str, float | bool]:
 
 def counted_mb(sample: dict[str, float]) -> float:
     """What the proxy counts it holds at a sample (admin operation `memory`), in MB."""
-    return sum(sample.get(key, 0.0) for key in ("answers_mb", "lexical_mb", "duckdb_mb"))
+    return sum(sample.get(key, 0.0) for key in ("answers_mb", "lexical_mb", "duckdb_mb", "index_mb"))
 
 
 def summarise(calls: list[Call], rows: list[dict], output: str, upstream: int, rss: dict[str, float],
@@ -399,16 +402,19 @@ def render(facts: dict[str, str], report: dict[str, object]) -> str:
               "starts with the recordings of `--recordings`, and warm-up lasts until the load has recorded as many",
               "requests as the answer cache holds (64 MB, counted whole), so that every cached answer is one the",
               "load recorded; DuckDB (memory_limit 512 MB, far above what it holds here) is then near its steady",
-              "state too, though it grows with the store. What",
-              "grows per recording is the fingerprint index (~0.3 KB) and the full-text postings. The proxy caps",
+              "state too, though it grows with the store. What grows per recording is the fingerprint index",
+              "(~0.23 KB), the full-text postings, and, up to 32,768 entries, the fast path's map (~0.45 KB an",
+              "entry: every new recording's repeats are fast hits). The proxy caps",
               "glibc's malloc arenas at 2 and trims the heap every 30 s (`semula.proxy.malloc`). RSS swings with",
               "what is in flight, so flat is judged on medians: the last third's within 5 % of the first third's",
               "plus the growth of what the proxy counts it holds (the store grows by the new recordings).",
-              "The last four columns are what the proxy counts it holds (admin operation `memory`).", "",
-              "| s | RSS MB | requests | new recordings | answer cache MB | postings MB | DuckDB MB | fingerprints |",
-              "|---|---|---|---|---|---|---|---|"]
+              "The last six columns are what the proxy counts it holds (admin operation `memory`).", "",
+              "| s | RSS MB | requests | new recordings | answer cache MB | postings MB | DuckDB MB | "
+              "index + fast path MB | fingerprints | fast path entries |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['s']} | {r['rss_mb']} | {r['requests']} | {r['recordings']} | {r.get('answers_mb', '-')} | "
-              f"{r.get('lexical_mb', '-')} | {r.get('duckdb_mb', '-')} | {r.get('fingerprints', '-')} |"
+              f"{r.get('lexical_mb', '-')} | {r.get('duckdb_mb', '-')} | {r.get('index_mb', '-')} | "
+              f"{r.get('fingerprints', '-')} | {r.get('fast_path_entries', '-')} |"
               for r in report["RSS over time"]]  # type: ignore[union-attr]
     lines += ["", "## Replay check", "", "| | |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in report["replay"].items()]  # type: ignore[union-attr]

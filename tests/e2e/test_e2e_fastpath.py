@@ -14,6 +14,9 @@ import pytest
 from conftest import ProxyFactory
 from e2e_helpers import ProxyHandle, openai_client, read_call_log, semula_meta, uniq
 
+from semula.proxy.admin import call
+from semula.proxy.fastpath import FAST_ENTRY_BYTES
+
 pytestmark = pytest.mark.e2e
 
 PROMPT = f"fast path {uniq('fp')}"
@@ -35,6 +38,8 @@ def test_a_fast_hit_looks_like_the_canonical_hit_before_it(proxy_factory: ProxyF
     replay = proxy_factory("replay", auto.data_dir, upstream="gone")
     answers = [chat(replay) for _ in range(3)]
     assert [chat(replay, PROMPT + " (another)")[0] for _ in range(2)] == [other] * 2
+    held = call(replay.data_dir, "memory")  # what the map holds is counted with the rest (issue 12)
+    assert held["fast_path_entries"] == 2 and held["fast_path_bytes"] == 2 * FAST_ENTRY_BYTES
     replay.stop()
     assert [text for text, _ in answers] == [recorded] * 3
     assert answers[0][1] == answers[1][1] == answers[2][1]

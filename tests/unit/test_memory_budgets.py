@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import sys
+import tracemalloc
 
+import pytest
 from entries import chat, new_entry
 
 from semula.engine import recordings
@@ -40,6 +43,30 @@ def test_the_count_is_close_to_what_the_parsed_request_holds():
         canonical = chat(content).to_json()
         counted = json_held_bytes(json.dumps(canonical, ensure_ascii=False, separators=(",", ":")))
         assert walk(canonical) <= counted <= 1.3 * walk(canonical), content
+
+
+@pytest.mark.parametrize("n_headers", [2, 15])
+def test_a_served_entry_holds_no_more_than_it_counts(n_headers):
+    """Measured (tracemalloc) with what serving it adds, its headers' wire form: a provider's answer carries
+    15-20 headers, and counting them once let the cache hold ~10 % more than its budget."""
+    def build(i: int) -> Entry:
+        entry = entry_of(i, "soak new question, client 7 number", body=json.dumps(
+            {"id": f"chatcmpl-{i}", "choices": [{"message": {"content": f"answer number {i} " * 10}}]}).encode())
+        canonical = json.loads(json.dumps(entry.canonical))  # as the store gives it: parsed, not shared
+        return dataclasses.replace(entry, canonical=canonical, last_text=entry.last_text + " ",
+                                   headers=[(f"x-header-{k}", f"value {k} {i}") for k in range(n_headers)])
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        entries = [build(i) for i in range(500)]
+        for entry in entries:
+            assert entry.wire_headers
+        held = tracemalloc.get_traced_memory()[0] / len(entries)
+    finally:
+        tracemalloc.stop()
+    counted = sum(map(entry_bytes, entries)) / len(entries)
+    assert held <= counted <= 1.3 * held, (held, counted)
 
 
 def test_the_answer_cache_stays_within_its_budget_by_counted_bytes():

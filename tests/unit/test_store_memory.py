@@ -4,10 +4,17 @@ chunks that fit it, and a preload that never holds the whole table's bodies at o
 
 from __future__ import annotations
 
+import gc
+import hashlib
+import tracemalloc
+
 import pytest
 from entries import chat, new_entry
 
-from semula.engine.index import FingerprintIndex
+from semula.core.decision import Match
+from semula.core.fasthit import FastHit, fast_key
+from semula.engine.index import FINGERPRINT_BYTES, FingerprintIndex, _key
+from semula.proxy.fastpath import FAST_ENTRY_BYTES, FastPath
 from semula.store import duckdb_store
 from semula.store.duckdb_connect import MEMORY_ENV
 from semula.store.duckdb_errors import describe_duckdb_error
@@ -57,7 +64,8 @@ def test_running_out_of_duckdbs_memory_says_how_to_raise_it(tmp_path):
     assert "SEMULA_DUCKDB_MEMORY" in message and "locked" not in message
 
 
-@pytest.mark.parametrize("fp", ["a" * 64, "f00d" * 16, "not-a-digest", "A" * 64, "g" * 64, ""])
+@pytest.mark.parametrize("fp", ["a" * 64, "f00d" * 16, "not-a-digest", "A" * 64, "g" * 64, "", "fp2:" + "a" * 64,
+                                "nfp2:" + "a" * 64, "fp2:" + "A" * 64, "fp2:" + "g" * 64, ":" + "a" * 64, "\ud800:" + "a" * 64])
 def test_the_index_keys_any_fingerprint_and_keeps_projects_apart(fp):
     index = FingerprintIndex()
     index.load([(1, "p", fp, "n" + fp), (2, "q", fp, "m")], [("p", "alias", 1)], {})
@@ -66,6 +74,49 @@ def test_the_index_keys_any_fingerprint_and_keeps_projects_apart(fp):
     assert index.match("p", "other", "alias").tier == "alias" and index.match("q", "other", "alias") is None
     assert index.projects_with(fp) == {"p", "q"} and index.projects_with("b" * 64) == set()
     assert len(index) == 2
+
+
+def test_versioned_digests_are_held_as_bytes_and_never_share_a_key():
+    digest = "ab" * 32
+    fps = [digest, f"fp2:{digest}", f"nfp2:{digest}", f"fp3:{digest}", f"p:fp2:{digest}", f":{digest}"]
+    assert isinstance(_key(f"fp2:{digest}"), bytes) and isinstance(_key(f"nfp2:{digest}"), bytes)
+    assert len({_key(fp) for fp in fps}) == len(fps)
+    index = FingerprintIndex()
+    for entry_id, fp in enumerate(fps):
+        index.add(entry_id, "p", fp, "n")
+    assert [index.match("p", fp, None).entry_id for fp in fps] == list(range(len(fps)))
+
+
+def _held_per_item(fill, n: int = 5000) -> float:
+    gc.collect()
+    tracemalloc.start()
+    try:
+        fill(n)
+        return tracemalloc.get_traced_memory()[0] / n
+    finally:
+        tracemalloc.stop()
+
+
+def test_what_the_index_and_the_fast_path_say_they_hold_is_what_they_hold():
+    """The soak judges RSS against what the proxy counts it holds: the estimates must be measured ones."""
+    index, fast, owner = FingerprintIndex(), FastPath(), object()
+
+    def fp(prefix: str, i: int) -> str:
+        return prefix + hashlib.sha256(f"{prefix}{i}".encode()).hexdigest()
+
+    def fill_index(n: int) -> None:
+        for i in range(n):  # fresh strings, as each recording's are
+            index.add(100_000 + i, "project", fp("fp2:", i), fp("nfp2:", i))
+
+    def fill_fast(n: int) -> None:
+        for i in range(n):
+            key = fast_key("project", "POST", "api.openai.com", "/v1/chat/completions", (), (), f"body {i}".encode())
+            fast.put(owner, key, FastHit(Match("exact", 100_000 + i), fp("fp2:", i), None, (), "openai", "gpt-4o-mini"))
+
+    per_fingerprint, per_fast_entry = _held_per_item(fill_index), _held_per_item(fill_fast)
+    assert 0.8 * FINGERPRINT_BYTES <= per_fingerprint <= 1.25 * FINGERPRINT_BYTES, per_fingerprint
+    assert 0.8 * FAST_ENTRY_BYTES <= per_fast_entry <= 1.25 * FAST_ENTRY_BYTES, per_fast_entry
+    assert index.nbytes() == len(index) * FINGERPRINT_BYTES and fast.nbytes() == len(fast) * FAST_ENTRY_BYTES
 
 
 def test_upper_and_lower_case_digests_never_share_an_entry():
@@ -80,6 +131,7 @@ def test_the_memory_operation_counts_what_the_proxy_holds(duckdb_engine):
     duckdb_engine.record(new_entry(chat("how much do you hold"), body=BODY))
     held = run_operation(duckdb_engine, "memory", {})
     assert held["fingerprints"] == 1 and held["answer_cache_budget"] == 64 * 1024 * 1024
+    assert held["fingerprint_bytes"] == FINGERPRINT_BYTES
     assert 0 < held["answer_cache_bytes"] <= held["answer_cache_budget"]
     assert held["store_bytes"] > 0 and held["lexical_bytes"] >= 0
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from semula.core.modes import Mode
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Match:
     tier: str  # exact | normalised | alias | lexical | embedding
     entry_id: int

@@ -28,6 +28,7 @@ Pure: plain values in and out; the map and the hashing of a live request are at 
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -42,7 +43,7 @@ FastKey = tuple[str, bytes]  # (project, digest of the raw request)
 FingerprintInputs = tuple[tuple[str, ...], ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FastHit:
     """What a certain-tier hit found for one raw request: enough to redo its lookup and log it."""
 
@@ -92,8 +93,9 @@ def remember(mode: Mode, outcome: Outcome, provider: str, model: str | None,
             or outcome.occurrence != 1 or outcome.exhausted is not None):
         return None
     match = Match(decision.tier, decision.entry_id, decision.score if decision.score is not None else 1.0)
-    return FastHit(match, outcome.request_fp, outcome.normalised_fp,
-                   fingerprint_inputs if outcome.normalised_fp is not None else (), provider, model)
+    return FastHit(match, outcome.request_fp, outcome.normalised_fp,  # a model name is held once, not per entry
+                   fingerprint_inputs if outcome.normalised_fp is not None else (), provider,
+                   sys.intern(model) if model is not None else None)
 
 
 def recorded(mode: Mode, outcome: Outcome, entry_id: int, provider: str, model: str | None) -> FastHit | None:

@@ -42,7 +42,8 @@ def _memory(engine: Engine, p: dict[str, Any]) -> Any:
     the full-text postings, and the store's own memory (DuckDB; None for Postgres)."""
     return {"answer_cache_bytes": engine.answers.nbytes, "answer_cache_budget": engine.answers.max_bytes,
             "answer_cache_entries": len(engine.answers),
-            "fingerprints": len(engine.index), "lexical_bytes": engine.lexical.nbytes(),
+            "fingerprints": len(engine.index), "fingerprint_bytes": engine.index.nbytes(),
+            "lexical_bytes": engine.lexical.nbytes(),
             "store_bytes": engine.store.memory_bytes()}
 
 

@@ -7,14 +7,20 @@ from typing import Any
 from mitmproxy import command, exceptions
 
 from semula.engine.operations import run_operation
+from semula.proxy.fastpath import FastPath
 from semula.proxy.lifecycle import Lifecycle
 
 
 class Commands(Lifecycle):
     """`semula.*` commands: each runs one admin operation on the store thread."""
 
+    fast: FastPath
+
     def _admin_dispatch(self, method: str, params: dict[str, Any]) -> Any:
-        return self.store.admin(lambda engine: run_operation(engine, method, params))
+        result = self.store.admin(lambda engine: run_operation(engine, method, params))
+        if method == "memory":  # the raw-request fast path is the proxy's, not the engine's
+            result = {**result, "fast_path_entries": len(self.fast), "fast_path_bytes": self.fast.nbytes()}
+        return result
 
     def _command(self, method: str, params: dict[str, Any]) -> Any:
         try:
