@@ -52,6 +52,9 @@ class Lookups:
             return Match("exact", self.seen[request_fp])
         return None
 
+    async def folder_changed(self, project, request, request_fp) -> bool:
+        return False
+
     async def recording_in_flight(self, project, fingerprint) -> bool:
         return False
 

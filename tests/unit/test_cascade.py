@@ -38,6 +38,9 @@ class FakeLookups:
             return Match("normalised", self.normalised[normalised_fp])
         return None
 
+    async def folder_changed(self, project: str, request: CanonicalRequest, request_fp: str) -> bool:
+        return False
+
     async def recording_in_flight(self, project: str, fingerprint: str) -> bool:
         self.calls.append("in_flight")
         if self.in_flight:

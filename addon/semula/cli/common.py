@@ -104,7 +104,10 @@ def open_engine(data_dir: Path, folder: Any = None) -> Iterator[Any]:
             engine = Engine(store, review_log=reviews.append, folder=folder)
         except StoreError as e:
             raise click.ClickException(str(e)) from None
-        yield engine
+        try:
+            yield engine
+        except StoreError as e:  # the server lost mid-command: one line and exit 1, not a traceback
+            raise click.ClickException(str(e)) from None
     finally:
         reviews.close()
         if engine is not None:

@@ -131,9 +131,13 @@ def _start_proxy(mode: str, listen_host: str, port: int, data_dir: Path, project
             "--listen-port", str(port), "--data-dir", str(data_dir), "--project", project]
     for item in sets:
         args += ["--set", item]
-    data_dir.mkdir(parents=True, exist_ok=True)
+    # Private like the data dir the proxy creates: one the proxy finds open to others gets umask 077,
+    # which would make the recordings folder it writes 0700 instead of following the user's umask.
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     log_path = data_dir / LOG_FILE
-    with os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as log_file:
+    if log_path.is_symlink():  # never written through: a link planted in a shared data dir
+        log_path.unlink()
+    with os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600), "w") as log_file:
         process = subprocess.Popen(args, stdout=log_file, stderr=subprocess.STDOUT, text=True,
                                    start_new_session=True)
     console = ProxyConsole(log_path, echo)

@@ -49,6 +49,10 @@ class Lookups(Protocol):
     def certain(self, project: str, request_fp: str, normalised_fp: str | None) -> Match | None:
         """The certain tiers (exact, then normalised and alias when `normalised_fp` is given)."""
 
+    async def folder_changed(self, project: str, request: CanonicalRequest, request_fp: str) -> bool:
+        """Whether this request's recording file appeared or changed on disk since loading (a branch
+        switch, a pull); if so it is loaded now and the cascade looks again."""
+
     async def recording_in_flight(self, project: str, fingerprint: str) -> bool:
         """Wait for an identical request's recording in flight; True if one ended (look again).
 
@@ -110,6 +114,8 @@ async def cascade(mode: Mode, project: str, request: CanonicalRequest | None, se
     exhausted = None
     if lookups is not None and bypass is None and match is None:
         match = lookups.certain(project, request_fp, normalised_fp)
+        if match is None and await lookups.folder_changed(project, request, request_fp):
+            match = lookups.certain(project, request_fp, normalised_fp)
         # An identical request already on its way upstream: wait for its recording, else claim the key
         # (before any await) so the identical requests that follow wait for this one.
         while match is None and repeats is None and mode is Mode.AUTO and await lookups.recording_in_flight(

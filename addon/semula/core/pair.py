@@ -37,6 +37,9 @@ class PairLookups:
             return Match("normalised", STORED_ID)
         return None
 
+    async def folder_changed(self, project: str, request: CanonicalRequest, request_fp: str) -> bool:
+        return False
+
     async def recording_in_flight(self, project: str, fingerprint: str) -> bool:
         return False
 

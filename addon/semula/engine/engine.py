@@ -61,11 +61,7 @@ class Engine:
         self.recordings.upgrade_fingerprints()
         self.sync_report: SyncReport | None = None
         if folder is not None:  # the committed recordings, before the index is built from the store
-            self.sync_report = folder.sync(store, lambda p: settings_from_mapping(store.project_settings(p)),
-                                           before_delete=self.review.recording_deleted)
-            for project in sorted(self.sync_report.shared.settings_changed):  # a teammate's fingerprint inputs
-                self.recordings.refingerprint(project, settings_from_mapping(store.project_settings(project)),
-                                              reload=False)
+            self.sync_report = self._sync_folder(folder)
         upgrade(store, lambda project, settings: self.recordings.refingerprint(project, settings, reload=False))
         # A shared store (Postgres): other proxies' writes reach memory; `dispatch` says on which thread.
         self.dispatch: Callable[[Callable[[], None]], Any] = run_here
@@ -109,6 +105,31 @@ class Engine:
 
     def reload(self) -> None:
         self.recordings.reload()
+
+    def _sync_folder(self, folder: RecordingsFolder) -> SyncReport:
+        store = self.store
+        report = folder.sync(store, lambda p: settings_from_mapping(store.project_settings(p)),
+                             before_delete=self.review.recording_deleted, key=self.fingerprint_key)
+        for project in sorted(report.shared.settings_changed):  # a teammate's fingerprint inputs
+            self.recordings.refingerprint(project, settings_from_mapping(store.project_settings(project)),
+                                          reload=False)
+        return report
+
+    def folder_changed_for(self, project: str, request: CanonicalRequest, request_fp: str) -> bool:
+        """Whether this request's recording file changed on disk since it was loaded (any thread: a stat)."""
+        return self.folder is not None and self.folder.changed_for(project, request, request_fp)
+
+    def refresh_folder(self) -> SyncReport | None:
+        """Load what changed in the recordings folder under the running proxy (a checkout, a pull), and
+        rebuild the indexes when anything did (store thread)."""
+        if self.folder is None:
+            return None
+        report = self._sync_folder(self.folder)
+        if report.loaded or report.removed or report.shared.settings_changed:
+            self.reload()
+            log.info("semula: recordings folder changed on disk: %d loaded, %d removed", report.loaded,
+                     report.removed)
+        return report
 
     # --- reads from memory (any thread) ----------------------------------------------------
 

@@ -58,6 +58,9 @@ class EngineLookups:
     def certain(self, project: str, request_fp: str, normalised_fp: str | None) -> Match | None:
         return self.engine.match(project, request_fp, normalised_fp)
 
+    async def folder_changed(self, project: str, request: CanonicalRequest, request_fp: str) -> bool:
+        return False
+
     async def recording_in_flight(self, project: str, fingerprint: str) -> bool:
         return False
 

@@ -72,6 +72,8 @@ class Recordings:
 
     def record(self, new: NewEntry, started: Any = None) -> int:
         """Store an answer; close the review candidates of this request queued by earlier calls."""
+        if self.folder is not None:
+            self.folder.intend(new)  # a kill -9 before the file is written: the next start writes it
         entry_id = self.store.upsert_entry(new)
         self.lexical.written(entry_id, new.project, new.last_text)
         if self.embeddings is not None:
@@ -89,9 +91,12 @@ class Recordings:
         assert self.folder is not None
         try:
             self.folder.write(entry)
-        except OSError as e:  # the store has it: serving goes on, but a teammate or CI will not see it
-            log.error("semula: recording #%s is stored but its file could not be written to %s: %s",
-                      entry.id, self.folder.root, e)
+        except OSError as e:  # the store has it: serving goes on, but a teammate or CI will not see it yet
+            log.error("semula: recording #%s is stored but its file could not be written to %s: %s "
+                      "(retried with the next recording and at the next start)", entry.id, self.folder.root, e)
+            return
+        if self.folder.unwritten:  # the folder takes writes again: the ones that failed before
+            self.folder.write_unwritten(self.store)
 
     def delete_entry(self, entry_id: int) -> bool:
         self.review.recording_deleted(entry_id)

@@ -27,6 +27,7 @@ __all__ = [
     "ADAPTERS",
     "DEFAULT_PROVIDER_HOSTS",
     "GENERIC",
+    "PROVIDER_NAMES",
     "Adapter",
     "AdapterError",
     "RawRequest",
@@ -46,6 +47,8 @@ ADAPTERS: tuple[Adapter, ...] = (
 # What is intercepted by default: every host an adapter understands, in adapter order.
 DEFAULT_PROVIDER_HOSTS: tuple[str, ...] = tuple(dict.fromkeys(h for a in ADAPTERS for h in a.hosts))
 GENERIC: Adapter = GenericAdapter()
+# The names a recording's provider can take: a recording file naming another is refused.
+PROVIDER_NAMES: frozenset[str] = frozenset(a.name for a in (*ADAPTERS, GENERIC))
 
 
 def adapter_for(host: str, path: str) -> Adapter:

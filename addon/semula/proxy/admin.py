@@ -5,8 +5,13 @@ while a proxy runs, `semula entries|config|review|…` reach the store through i
 JSON-over-HTTP endpoint on 127.0.0.1, its port and a random token in `<data dir>/admin.json`
 (mode 0600). Calls run on the proxy's store thread, the same code as a direct CLI call.
 
-A proxy that cannot write its data dir (read-only replay) keeps admin.json in a per-user
-directory named after the data dir (`fallback_admin_dir`), where the CLI looks next.
+A proxy that cannot write its data dir (read-only replay), or must not (a data dir other users
+can write), keeps admin.json in a per-user directory named after the data dir (`fallback_admin_dir`),
+where the CLI looks next.
+
+The token is the key to every prompt and answer, so admin.json is never written through a link
+(a temp file created O_EXCL|O_NOFOLLOW, renamed over it) and the CLI trusts only a regular file of
+its own user that nobody else can read or write.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import json
 import os
 import secrets
 import stat
+import sys
 import tempfile
 import threading
 import urllib.error
@@ -77,12 +83,66 @@ def _private_dir(path: Path) -> Path:
     return path
 
 
-def _own_private_file(path: Path) -> bool:
+def admin_file_problem(st: os.stat_result) -> str | None:
+    """Why an admin.json with this (l)stat cannot be trusted, or None: a regular file of this user,
+    neither readable nor writable by anyone else."""
+    if stat.S_ISLNK(st.st_mode):
+        return "it is a symbolic link"
+    if not stat.S_ISREG(st.st_mode):
+        return "it is not a regular file"
+    if st.st_uid != os.getuid():
+        return f"it belongs to uid {st.st_uid}, not to you (uid {os.getuid()})"
+    if st.st_mode & 0o077:
+        return f"other users may read or write it (mode {stat.S_IMODE(st.st_mode):04o}, expected 0600)"
+    return None
+
+
+_warned: set[tuple[str, str]] = set()
+
+
+def _read_trusted(path: Path, warn: bool = True) -> dict[str, Any] | None:
+    """The JSON in admin.json at `path` if it is trustworthy (`admin_file_problem`), else None; an
+    untrusted file is named once per process on stderr."""
     try:
-        st = os.lstat(path)
+        problem = admin_file_problem(os.lstat(path))
+        if problem is None:  # open without following a link swapped in since, and check what was opened
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+            with os.fdopen(fd, "rb") as f:
+                problem = admin_file_problem(os.fstat(f.fileno()))
+                data = f.read(1 << 16) if problem is None else b""
     except OSError:
-        return False
-    return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+        return None  # missing or unreadable: no proxy here
+    if problem is not None:
+        if warn and (str(path), problem) not in _warned:
+            _warned.add((str(path), problem))
+            print(f"semula: ignoring {path} ({problem}): it may not come from a proxy of yours; going on as "
+                  "if no proxy ran on this data dir (if yours does: stop it, delete the file, start it again)",
+                  file=sys.stderr, flush=True)
+        return None
+    try:
+        info = json.loads(data)
+    except ValueError:
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def _write_private_file(path: Path, text: str) -> None:
+    """Write `path` 0600 without ever opening what is there: a new temp file next to it (O_EXCL,
+    O_NOFOLLOW), renamed over it — a rename replaces a planted link itself, never its target."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(tmp, flags, 0o600)
+    try:
+        with os.fdopen(fd, "w") as f:
+            os.fchmod(f.fileno(), 0o600)
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 class AdminServer:
@@ -123,35 +183,37 @@ class AdminServer:
         self.thread.start()
         self.path = self.data_dir / ADMIN_FILE
         self.info = {**info, "port": self.port, "token": self.token, "pid": os.getpid()}
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(self.info, f)
-        os.chmod(self.path, 0o600)
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            _write_private_file(self.path, json.dumps(self.info))
+        except BaseException:
+            self.server.shutdown()
+            self.server.server_close()
+            raise
 
     def close(self) -> None:
-        try:
-            current = json.loads(self.path.read_text())
-            if current.get("pid") == os.getpid() and current.get("port") == self.port:
+        current = _read_trusted(self.path, warn=False) or {}
+        if current.get("pid") == os.getpid() and current.get("port") == self.port:
+            try:
                 self.path.unlink()
-        except (OSError, ValueError):
-            pass
+            except OSError:
+                pass
         self.server.shutdown()
         self.server.server_close()
 
 
 def read_admin_info(data_dir: Path | str) -> dict[str, Any] | None:
     """The live proxy's admin.json (in the data dir, else in its fallback dir), or None when no proxy
-    answers for this data dir."""
-    fallback = fallback_admin_dir(data_dir) / ADMIN_FILE
-    for path in (Path(data_dir) / ADMIN_FILE, fallback):
-        if path == fallback and not _own_private_file(path):
-            continue  # a shared temp dir: trust only a file of our own that nobody else can change
+    answers for this data dir. Only a regular file of this user that nobody else can read or write is
+    trusted (`admin_file_problem`); another is ignored, with one line on stderr."""
+    for path in (Path(data_dir) / ADMIN_FILE, fallback_admin_dir(data_dir) / ADMIN_FILE):
+        info = _read_trusted(path)
+        if info is None:
+            continue
         try:
-            info = json.loads(path.read_text())
             os.kill(int(info["pid"]), 0)
         except (OSError, ValueError, KeyError, TypeError):
-            continue  # missing, unreadable, or a stale file from a proxy that died
+            continue  # a stale file from a proxy that died
         return info
     return None
 

@@ -22,7 +22,7 @@ def answer_response(entry: Entry, decision: Decision) -> http.Response:
     semula = wire_semula_headers(decision)
     prepared = entry.wire_headers
     if prepared is None:  # the body's framing is mitmproxy's business: let it encode and measure
-        headers = [(k.encode(), v.encode()) for k, v in entry.headers]
+        headers = [(k.encode(), v.encode()) for k, v in entry.sendable_headers]
         return http.Response.make(entry.status, entry.body, http.Headers((*headers, *semula)))
     now = time.time()
     return http.Response(b"HTTP/1.1", entry.status, RESPONSES.get(entry.status, "").encode(),

@@ -6,6 +6,7 @@ import asyncio
 import ipaddress
 import logging
 import os
+import stat
 import tempfile
 import uuid
 from datetime import UTC, datetime
@@ -16,9 +17,10 @@ from mitmproxy import ctx
 
 from semula.core.modes import Mode
 from semula.core.settings import AddonSettings
-from semula.proxy.admin import AdminServer, read_admin_info
+from semula.proxy.admin import AdminServer, fallback_admin_dir, read_admin_info
 from semula.proxy.calllog import TERMINAL_SAFE_LOG
 from semula.proxy.refusals import Refusals
+from semula.recordings.files import remember_user_umask
 from semula.proxy.storethread import StoreThread
 from semula.store.logschema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
 from semula.store.duckdb_store import STORE_FILE
@@ -54,11 +56,19 @@ class Lifecycle:
 
     async def running(self) -> None:
         data_dir = Path(self.settings.data_dir)
-        read_only = self.settings.read_only or _not_writable(data_dir)
+        if not self.settings.read_only and not data_dir.exists():
+            _private_data_dir(data_dir)  # created 0700, then checked like one that was there
+        untrusted = None if self.settings.read_only else _untrusted_data_dir(data_dir)
+        if untrusted:
+            print(f"semula: not writing to the data dir {data_dir} ({untrusted}): whoever can write it could "
+                  "plant links there to read the admin token, prompts and answers; serving it read-only "
+                  f"instead (admin.json in {fallback_admin_dir(data_dir)}). To record, make it a directory of "
+                  "yours only you can write (chown, chmod go-w), or use another --data-dir", flush=True)
+        read_only = self.settings.read_only or bool(untrusted) or _not_writable(data_dir)
         if not read_only:
             _private_data_dir(data_dir)
-        # A read-only data dir (a mounted CI cache): the logs go to a temporary directory, admin.json
-        # to the data dir's fallback_admin_dir, where the CLI finds it.
+        # A read-only data dir (a mounted CI cache), or one other users can write: the logs go to a
+        # temporary directory, admin.json to the data dir's fallback_admin_dir, where the CLI finds it.
         log_dir = Path(tempfile.mkdtemp(prefix="semula-logs-")) if read_only else data_dir
         if ctx.options.semula_embeddings and not await self._load_embedder(data_dir):
             return
@@ -164,6 +174,36 @@ def _not_writable(data_dir: Path) -> bool:
     return data_dir.is_dir() and not os.access(data_dir, os.W_OK)
 
 
+def _untrusted_data_dir(data_dir: Path) -> str | None:
+    """Why semula must not write into `data_dir`, or None. A directory owned by another user, or that
+    its group or others can write, lets them put a link where admin.json, the store or the logs will
+    be (a sticky bit does not stop them creating names first)."""
+    try:
+        st = os.stat(data_dir)
+    except OSError:
+        return None  # missing or unreachable: the store and logs say so
+    if not stat.S_ISDIR(st.st_mode):
+        return None
+    if st.st_uid != os.getuid():
+        return f"it belongs to uid {st.st_uid}, not to you (uid {os.getuid()})"
+    if st.st_mode & 0o002 or (st.st_mode & 0o020 and not _private_group(st.st_gid)):
+        who = "other users" if st.st_mode & 0o002 else f"its group (gid {st.st_gid})"
+        return f"{who} can write it (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def _private_group(gid: int) -> bool:
+    """A user private group (umask 002 systems): named after this user, their primary group, no other member."""
+    import grp
+    import pwd
+
+    try:
+        user, group = pwd.getpwuid(os.getuid()), grp.getgrgid(gid)
+    except KeyError:
+        return False
+    return gid == user.pw_gid and group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name}
+
+
 def _private_data_dir(data_dir: Path) -> None:
     """Store and logs are readable by their owner only: a data dir semula creates is 0700, and the
     files semula writes there are created 0600 by the code that writes them (store, logs, admin.json).
@@ -178,4 +218,4 @@ def _private_data_dir(data_dir: Path) -> None:
             log.warning("semula: cannot create the data dir %s: %s", data_dir, e)
         return
     if data_dir.stat().st_mode & 0o077:
-        os.umask(0o077)
+        remember_user_umask(os.umask(0o077))  # the recordings folder keeps the user's

@@ -25,6 +25,7 @@ from semula.core.redact import FingerprintKey
 from semula.core.settings import ProjectSettings
 from semula.engine.engine import Engine
 from semula.proxy.calllog import terminal_safe
+from semula.proxy.folderwatch import FolderWatch
 from semula.recordings.folder import RecordingsFolder
 from semula.store.duckdb_store import STORE_FILE, Store
 from semula.store.selection import open_store
@@ -58,6 +59,7 @@ class StoreThread:
         self._file_gone: str | None = None
         # Keys the requests decided while the store is unavailable: they are neither matched nor recorded.
         self._unstored_key = FingerprintKey.generate()
+        self._watch: FolderWatch | None = None
 
     @property
     def fingerprint_key(self) -> FingerprintKey:
@@ -103,6 +105,9 @@ class StoreThread:
             return engine
 
         self._open = open_engine
+        if recordings and self._watch is None:
+            self._watch = FolderWatch(lambda: self.engine, self.background)
+            self._watch.start()
 
     async def ensure_open(self, force: bool = False) -> None:
         """Open the store if it is not open; after a failure, retry at most every few seconds.
@@ -222,6 +227,8 @@ class StoreThread:
         return self.executor.submit(run).result(timeout=ADMIN_TIMEOUT_SECONDS)
 
     def close(self) -> None:
+        if self._watch is not None:
+            self._watch.stop()
         engine, self.engine = self.engine, None
         self.readers.shutdown(wait=True)  # no search reads from the engine being closed
         if engine:
@@ -257,6 +264,12 @@ class ProxyLookups:
 
     def certain(self, project: str, request_fp: str, normalised_fp: str | None) -> Match | None:
         return self.engine.match(project, request_fp, normalised_fp)
+
+    async def folder_changed(self, project: str, request: CanonicalRequest, request_fp: str) -> bool:
+        """A stat on the loop; only a changed file costs a trip to the store thread (which loads it)."""
+        if not self.engine.folder_changed_for(project, request, request_fp):
+            return False
+        return await self.thread.run("the recordings folder's refresh", self.engine.refresh_folder) is not None
 
     async def recording_in_flight(self, project: str, fingerprint: str) -> bool:
         key = (project, fingerprint)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
 from semula.core.normalise import scrub_volatile
 from semula.core.repeats import occurrence_of, sequenced
-from semula.core.redact import clean_headers, redact_bytes, redact_text
+from semula.core.redact import FingerprintKey, clean_headers, clean_query, redact_bytes, redact_json, redact_text
 from semula.core.settings import ProjectSettings
 from semula.providers.base import Usage
 from semula.store.types import NewEntry
@@ -16,6 +17,17 @@ from semula.store.types import NewEntry
 def searchable_text(request: CanonicalRequest, scrub_patterns: Sequence[str]) -> str:
     """What the lexical index holds for a recording: the text the near-match score compares."""
     return redact_text(scrub_volatile(request.last_user_text(), scrub_patterns))
+
+
+def redacted_request(request: dict[str, Any], key: FingerprintKey | None) -> dict[str, Any]:
+    """A stored request from a file, redacted as a live one is: every secret tagged under `key` (so it
+    fingerprints as the live request carrying it does), credential headers and query parameters dropped."""
+    out = redact_json(request, key)
+    if isinstance(out.get("headers"), list):
+        out["headers"] = [list(h) for h in clean_headers((h[0], h[1]) for h in out["headers"])]
+    if isinstance(out.get("query"), list):
+        out["query"] = [list(q) for q in clean_query((q[0], q[1]) for q in out["query"])]
+    return out
 
 
 def fingerprints_of(request: CanonicalRequest, settings: ProjectSettings) -> tuple[str, str]:

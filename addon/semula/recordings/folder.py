@@ -4,9 +4,16 @@ The DuckDB store stays the store and index (hits, FTS, vectors); this folder is 
 At start the folder is loaded into the store incrementally: files unchanged since the last load
 (size and modification time, then a content hash) are skipped, changed ones re-imported, and
 the entries of removed files removed. Only entries that came from this folder are ever removed:
-the manifest (in the data dir) remembers which. A recording the proxy makes is written here
-atomically (a temporary file, then a rename), so a crash never leaves a half file.
-A bad file (invalid JSON, a conflict marker, a missing field) is reported and skipped.
+the manifest (in the data dir) remembers which.
+
+The folder is untrusted input (it arrives from pull requests): `files` decides what is read,
+written or deleted there, `validate` what a file may hold. A bad file is named and costs only
+itself: a store batch that fails falls back to one recording at a time. Two files recording one
+request are named, and the first loaded wins; deleting it loads the other.
+
+Every stored recording reaches its file: a recording is noted in the data dir's journal before it
+is stored, and a write that failed (a full disk, a read-only folder, a kill -9 between the store
+and the file) is retried at the next start and with every later recording.
 """
 
 from __future__ import annotations
@@ -15,7 +22,6 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,23 +29,42 @@ from pathlib import Path
 from typing import Any
 
 from semula.core.canonical import CanonicalRequest
+from semula.core.redact import FingerprintKey
 from semula.core.repeats import base_of, occurrence_of
 from semula.core.settings import ProjectSettings, SettingsError, validate_project
 from semula.providers.base import Usage
-from semula.recordings.entry import recording_of
+from semula.recordings.entry import recording_of, redacted_request
+from semula.recordings.files import (
+    GITIGNORE,
+    Found,
+    UnsafePath,
+    contained,
+    directory_times,
+    linked_directories,
+    make_directories,
+    max_file_bytes,
+    plain_relative,
+    read_capped,
+    remove_stale_temps,
+    scan,
+    write_atomically,
+)
 from semula.recordings.format import Recording, RecordingFileError, dumps, loads, relative_path
 from semula.recordings.shared import SharedReport, check_shared, load_settings, load_shared
 from semula.store.base import RecordingStore
-from semula.store.types import Entry
+from semula.store.types import Entry, NewEntry, StoreError
 
 log = logging.getLogger("semula")
 
 MANIFEST_FILE = "recordings-manifest.json"
+JOURNAL_FILE = "recordings-journal"  # in the data dir: recordings stored whose file may not be written yet
 META_FILE = "_semula.json"  # the folder's format and the salt of secrets' tags: commit it with the recordings
 FOLDER_FORMAT = "semula-recordings/1"
 GITATTRIBUTES = "*.json linguist-generated=true\n"
-SKIPPED_PREFIX = ("_", ".")
-SYNC_BATCH = 2000  # recordings per store transaction when loading  # folder metadata (_semula.json), editor and git files
+SYNC_BATCH = 2000  # recordings per store transaction when loading
+LOAD_ERRORS = (RecordingFileError, SettingsError, UnicodeDecodeError, OSError)
+LINKED_DIRECTORY = ("a symbolic link to a directory: its files are not loaded, and semula does not write "
+                    "through it (make it a real directory)")
 
 
 @dataclass
@@ -49,6 +74,7 @@ class SyncReport:
     removed: int = 0
     bad: list[tuple[str, str]] = field(default_factory=list)  # (relative path, problem)
     exported: int = 0
+    written: int = 0  # stored recordings whose file had not been written, now written
     shared: SharedReport = field(default_factory=SharedReport)  # aliases, rejections, settings
 
     def line(self, root: Path) -> str:
@@ -56,6 +82,8 @@ class SyncReport:
                 f"{self.removed} removed")
         if self.exported:
             text += f", {self.exported} exported from the store"
+        if self.written:
+            text += f", {self.written} written that had no file yet"
         if self.shared.aliases or self.shared.rejections:
             text += f", {self.shared.aliases} alias(es) and {self.shared.rejections} rejection(s) loaded"
         if self.bad or self.shared.bad:
@@ -84,61 +112,100 @@ def relpath_of(entry: Entry) -> str:
 
 
 def iter_files(root: Path) -> Iterator[Path]:
-    for path in sorted(root.rglob("*.json")):
-        rel = path.relative_to(root)
-        if not any(part.startswith(SKIPPED_PREFIX) for part in rel.parts):
-            yield path
+    """The loadable recording files under `root` (regular, inside it), sorted."""
+    return (found.path for found in scan(root) if found.problem is None)
 
 
-def write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
+def entry_from_file(raw: bytes, settings_for: Callable[[str], ProjectSettings],
+                    key: FingerprintKey | None) -> NewEntry:
+    """A recording file's bytes as the entry the store gets: validated, and redacted like live traffic.
+
+    The loader and `semula recordings check` both run this, so check fails exactly where loading would.
+    Raises RecordingFileError (or SettingsError, UnicodeDecodeError) naming the problem.
+    """
+    recording = loads(raw.decode("utf-8"))
+    settings = settings_for(validate_project(recording.project))
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        request = CanonicalRequest.from_json(redacted_request(recording.request, key))
+    except (KeyError, TypeError, ValueError) as e:
+        raise RecordingFileError(f"request: {e!r:.80}") from None
+    return recording_of(
+        recording.project, request, settings, host=recording.host, body=recording.body,
+        status=recording.status, headers=recording.headers, streamed=recording.streamed,
+        usage=Usage(recording.prompt_tokens, recording.completion_tokens), upstream_ms=recording.upstream_ms,
+        occurrence=recording.occurrence,
+    )
 
 
-def check(root: Path) -> tuple[int, list[tuple[str, str]]]:
-    """(good files, [(relative path, problem)]) for `semula recordings check`."""
+def claim(entry: NewEntry) -> str:
+    """What two files must not both record: one request of one project."""
+    return f"{entry.project}/{entry.request_fp}"
+
+
+def check(root: Path, settings_for: Callable[[str], ProjectSettings] | None = None,
+          key: FingerprintKey | None = None) -> tuple[int, list[tuple[str, str]]]:
+    """(good files, [(relative path, problem)]) for `semula recordings check`: what the loader would skip,
+    two files claiming one request included."""
     good, bad = 0, []
-    for path in iter_files(root):
+    claims: dict[str, str] = {}
+    settings_for = settings_for or (lambda _project: ProjectSettings())
+    key = key or FingerprintKey.generate()  # secrets tagged alike within this check, as the loader tags them
+    max_bytes = max_file_bytes()
+    for found in scan(root):
+        if found.problem is not None:
+            bad.append((found.rel, found.problem))
+            continue
         try:
-            loads(path.read_text(encoding="utf-8"))
-            good += 1
-        except (RecordingFileError, UnicodeDecodeError, OSError) as e:
-            bad.append((str(path.relative_to(root)), str(e)))
+            entry = entry_from_file(read_capped(found.path, max_bytes), settings_for, key)
+        except LOAD_ERRORS as e:
+            bad.append((found.rel, str(e)))
+            continue
+        if (first := claims.setdefault(claim(entry), found.rel)) != found.rel:
+            bad.append((found.rel, duplicate_problem(first)))
+            continue
+        good += 1
+    for link in linked_directories(root):
+        bad.append((link, LINKED_DIRECTORY))
     shared_good, shared_bad = check_shared(root)
     return good + shared_good, bad + shared_bad
+
+
+def duplicate_problem(first: str) -> str:
+    return f"records the same request as {first}: delete one of them (this one is not loaded)"
 
 
 class RecordingsFolder:
     def __init__(self, root: Path | str, data_dir: Path | str):
         self.root = Path(root).expanduser().resolve()
         self.manifest_path = Path(data_dir) / MANIFEST_FILE
-        self.files: dict[str, dict[str, Any]] = {}  # relative path -> size, mtime_ns, sha256, entry_id
+        self.journal_path = Path(data_dir) / JOURNAL_FILE
+        # relative path -> size, mtime_ns, sha256, entry_id, claim (project/request_fp)
+        self.files: dict[str, dict[str, Any]] = {}
+        self.unwritten: set[int] = set()  # stored entries whose file write failed: retried
+        self.max_bytes = max_file_bytes()
+        self.directories: dict[str, int] = {}  # each directory's mtime as last seen: `changed_on_disk`
         self._load_manifest()
 
     def _load_manifest(self) -> None:
         try:
             data = json.loads(self.manifest_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return
         if isinstance(data, dict) and data.get("folder") == str(self.root) and isinstance(data.get("files"), dict):
-            self.files = data["files"]
+            self.files = {rel: info for rel, info in data["files"].items() if _plain(rel) and _known(info)}
+            self.unwritten = {i for i in data.get("unwritten") or () if isinstance(i, int)}
 
     def _save_manifest(self) -> None:
         try:
-            write_atomically(self.manifest_path, json.dumps({"folder": str(self.root), "files": self.files}))
+            write_atomically(self.manifest_path, json.dumps({"folder": str(self.root), "files": self.files,
+                                                             "unwritten": sorted(self.unwritten)}), mode=0o600)
         except OSError as e:
             log.warning("semula: cannot write %s (%s); the next start re-reads every recording", self.manifest_path, e)
 
-    def _remember(self, rel: str, path: Path, digest: str, entry_id: int) -> None:
-        stat = path.stat()
-        self.files[rel] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest, "entry_id": entry_id}
+    def _remember(self, rel: str, path: Path, digest: str, entry_id: int, claimed: str | None) -> None:
+        info = os.stat(path)
+        self.files[rel] = {"size": info.st_size, "mtime_ns": info.st_mtime_ns, "sha256": digest,
+                           "entry_id": entry_id, "claim": claimed}
 
     # --- the folder's salt ------------------------------------------------------------------
 
@@ -146,36 +213,84 @@ class RecordingsFolder:
         """The salt keying redacted secrets' tags, committed in `_semula.json`; written from `default` if absent."""
         meta = self.root / META_FILE
         try:
-            return bytes.fromhex(json.loads(meta.read_text(encoding="utf-8"))["fingerprint_salt"])
+            return bytes.fromhex(json.loads(read_capped(meta, 1 << 16).decode("utf-8"))["fingerprint_salt"])
         except FileNotFoundError:
             pass
         except (OSError, ValueError, KeyError, TypeError) as e:
             log.warning("semula: %s is unreadable (%s); using the store's salt", meta, e)
             return default
         try:
-            write_atomically(meta, json.dumps({"format": FOLDER_FORMAT, "fingerprint_salt": default.hex()},
-                                              indent=2) + "\n")
+            write_atomically(contained(self.root, META_FILE),
+                             json.dumps({"format": FOLDER_FORMAT, "fingerprint_salt": default.hex()}, indent=2) + "\n")
         except OSError as e:
             log.warning("semula: cannot write %s (%s)", meta, e)
         return default
 
     # --- the proxy's writes ---------------------------------------------------------------
 
+    def intend(self, entry: NewEntry) -> None:
+        """Note, before the store has it, that this recording's file is due (a kill -9 in between is
+        caught at the next start). Failing only logs: the write itself says what went wrong."""
+        try:
+            fd = os.open(self.journal_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0),
+                         0o600)
+            try:
+                os.write(fd, (claim(entry) + "\n").encode())
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+
     def write(self, entry: Entry, save: bool = True) -> Path:
         rel = relpath_of(entry)
         text = dumps(recording_from_entry(entry))
-        path = self.root / rel
-        write_atomically(path, text)
-        self._ensure_gitattributes()
-        self._remember(rel, path, hashlib.sha256(text.encode()).hexdigest(), entry.id)
+        try:
+            path = contained(self.root, rel)
+            make_directories(path.parent)
+            path = contained(self.root, rel)  # again: a link planted while the directories were made
+            write_atomically(path, text)
+            self._ensure_ignores()
+        except OSError:
+            self.unwritten.add(entry.id)
+            if save:
+                self._save_manifest()
+            raise
+        self.unwritten.discard(entry.id)
+        self._saw_directory(path.parent)
+        self._remember(rel, path, hashlib.sha256(text.encode()).hexdigest(), entry.id,
+                       f"{entry.project}/{entry.request_fp}")
         if save:
             self._save_manifest()
         return path
 
+    def write_unwritten(self, store: RecordingStore) -> int:
+        """Write the files of stored recordings whose write failed; returns how many reached the folder."""
+        written = 0
+        for entry_id in sorted(self.unwritten):
+            entry = store.get_entry(entry_id)
+            if entry is None:
+                self.unwritten.discard(entry_id)
+                continue
+            try:
+                self.write(entry, save=False)
+                written += 1
+            except OSError:
+                break  # still failing: the next recording retries
+        self._save_manifest()
+        if written:
+            log.info("semula: %d recording(s) whose file could not be written earlier are now in %s",
+                     written, self.root)
+        return written
+
     def delete(self, entry_id: int) -> list[str]:
         gone = [rel for rel, info in self.files.items() if info.get("entry_id") == entry_id]
         for rel in gone:
-            (self.root / rel).unlink(missing_ok=True)
+            try:
+                path = contained(self.root, rel)
+                path.unlink(missing_ok=True)
+                self._saw_directory(path.parent)
+            except OSError as e:
+                log.error("semula: recording file %s was not deleted: %s", self.root / rel, e)
             del self.files[rel]
         if gone:
             self._save_manifest()
@@ -185,7 +300,10 @@ class RecordingsFolder:
         """An alias, a rejection or a project's settings (`recordings.shared`); failing only logs."""
         rel, text = rel_and_text
         try:
-            write_atomically(self.root / rel, text)
+            path = contained(self.root, rel)
+            write_atomically(path, text)
+            self._ensure_ignores()
+            self._saw_directory(path.parent)
         except OSError as e:
             log.error("semula: cannot write %s (%s): teammates and CI will not see it", self.root / rel, e)
 
@@ -193,74 +311,162 @@ class RecordingsFolder:
         """The entry id of the recording file at `rel`, if it is loaded."""
         return (self.files.get(rel) or {}).get("entry_id")
 
-    def _ensure_gitattributes(self) -> None:
-        path = self.root / ".gitattributes"
-        if not path.exists():
-            write_atomically(path, GITATTRIBUTES)
+    def _ensure_ignores(self) -> None:
+        for name, text in ((".gitattributes", GITATTRIBUTES), (".gitignore", GITIGNORE)):
+            path = self.root / name
+            if not os.path.lexists(path):
+                write_atomically(path, text)
+
+    # --- files that change under a running proxy -------------------------------------------
+
+    def changed_on_disk(self) -> bool:
+        """Whether a directory of the folder changed since the last load, other than by this proxy's own
+        writes (the watch polls this; a changed directory means a checkout or a pull touched its files)."""
+        return self.root.is_dir() and directory_times(self.root) != self.directories
+
+    def _saw_directory(self, directory: Path) -> None:
+        """This proxy's own write or delete changed `directory`: not a change to load."""
+        try:
+            parent_times = {p.relative_to(self.root).as_posix(): os.stat(p).st_mtime_ns
+                            for p in (directory, *directory.parents) if p.is_relative_to(self.root)}
+        except OSError:
+            return
+        self.directories.update(parent_times)
+
+    def changed_for(self, project: str, request: CanonicalRequest, request_fp: str) -> bool:
+        """Whether the file this request would be recorded in exists and is not what was loaded (a branch
+        switch or a pull put it there): one stat, before a miss is treated as one."""
+        try:
+            rel = relative_path(project, request.provider, request.endpoint,
+                                request.last_user_text() or request.last_text(), base_of(request_fp),
+                                occurrence_of(request_fp))
+            info = os.stat(contained(self.root, rel))
+        except (OSError, RecordingFileError):
+            return False
+        known = self.files.get(rel)
+        return known is None or (known["size"], known["mtime_ns"]) != (info.st_size, info.st_mtime_ns)
 
     # --- loading --------------------------------------------------------------------------
 
     def sync(self, store: RecordingStore, settings_for: Callable[[str], ProjectSettings],
-             before_delete: Callable[[int], None] | None = None) -> SyncReport:
-        """Load new and changed files into the store, remove the entries of deleted files."""
+             before_delete: Callable[[int], None] | None = None, key: FingerprintKey | None = None) -> SyncReport:
+        """Load new and changed files into the store, remove the entries of deleted files, and write the
+        files of stored recordings that never reached the folder."""
         report = SyncReport()
         load_settings(self.root, store, report.shared)  # first: recordings are fingerprinted under them
-        if not self.files and (not self.root.is_dir() or not any(iter_files(self.root))):
+        if self.root.is_dir():
+            remove_stale_temps(self.root)
+            self.directories = directory_times(self.root)  # before the scan: a change during it is seen next time
+        found = list(scan(self.root)) if self.root.is_dir() else []
+        if not self.files and not any(f.problem is None for f in found):
             report.exported = self.export(store)  # an upgrade: the store's recordings become the first files
             if report.exported:
                 return report
-        seen = set()
-        pending: list[tuple[str, Path, str, Any]] = []  # (relative path, path, digest, new entry)
-        for path in iter_files(self.root):
-            rel = str(path.relative_to(self.root))
-            seen.add(rel)
-            known = self.files.get(rel)
-            try:
-                stat = path.stat()
-                if known and (known["size"], known["mtime_ns"]) == (stat.st_size, stat.st_mtime_ns):
-                    report.unchanged += 1
-                    continue
-                raw = path.read_bytes()
-                digest = hashlib.sha256(raw).hexdigest()
-                if known and known["sha256"] == digest and store.get_entry(known["entry_id"]) is not None:
-                    self._remember(rel, path, digest, known["entry_id"])
-                    report.unchanged += 1
-                    continue
-                recording = loads(raw.decode("utf-8"))
-                validate_project(recording.project)
-                pending.append((rel, path, digest, self._new_entry(recording, settings_for(recording.project))))
-            except (RecordingFileError, SettingsError, UnicodeDecodeError, OSError, KeyError, TypeError,
-                    ValueError) as e:
-                report.bad.append((rel, str(e)))
-                log.warning("semula: recording %s skipped: %s", path, e)
+        seen: set[str] = set()
+        claims: dict[str, str] = {}  # claim -> the file that has it
+        pending: list[tuple[Found, str, NewEntry]] = []  # (file, digest, new entry)
+        for item in found:
+            seen.add(item.rel)
+            if item.problem is not None:
+                self._bad(report, item.rel, item.problem)
                 continue
-        for start in range(0, len(pending), SYNC_BATCH):
-            batch = pending[start:start + SYNC_BATCH]
-            for (rel, path, digest, _), entry_id in zip(batch, store.upsert_entries([b[3] for b in batch])):
-                self._remember(rel, path, digest, entry_id)
-            report.loaded += len(batch)
-        for rel in [r for r in self.files if r not in seen]:
+            loaded = self._read_one(store, item, settings_for, key, report)
+            if isinstance(loaded, str):
+                claims.setdefault(loaded, item.rel)
+            elif loaded is not None:
+                pending.append(loaded)
+        for link in linked_directories(self.root) if self.root.is_dir() else ():
+            self._bad(report, link, LINKED_DIRECTORY)
+        loads_now, dropped = [], set()
+        for item, digest, new in pending:
+            first = claims.setdefault(claim(new), item.rel)
+            if first != item.rel:  # two files, one request: the first keeps it
+                self._bad(report, item.rel, duplicate_problem(first))
+                dropped.add(item.rel)
+            else:
+                loads_now.append((item, digest, new))
+        loaded_ids = self._store_batches(store, loads_now, report)
+        for rel in [r for r in self.files if r not in seen or r in dropped]:
             entry_id = self.files.pop(rel)["entry_id"]
-            if not any(info["entry_id"] == entry_id for info in self.files.values()):
+            if entry_id not in loaded_ids and not any(info["entry_id"] == entry_id for info in self.files.values()):
                 if before_delete is not None:  # e.g. log its open review candidates closed
                     before_delete(entry_id)
                 store.delete_entry(entry_id)
                 report.removed += 1
+        self._resume_journal(store)
+        report.written = self.write_unwritten(store) if self.unwritten else 0
         self._save_manifest()
         load_shared(self.root, store, self.entry_of, settings_for, report.shared)
         for rel, problem in report.shared.bad:
             log.warning("semula: %s skipped: %s", self.root / rel, problem)
         return report
 
-    @staticmethod
-    def _new_entry(recording: Recording, settings: ProjectSettings):
-        request = CanonicalRequest.from_json(recording.request)
-        return recording_of(
-            recording.project, request, settings, host=recording.host, body=recording.body,
-            status=recording.status, headers=recording.headers, streamed=recording.streamed,
-            usage=Usage(recording.prompt_tokens, recording.completion_tokens), upstream_ms=recording.upstream_ms,
-            occurrence=recording.occurrence,
-        )
+    def _bad(self, report: SyncReport, rel: str, problem: str) -> None:
+        report.bad.append((rel, problem))
+        log.warning("semula: recording %s skipped: %s", self.root / rel, problem)
+
+    def _read_one(self, store: RecordingStore, item: Found, settings_for: Callable[[str], ProjectSettings],
+                  key: FingerprintKey | None, report: SyncReport) -> str | tuple[Found, str, NewEntry] | None:
+        """An unchanged file's claim, a changed file's new entry, or None (bad: reported)."""
+        known = self.files.get(item.rel)
+        try:
+            info = os.stat(item.path)
+            if known and known.get("claim") and (known["size"], known["mtime_ns"]) == (info.st_size, info.st_mtime_ns):
+                report.unchanged += 1
+                return known["claim"]
+            raw = read_capped(item.path, self.max_bytes)
+            digest = hashlib.sha256(raw).hexdigest()
+            if known and known.get("claim") and known["sha256"] == digest and store.get_entry(known["entry_id"]):
+                self._remember(item.rel, item.path, digest, known["entry_id"], known["claim"])
+                report.unchanged += 1
+                return known["claim"]
+            return item, digest, entry_from_file(raw, settings_for, key)
+        except LOAD_ERRORS as e:
+            self._bad(report, item.rel, str(e))
+            return None
+
+    def _store_batches(self, store: RecordingStore, items: list[tuple[Found, str, NewEntry]],
+                       report: SyncReport) -> set[int]:
+        """Upsert in batches; a batch the store refuses is retried one recording at a time, so a bad
+        file costs only itself. Every recording failing means the store itself failed: raised."""
+        loaded: set[int] = set()
+        for start in range(0, len(items), SYNC_BATCH):
+            batch = items[start:start + SYNC_BATCH]
+            try:
+                ids = store.upsert_entries([new for _, _, new in batch])
+                done = list(zip(batch, ids))
+            except (StoreError, ValueError, TypeError, OverflowError) as batch_error:
+                done = []
+                for item in batch:
+                    try:
+                        done.append((item, store.upsert_entry(item[2])))
+                    except (StoreError, ValueError, TypeError, OverflowError) as e:
+                        self._bad(report, item[0].rel, f"the store refused it: {e}")
+                if not done:
+                    raise StoreError(str(batch_error)) from batch_error
+            for (item, digest, new), entry_id in done:
+                self._remember(item.rel, item.path, digest, entry_id, claim(new))
+                loaded.add(entry_id)
+            report.loaded += len(done)
+        return loaded
+
+    def _resume_journal(self, store: RecordingStore) -> None:
+        """Recordings the journal says were being stored when the last process stopped: those stored
+        without a file join `unwritten`. The journal then starts afresh."""
+        try:
+            lines = set(self.journal_path.read_text(encoding="utf-8").split())
+        except (OSError, ValueError):
+            return
+        have = {info.get("claim") for info in self.files.values()}
+        due = lines - have
+        if due:
+            for entry_id, project, request_fp, _ in store.index_rows():
+                if f"{project}/{request_fp}" in due:
+                    self.unwritten.add(entry_id)
+        try:
+            self.journal_path.unlink()
+        except OSError:
+            pass
 
     def export(self, store: RecordingStore) -> int:
         """Write every entry of the store as a file (`semula export`, and the first start after an upgrade)."""
@@ -268,7 +474,23 @@ class RecordingsFolder:
         for entry_id, *_ in sorted(store.index_rows()):  # ids only: the entries are read one at a time
             entry = store.get_entry(entry_id)
             if entry is not None:
-                self.write(entry, save=False)
-                count += 1
+                try:
+                    self.write(entry, save=False)
+                    count += 1
+                except (OSError, RecordingFileError) as e:
+                    log.error("semula: recording #%s was not exported: %s", entry_id, e)
         self._save_manifest()
         return count
+
+
+def _plain(rel: Any) -> bool:
+    try:
+        plain_relative(rel)
+        return True
+    except (UnsafePath, TypeError):
+        return False
+
+
+def _known(info: Any) -> bool:
+    return isinstance(info, dict) and isinstance(info.get("entry_id"), int) and all(
+        isinstance(info.get(k), int) for k in ("size", "mtime_ns")) and isinstance(info.get("sha256"), str)

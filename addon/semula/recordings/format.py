@@ -18,6 +18,10 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
+from semula.core.settings import PROJECT_NAME
+from semula.providers import PROVIDER_NAMES
+from semula.recordings import validate
+
 FORMAT = "semula-recording/1"
 SLUG_WORDS = 8
 SLUG_CHARS = 48
@@ -65,8 +69,13 @@ def relative_path(project: str, provider: str, endpoint: str, prompt: str, reque
                   occurrence: int = 1) -> str:
     """project/provider/endpoint/prompt-slug-fingerprint.json: two different requests never share a file.
 
+    Every part is a plain name: the project is validated, the provider is the adapter registry's,
+    the endpoint and the prompt are slugged, so no file content picks a path outside the folder.
+
     The n-th answer of a sequence (n ≥ 2) is `...-fingerprint-n.json`, beside the first.
     """
+    if provider not in PROVIDER_NAMES or not PROJECT_NAME.match(project):
+        raise RecordingFileError(f"no recording path for project {project!r:.60} and provider {provider!r:.60}")
     endpoint_slug = _SLUG_DROP.sub("-", endpoint.lower()).strip("-") or "root"
     digest = hashlib.sha256(request_fp.encode()).hexdigest()[:12]
     suffix = f"-{occurrence}" if occurrence > 1 else ""
@@ -217,40 +226,43 @@ def _headers(lines: list[Any]) -> list[tuple[str, str]]:
 _REQUIRED = ("project", "provider", "host", "method", "endpoint", "request", "response")
 
 
-def loads(text: str) -> Recording:
-    """Parse a recording file; a bad file raises RecordingFileError naming the line and the problem."""
+def parse(text: str) -> Any:
+    """The JSON document of a recording file; a conflict marker or bad JSON raises RecordingFileError."""
     if (marker := re.search(r"^(<<<<<<<|=======|>>>>>>>)", text, re.M)) is not None:
         line = text.count("\n", 0, marker.start()) + 1
         raise RecordingFileError(f"line {line}: a git conflict marker ({marker.group(1)}): resolve the conflict")
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as e:
         raise RecordingFileError(f"line {e.lineno}: not JSON ({e.msg})") from None
+    except RecursionError:
+        raise RecordingFileError(f"nested deeper than {validate.MAX_DEPTH} levels") from None
+
+
+def loads(text: str, providers: frozenset[str] | None = None) -> Recording:
+    """Parse and validate a recording file; a bad file raises RecordingFileError naming the line or field
+    and the problem. `providers`: the names a file's provider may take (default: the adapter registry's)."""
+    data = parse(text)
     if not isinstance(data, dict):
         raise RecordingFileError("line 1: a recording is a JSON object")
     if data.get("format") != FORMAT:
-        raise RecordingFileError(f"format {data.get('format')!r} is not {FORMAT!r}")
+        raise RecordingFileError(f"format {data.get('format')!r:.60} is not {FORMAT!r}")
     missing = [key for key in _REQUIRED if key not in data]
     if missing:
         raise RecordingFileError(f"missing field(s): {', '.join(missing)}")
+    if (problem := validate.problem(data, PROVIDER_NAMES if providers is None else providers)) is not None:
+        raise RecordingFileError(problem)
     response, usage = data["response"], data.get("usage") or {}
-    if not isinstance(response, dict) or not isinstance(response.get("status"), int):
-        raise RecordingFileError("response.status is missing or not a number")
-    if not isinstance(data["request"], dict):
-        raise RecordingFileError("request is not an object")
-    occurrence = data.get("occurrence", 1)
-    if not isinstance(occurrence, int) or isinstance(occurrence, bool) or occurrence < 1:
-        raise RecordingFileError(f"occurrence {occurrence!r} is not a whole number from 1")
     try:
         body = body_from(response)
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, RecursionError) as e:
         raise RecordingFileError(f"response body: {e}") from None
     return Recording(
-        project=str(data["project"]), provider=str(data["provider"]), host=str(data["host"]),
-        method=str(data["method"]), endpoint=str(data["endpoint"]), model=data.get("model"),
+        project=data["project"], provider=data["provider"], host=data["host"],
+        method=data["method"], endpoint=data["endpoint"], model=data.get("model"),
         request=data["request"], status=response["status"],
         headers=_headers(response.get("headers") or []), body=body,
         streamed=bool(data.get("streamed")), prompt_tokens=usage.get("prompt_tokens"),
         completion_tokens=usage.get("completion_tokens"), upstream_ms=data.get("upstream_ms"),
-        recorded_at=data.get("recorded_at"), occurrence=occurrence,
+        recorded_at=data.get("recorded_at"), occurrence=data.get("occurrence", 1),
     )

@@ -25,6 +25,7 @@ from typing import Any
 from semula.core.canonical import CanonicalRequest
 from semula.core.settings import FINGERPRINT_KEYS, ProjectSettings, SettingsError, parse_setting, validate_project
 from semula.recordings.entry import fingerprints_of
+from semula.recordings.files import read_inside
 from semula.recordings.format import slug
 from semula.store.base import RecordingStore
 
@@ -77,11 +78,14 @@ def settings_file(project: str, values: dict[str, Any]) -> tuple[str, str]:
 # ---------------------------------------------------------------- loading
 
 
-def _read(path: Path, fmt: str) -> dict[str, Any]:
-    text = path.read_text(encoding="utf-8")
+def _read(path: Path, fmt: str, root: Path) -> dict[str, Any]:
+    text = read_inside(root, path).decode("utf-8")
     if "\n<<<<<<< " in f"\n{text}":
         raise ValueError("a git conflict marker: resolve the conflict")
-    data = json.loads(text)
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deep") from None
     if not isinstance(data, dict) or data.get("format") != fmt:
         raise ValueError(f"not a {fmt} file")
     validate_project(str(data.get("project")))
@@ -94,7 +98,7 @@ def load_shared(root: Path, store: RecordingStore, entry_of: Callable[[str], int
     aliases: dict[str, dict[str, tuple[str, int, dict[str, Any]]]] = {}
     for path in sorted(root.glob(f"*/{ALIASES_DIR}/*.json")):
         try:
-            data = _read(path, ALIAS_FORMAT)
+            data = _read(path, ALIAS_FORMAT, root)
             entry_id = entry_of(str(data["recording"]))
             if entry_id is None:
                 raise ValueError(f"its recording {data['recording']} is not in the folder")
@@ -111,7 +115,7 @@ def load_shared(root: Path, store: RecordingStore, entry_of: Callable[[str], int
             report.aliases += len(changed)
     for path in sorted(root.glob(f"*/{REJECTIONS_DIR}/*.json")):
         try:
-            report.rejections += _load_rejection(store, _read(path, REJECTION_FORMAT), entry_of, settings_for)
+            report.rejections += _load_rejection(store, _read(path, REJECTION_FORMAT, root), entry_of, settings_for)
         except (OSError, ValueError, KeyError, TypeError, SettingsError) as e:
             report.bad.append((str(path.relative_to(root)), str(e)))
 
@@ -139,7 +143,7 @@ def load_settings(root: Path, store: RecordingStore, report: SharedReport) -> No
     """Each `<project>/_settings.json` into the store; the projects whose fingerprint inputs changed go in `report`."""
     for path in sorted(root.glob(f"*/{SETTINGS_FILE}")):
         try:
-            data = _read(path, SETTINGS_FORMAT)
+            data = _read(path, SETTINGS_FORMAT, root)
             project, values = data["project"], data["settings"]
             if not isinstance(values, dict):
                 raise ValueError("settings is not an object")
@@ -162,7 +166,7 @@ def check_shared(root: Path) -> tuple[int, list[tuple[str, str]]]:
                          (f"*/{SETTINGS_FILE}", SETTINGS_FORMAT)):
         for path in sorted(root.glob(pattern)):
             try:
-                _read(path, fmt)
+                _read(path, fmt, root)
                 good += 1
             except (OSError, ValueError, SettingsError) as e:
                 bad.append((str(path.relative_to(root)), str(e)))

@@ -18,11 +18,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 import psycopg
 
+from semula.store.pg_connect import shut_socket
 from semula.store.pg_migrations import CHANNEL
 from semula.store.types import StoreError
 
@@ -49,7 +50,8 @@ class ChangeFollower:
     def __init__(self, connect: Callable[[], psycopg.Connection],
                  pooled: Callable[[], AbstractContextManager[psycopg.Connection]],
                  apply: Callable[[list[Change]], None], after: int, *, listen: bool = True, describe: str = "",
-                 poll_seconds: float | None = None, on_state: Callable[[str | None], None] | None = None) -> None:
+                 poll_seconds: float | None = None, on_state: Callable[[str | None], None] | None = None,
+                 watch: Callable[[psycopg.Connection], AbstractContextManager[object]] | None = None) -> None:
         self._connect = connect
         self._pooled = pooled
         self._apply = apply
@@ -63,6 +65,9 @@ class ChangeFollower:
         self._down: str | None = None
         self._con: psycopg.Connection | None = None
         self._on_state = on_state or (lambda problem: None)  # told why the server is lost, and None when back
+        self._watch = watch or (lambda con: nullcontext())  # bounds a statement on the direct connection
+        self._state_lock = threading.Lock()  # `lost` is called from the store's watchdog too
+        self._con_lock = threading.Lock()  # `stop` shuts the direct connection's socket only while it is open
 
     def start(self) -> None:
         self._thread.start()
@@ -70,11 +75,9 @@ class ChangeFollower:
     def stop(self) -> None:
         self._stop.set()
         con = self._con
-        if con is not None:
-            try:
-                con.cancel_safe(timeout=1)
-            except Exception:
-                pass
+        with self._con_lock:
+            if con is not None and con is self._con and not con.closed:
+                shut_socket(con)  # wakes a wait for notifications at once (a cancel would not: no query runs)
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
@@ -85,6 +88,8 @@ class ChangeFollower:
                 else:
                     self._poll_loop()
             except (psycopg.Error, StoreError, OSError) as e:
+                if self._stop.is_set():
+                    break  # stopping: the socket was shut on purpose
                 self._lost(e)
                 self._stop.wait(RECONNECT_SECONDS)
             except Exception as e:  # a bug in applying: say so, keep following
@@ -94,23 +99,33 @@ class ChangeFollower:
                 self._close_direct()
 
     def _lost(self, e: BaseException) -> None:
-        cause = e.__cause__ if isinstance(e, StoreError) and e.__cause__ is not None else e
-        reason = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
-        if self._down is None:
-            print(f"semula: lost the Postgres store {self.describe} ({reason}): hits are served from memory, "
-                  "new calls are not recorded (replay: refused); reconnecting by itself", flush=True)
-        self._down = reason
-        self._on_state(reason)
+        if isinstance(e, StoreError) and "stopped answering" in str(e):  # the watchdog's reason, not the socket's
+            reason = str(e).split(" is unreachable: ", 1)[-1]
+        else:
+            cause = e.__cause__ if isinstance(e, StoreError) and e.__cause__ is not None else e
+            reason = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+        self.lost(reason)
+
+    def lost(self, reason: str) -> None:
+        """The server is unavailable: say so once (until it is back); calls fail at once meanwhile."""
+        with self._state_lock:
+            if self._down is None:
+                print(f"semula: lost the Postgres store {self.describe} ({reason}): hits are served from memory, "
+                      "new calls are not recorded (replay: refused); reconnecting by itself", flush=True)
+            self._down = reason
+            self._on_state(reason)
 
     def _back(self) -> None:
-        self._on_state(None)
-        if self._down is not None:
-            print(f"semula: the Postgres store {self.describe} is back; following changes again", flush=True)
-            self._down = None
+        with self._state_lock:
+            self._on_state(None)
+            if self._down is not None:
+                print(f"semula: the Postgres store {self.describe} is back; following changes again", flush=True)
+                self._down = None
 
     def _listen_loop(self) -> None:
         con = self._con = self._connect()
-        con.execute(f"LISTEN {CHANNEL}")
+        with self._watch(con):
+            con.execute(f"LISTEN {CHANNEL}")
         self._after_reconnect()
         self.catch_up()  # after LISTEN: whatever commits from here on also notifies
         self._back()
@@ -122,6 +137,8 @@ class ChangeFollower:
                 for _ in con.notifies(timeout=0.01):
                     pass
             self.catch_up()
+            if self._down is not None:  # the watchdog saw the server frozen, and it answers again
+                self._back()
 
     def _poll_loop(self) -> None:
         self._after_reconnect()
@@ -140,12 +157,13 @@ class ChangeFollower:
             self._apply([Change(0, "reload", "", None)])
 
     def _close_direct(self) -> None:
-        con, self._con = self._con, None
-        if con is not None:
-            try:
-                con.close()
-            except Exception:
-                pass
+        with self._con_lock:
+            con, self._con = self._con, None
+            if con is not None:
+                try:
+                    con.close()
+                except Exception:
+                    pass
 
     def catch_up(self) -> None:
         """Read and apply the log after the last id (and the ids still missing below it)."""

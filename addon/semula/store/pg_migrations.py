@@ -142,6 +142,10 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
 def migrate(con: psycopg.Connection) -> list[str]:
     """Apply the pending migrations in one transaction under the advisory lock; returns their names."""
     with con.transaction():
+        # Another proxy's migration may hold the lock for a while (a big table rewritten): wait for it
+        # rather than time out; the client-side watchdog still fails the call if the server freezes.
+        con.execute("SET LOCAL statement_timeout = 0")
+        con.execute("SET LOCAL lock_timeout = 0")
         con.execute("SELECT pg_advisory_xact_lock(%s)", [LOCK_KEY])
         con.execute("CREATE TABLE IF NOT EXISTS schema_migrations "
                     "(name TEXT PRIMARY KEY, applied_at TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'utc'))")

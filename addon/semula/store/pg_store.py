@@ -2,7 +2,10 @@
 
 Each call takes a connection from a small pool (`pg_connect`) for one transaction, so the store is
 safe from any thread and survives a server restart: a failed call raises `StoreError`, and the next
-one gets a fresh connection. Recording is one statement, `INSERT … ON CONFLICT (project,
+one gets a fresh connection. Every call runs under the watchdog (`pg_connect.Watchdog`): on a server
+that stopped answering it fails within `FROZEN_BOUND_SECONDS`, and the follower, told at once, says
+"lost the Postgres store" and makes later calls fail immediately until the server is back. Text is
+NUL-safe (`pg_text`). Recording is one statement, `INSERT … ON CONFLICT (project,
 request_fp) DO UPDATE … RETURNING id`: two runners recording the same request at once get one
 entry (in the ordered-repeats mode `request_fp` carries the sequence number). The review queue
 and settings live in `pg_review`; full text and vectors in `pg_lexical`; the change log other
@@ -13,16 +16,27 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
+import psycopg_pool
 
 from semula.store import pg_migrations
 from semula.store.pg_changes import ChangeFollower, Change
-from semula.store.pg_connect import direct_connection, masked, open_pool, pg_errors
+from semula.store.pg_connect import (
+    POOL_WAIT_SECONDS,
+    Watchdog,
+    check_server,
+    describe,
+    direct_connection,
+    masked,
+    open_pool,
+    pg_errors,
+)
 from semula.store.pg_lexical import PgLexical, PgVectors
 from semula.store.pg_review import PgReviewAndSettings
 from semula.store.rows import ENTRY_COLUMNS, entry_from_row
@@ -65,22 +79,30 @@ class PgStore(PgReviewAndSettings):
         self.listen = listen  # LISTEN/NOTIFY (direct connection); False: poll the change log by id
         self.path = masked(url)  # what messages call this store
         self.read_only = False
-        self._pool = open_pool(url, schema)
-        self.vectors = PgVectors(self)
         self._follower: ChangeFollower | None = None
         self.follows = True  # an engine on this store follows other writers' changes (`engine.follow`)
         self.down: str | None = None  # why the server is unreachable, as the follower last saw it
+        self._watchdog = Watchdog(url, on_frozen=self._frozen)
+        try:
+            self._pool = open_pool(url, schema, self._watchdog)
+        except BaseException:
+            self._watchdog.close()
+            raise
+        self.vectors = PgVectors(self)
 
     @classmethod
     def open(cls, url: str, schema: str | None = None, listen: bool = True) -> PgStore:
         """Connect and migrate (under the advisory lock). StoreError says why it cannot."""
         if schema:
-            with pg_errors(url), psycopg.connect(url, autocommit=True, connect_timeout=3) as con:
-                con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+            dog = Watchdog(url)
+            try:
+                check_server(url, None, dog, f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+            finally:
+                dog.close()
         store = cls(url, schema, listen)
         try:
             with store.connection() as con:
-                applied = pg_migrations.migrate(con)
+                applied = pg_migrations.migrate(con)  # no statement or lock timeout: it may wait for another's
             if applied:
                 log.info("semula: Postgres store %s migrated: %s", store.path, ", ".join(applied))
         except BaseException:
@@ -97,25 +119,77 @@ class PgStore(PgReviewAndSettings):
             self._follower.stop()
             self._follower = None
         self._pool.close(timeout=5)
+        self._watchdog.close()
 
     def drop_schema(self) -> None:
         """Remove this store's own schema (a throwaway one, `semula eval`), then close."""
         schema = self.schema
         self.close()
         if schema:
-            with pg_errors(self.url), psycopg.connect(self.url, autocommit=True, connect_timeout=3) as con:
-                con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            dog = Watchdog(self.url)
+            try:
+                check_server(self.url, None, dog, f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            finally:
+                dog.close()
 
     @contextmanager
     def connection(self, probe: bool = False) -> Iterator[psycopg.Connection]:
         """A pooled connection for one transaction (committed on success); errors become StoreError.
 
         While the follower knows the server is down, calls fail at once instead of each waiting for
-        the pool's timeout: misses go upstream without delay; the follower says when it is back."""
+        the pool's timeout: misses go upstream without delay; the follower says when it is back.
+        The checkout's check, the statements and the commit all run under the watchdog."""
         if self.down is not None and not probe:
             raise StoreError(f"the Postgres store {self.path} is unreachable: {self.down}")
-        with pg_errors(self.url), self._pool.connection() as con:
-            yield con
+        con = self._checkout()
+        watch = self._watchdog.watch(con)
+        try:
+            with pg_errors(self.url), watch:
+                try:
+                    yield con
+                except BaseException:
+                    _rollback_quietly(con)
+                    raise
+                con.commit()
+        finally:
+            if watch.broken is not None or con.broken:
+                con.close()  # the pool replaces it
+            self._pool.putconn(con)
+
+    def _checkout(self) -> psycopg.Connection:
+        """A pooled connection that answers: a dead one (the server restarted) is replaced, a frozen
+        server fails the call (within the watchdog's bound), no connection in `POOL_WAIT_SECONDS`
+        says why."""
+        deadline = time.monotonic() + POOL_WAIT_SECONDS
+        while True:
+            try:
+                con = self._pool.getconn(timeout=max(deadline - time.monotonic(), 0.05))
+            except psycopg_pool.PoolTimeout as e:
+                why = self._watchdog.frozen
+                raise StoreError(f"the Postgres store {self.path} is unreachable: {why}" if why
+                                 else describe(e, self.url)) from e
+            except psycopg.Error as e:
+                raise StoreError(describe(e, self.url)) from e
+            watch = self._watchdog.watch(con)
+            try:
+                with watch:
+                    psycopg_pool.ConnectionPool.check_connection(con)
+                return con
+            except StoreError:  # the watchdog found the server frozen
+                con.close()
+                self._pool.putconn(con)
+                raise
+            except psycopg.Error as e:  # a dead connection: another one, while there is time
+                con.close()
+                self._pool.putconn(con)
+                if time.monotonic() >= deadline:
+                    raise StoreError(describe(e, self.url)) from e
+
+    def _frozen(self, reason: str) -> None:
+        """The watchdog found the server frozen: the follower says so once and marks the store down."""
+        follower = self._follower
+        if follower is not None:
+            follower.lost(reason)
 
     def _all(self, sql: str, params: Any = None) -> list[tuple]:
         with self.connection() as con:
@@ -143,7 +217,8 @@ class PgStore(PgReviewAndSettings):
         """Call `apply` with every change after `after`, from a thread, until `close`."""
         self._follower = ChangeFollower(
             lambda: direct_connection(self.url, self.schema), lambda: self.connection(probe=True), apply, after,
-            listen=self.listen, describe=self.path, poll_seconds=poll_seconds, on_state=self._server_state)
+            listen=self.listen, describe=self.path, poll_seconds=poll_seconds, on_state=self._server_state,
+            watch=self._watchdog.watch)
         self._follower.start()
 
     def _server_state(self, problem: str | None) -> None:
@@ -301,6 +376,14 @@ class PgStore(PgReviewAndSettings):
                     "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (project, normalised_fp) DO UPDATE SET "
                     "entry_id = EXCLUDED.entry_id, request_canonical = EXCLUDED.request_canonical",
                     [project, fp, entry_id, _now(), json.dumps(request) if request is not None else None])
+
+
+def _rollback_quietly(con: psycopg.Connection) -> None:
+    if not con.closed and not con.broken:
+        try:
+            con.rollback()
+        except psycopg.Error:
+            pass
 
 
 class _ThreadReader:

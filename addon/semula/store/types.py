@@ -11,6 +11,8 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
+from semula.core.httpfields import servable_headers
+
 
 class StoreError(Exception):
     """The store cannot be opened, read or written. The message says why and what to do."""
@@ -45,16 +47,26 @@ class Entry(NewEntry):
     created_at: datetime | None = None
     updated_at: datetime | None = None
 
+    @property
+    def sendable_headers(self) -> list[tuple[str, str]]:
+        """The recorded headers that can be sent: one with CR, LF or NUL in it, or a name that is not
+        a token, is never sent (a store another proxy writes is checked here too, not only files).
+        Usually every header is fine: then it is `headers` itself, not a copy. Not cached: `wire_headers`
+        is, and an entry in the answer cache holds nothing more than it counts."""
+        ok, problems = servable_headers(self.headers)
+        return ok if problems else self.headers
+
     @cached_property
     def wire_headers(self) -> tuple[tuple[bytes, bytes], ...] | None:
         """The answer's headers as mitmproxy sends them, `content-length` the body's (as `Response.make`
         sets it): encoded once per loaded entry, not per hit. None when a content- or transfer-encoding
         header leaves the body's framing to mitmproxy."""
-        names = {k.lower() for k, _ in self.headers}
+        headers = self.sendable_headers
+        names = {k.lower() for k, _ in headers}
         if "content-encoding" in names or "transfer-encoding" in names:
             return None
         length = str(len(self.body)).encode()
-        wire = [(k.encode(), length if k.lower() == "content-length" else v.encode()) for k, v in self.headers]
+        wire = [(k.encode(), length if k.lower() == "content-length" else v.encode()) for k, v in headers]
         lengths = [i for i, (k, _) in enumerate(wire) if k.lower() == b"content-length"]
         if not lengths:
             return (*wire, (b"content-length", length))

@@ -1,0 +1,185 @@
+"""The one validator of a recording file's content, shared by the loader and `semula recordings check`.
+
+A recordings folder arrives from pull requests, so every field of a file is untrusted: it may
+name a path, a header or a number the proxy later acts on. This module says, for a parsed
+document, whether each field has the type and range a recording can have, and names the first
+field that does not ("response.status 99999 is not 100-599"). Nothing that fails here reaches the
+store, a path or a client. Pure: a JSON value in, a problem (or None) out.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from semula.core.httpfields import header_problem
+from semula.core.settings import PROJECT_NAME
+
+MAX_DEPTH = 128  # nesting of the whole document; a real request's JSON schemas stay far below this
+MAX_COUNT = 10**12  # token counts
+MAX_MS = 10**9  # upstream_ms: eleven days
+MAX_OCCURRENCE = 10**6
+_HOST = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9-]{1,63})*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$")
+_METHOD = re.compile(r"^[A-Z]{1,16}$")
+BODY_FIELDS = ("body_json", "body_sse", "body_text", "body_base64")
+
+
+class Invalid(ValueError):
+    """One field's problem, named by its path in the document."""
+
+
+def depth_problem(value: Any, limit: int = MAX_DEPTH) -> str | None:
+    """Whether `value` nests deeper than `limit` (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return f"nested deeper than {limit} levels"
+        stack.extend((child, depth + 1) for child in children)
+    return None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _text(value: Any, where: str, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, str):
+        raise Invalid(f"{where} {value!r:.60} is not text")
+
+
+def _count(value: Any, where: str, high: int) -> None:
+    if value is None:
+        return
+    if not _is_int(value) or not 0 <= value <= high:
+        raise Invalid(f"{where} {value!r:.60} is not a whole number from 0 to {high}")
+
+
+def _pairs(value: Any, where: str) -> None:
+    if not isinstance(value, list) or not all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(s, str) for s in p) for p in value):
+        raise Invalid(f"{where} is not a list of [name, value] text pairs")
+
+
+def _request(request: Any, provider: str) -> None:
+    if not isinstance(request, dict):
+        raise Invalid("request is not an object")
+    for key in ("method", "endpoint", "query", "headers", "messages", "tools", "params", "stream"):
+        if key not in request:
+            raise Invalid(f"request.{key} is missing")
+    if request.get("provider") != provider:
+        raise Invalid(f"request.provider {request.get('provider')!r:.60} is not the file's provider {provider!r}")
+    _text(request["method"], "request.method")
+    _text(request["endpoint"], "request.endpoint")
+    _text(request.get("model"), "request.model", optional=True)
+    _text(request.get("system"), "request.system", optional=True)
+    _pairs(request["query"], "request.query")
+    _pairs(request["headers"], "request.headers")
+    messages = request["messages"]
+    if not isinstance(messages, list):
+        raise Invalid("request.messages is not a list")
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise Invalid(f"request.messages[{i}] is not an object")
+        _text(message.get("role"), f"request.messages[{i}].role")
+        _text(message.get("text"), f"request.messages[{i}].text")
+        if not isinstance(message.get("parts", []), list):
+            raise Invalid(f"request.messages[{i}].parts is not a list")
+    if not isinstance(request["tools"], list):
+        raise Invalid("request.tools is not a list")
+    if not isinstance(request["params"], dict):
+        raise Invalid("request.params is not an object")
+    for key in ("stream", "parsed"):
+        if not isinstance(request.get(key, True), bool):
+            raise Invalid(f"request.{key} {request[key]!r:.60} is not true or false")
+
+
+def _response(response: Any) -> None:
+    if not isinstance(response, dict):
+        raise Invalid("response is not an object")
+    status = response.get("status")
+    if not _is_int(status) or not 100 <= status <= 599:
+        raise Invalid(f"response.status {status!r:.60} is not a whole number from 100 to 599")
+    headers = response.get("headers") or []
+    if not isinstance(headers, list):
+        raise Invalid("response.headers is not a list")
+    for i, line in enumerate(headers):
+        if not isinstance(line, str):
+            raise Invalid(f"response.headers[{i}] is not text")
+        name, sep, value = line.partition(": ")
+        if not sep:
+            raise Invalid(f"response.headers[{i}] {line!r:.60} is not 'name: value'")
+        if (problem := header_problem(name, value)) is not None:
+            raise Invalid(f"response.headers[{i}]: {problem}")
+    bodies = [key for key in BODY_FIELDS if key in response]
+    if len(bodies) != 1:
+        raise Invalid(f"response has {len(bodies)} of {', '.join(BODY_FIELDS)} (one is needed)")
+    body = response[bodies[0]]
+    if bodies[0] == "body_sse":
+        if not isinstance(body, list) or not all(isinstance(frame, str) for frame in body):
+            raise Invalid("response.body_sse is not a list of text frames")
+    elif bodies[0] != "body_json":
+        _text(body, f"response.{bodies[0]}")
+    _text(response.get("body_layout"), "response.body_layout", optional=True)
+    _text(response.get("answer_text"), "response.answer_text", optional=True)
+
+
+def problem(data: Any, providers: frozenset[str]) -> str | None:
+    """The first reason this parsed recording file cannot be loaded, or None.
+
+    `providers`: the adapter registry's names; a file's provider is one of them, so the path
+    built from it stays a plain folder name.
+    """
+    try:
+        check(data, providers)
+    except Invalid as e:
+        return str(e)
+    return None
+
+
+def check(data: Any, providers: frozenset[str]) -> None:
+    """Raise `Invalid` naming the first field of `data` that a recording cannot have."""
+    if not isinstance(data, dict):
+        raise Invalid("a recording is a JSON object")
+    if (deep := depth_problem(data)) is not None:
+        raise Invalid(f"the document is {deep}")
+    project, provider = data.get("project"), data.get("provider")
+    if not isinstance(project, str) or not PROJECT_NAME.match(project):
+        raise Invalid(f"project {project!r:.60} is not a project name (letters, digits, '.', '_', '-')")
+    if not isinstance(provider, str) or provider not in providers:
+        raise Invalid(f"provider {provider!r:.60} is not one of {', '.join(sorted(providers))}")
+    host = data.get("host")
+    if not isinstance(host, str) or not _HOST.match(host):
+        raise Invalid(f"host {host!r:.60} is not a host name")
+    method = data.get("method")
+    if not isinstance(method, str) or not _METHOD.match(method):
+        raise Invalid(f"method {method!r:.60} is not an HTTP method")
+    _text(data.get("endpoint"), "endpoint")
+    _text(data.get("model"), "model", optional=True)
+    _text(data.get("recorded_at"), "recorded_at", optional=True)
+    if not isinstance(data.get("streamed", False), bool):
+        raise Invalid(f"streamed {data['streamed']!r:.60} is not true or false")
+    usage = data.get("usage")
+    if usage is not None and not isinstance(usage, dict):
+        raise Invalid("usage is not an object")
+    for key in ("prompt_tokens", "completion_tokens"):
+        _count((usage or {}).get(key), f"usage.{key}", MAX_COUNT)
+    upstream_ms = data.get("upstream_ms")
+    if upstream_ms is not None and (
+            isinstance(upstream_ms, bool) or not isinstance(upstream_ms, (int, float))
+            or not math.isfinite(upstream_ms) or not 0 <= upstream_ms <= MAX_MS):
+        raise Invalid(f"upstream_ms {upstream_ms!r:.60} is not a number of milliseconds from 0 to {MAX_MS}")
+    occurrence = data.get("occurrence", 1)
+    if not _is_int(occurrence) or not 1 <= occurrence <= MAX_OCCURRENCE:
+        raise Invalid(f"occurrence {occurrence!r:.60} is not a whole number from 1 to {MAX_OCCURRENCE}")
+    _request(data.get("request"), provider)
+    _response(data.get("response"))
