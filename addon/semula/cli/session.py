@@ -19,9 +19,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import click
+
 from semula.cli.proxy_cmd import (
     DEFAULT_CONFDIR,
     client_env,
+    confdir_of,
+    ensure_ca,
+    key_size_of,
     namespace_by_key,
     placeholder_keys,
     port_hint,
@@ -52,10 +57,7 @@ def free_port() -> int:
 
 
 def confdir_from(sets: tuple[str, ...]) -> Path:
-    for item in sets:
-        if item.startswith("confdir="):
-            return Path(item.split("=", 1)[1]).expanduser()
-    return Path(DEFAULT_CONFDIR).expanduser()
+    return confdir_of(sets, DEFAULT_CONFDIR)
 
 
 @dataclass
@@ -119,6 +121,14 @@ def open_session(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
         return ProxySession(mode, host_port.rsplit(":", 1)[0], int(host_port.rsplit(":", 1)[1]),
                             data_dir, Path(info.get("confdir") or confdir),  # trust the CA actually in use
                             project, sets, started)
+    # The CA before the proxy starts, so the proxy loads it and the clients trust the same one:
+    # mitmproxy would make its own only after it listens (ensure_ca).
+    try:
+        ensure_ca(confdir, key_size_of(sets))
+    except click.ClickException as e:
+        raise SessionError(e.format_message()) from None
+    except OSError as e:
+        raise SessionError(f"cannot write the proxy's CA into {confdir}: {e}") from None
     port = listen_port or free_port()
     process, console = _start_proxy(mode, listen_host, port, data_dir, project, sets, ready_timeout, echo)
     return ProxySession(mode, listen_host, port, data_dir, confdir, project, sets, started, process, console)
