@@ -26,6 +26,8 @@ TEMP_PREFIX = ".tmp-"
 GITIGNORE = f"# semula: a write interrupted by a crash leaves its temporary file\n{TEMP_PREFIX}*\n"
 STALE_TEMP_SECONDS = 600.0  # older than any write in progress: a killed writer's
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024  # a recording file's size cap (SEMULA_RECORDING_MAX_MB)
+LINKED_DIRECTORY = ("a symbolic link to a directory: its files are not loaded, and semula does not write "
+                    "through it (make it a real directory)")
 
 
 class UnsafePath(OSError):
@@ -118,7 +120,8 @@ class Found:
 
 
 def scan(root: Path) -> Iterator[Found]:
-    """Every recording file under `root`, sorted, without following links out of it or into directories."""
+    """Every recording file under `root`, sorted, without following links out of it or into directories;
+    a link to a directory is named (`LINKED_DIRECTORY`), whatever its name."""
     real_root = root.resolve()
     found: list[Found] = []
     for entry in _entries(root, SKIPPED_PREFIX):
@@ -126,16 +129,14 @@ def scan(root: Path) -> Iterator[Found]:
             path = Path(entry.path)
             rel = path.relative_to(root).as_posix()
             try:
+                if entry.is_symlink() and path.is_dir():
+                    found.append(Found(rel, path, LINKED_DIRECTORY))
+                    continue
                 if not entry.name.endswith(".json"):
                     continue
-                if entry.is_symlink():
-                    target = path.resolve()
-                    if not target.is_relative_to(real_root):
-                        found.append(Found(rel, path, "a symbolic link out of the recordings folder"))
-                        continue
-                    if target.is_dir():
-                        found.append(Found(rel, path, "a symbolic link to a directory"))
-                        continue
+                if entry.is_symlink() and not path.resolve().is_relative_to(real_root):
+                    found.append(Found(rel, path, "a symbolic link out of the recordings folder"))
+                    continue
                 mode = os.stat(path).st_mode
             except OSError as e:
                 found.append(Found(rel, path, f"cannot read it ({e.strerror or e})"))
@@ -143,12 +144,6 @@ def scan(root: Path) -> Iterator[Found]:
             found.append(Found(rel, path, None if stat.S_ISREG(mode) else "not a regular file (a FIFO, device "
                                                                           "or socket is never read)"))
     yield from sorted(found, key=lambda f: f.rel)
-
-
-def linked_directories(root: Path) -> list[str]:
-    """The symbolic links to directories inside `root` (never descended into: their files are not loaded)."""
-    return sorted(Path(entry.path).relative_to(root).as_posix() for entry in _entries(root, (".",))
-                  if entry.is_symlink() and os.path.isdir(entry.path))
 
 
 def _entries(root: Path, skipped: tuple[str, ...]) -> Iterator[os.DirEntry[str]]:

@@ -22,7 +22,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -40,7 +40,6 @@ from semula.recordings.files import (
     UnsafePath,
     contained,
     directory_times,
-    linked_directories,
     make_directories,
     max_file_bytes,
     plain_relative,
@@ -63,8 +62,6 @@ FOLDER_FORMAT = "semula-recordings/1"
 GITATTRIBUTES = "*.json linguist-generated=true\n"
 SYNC_BATCH = 2000  # recordings per store transaction when loading
 LOAD_ERRORS = (RecordingFileError, SettingsError, UnicodeDecodeError, OSError)
-LINKED_DIRECTORY = ("a symbolic link to a directory: its files are not loaded, and semula does not write "
-                    "through it (make it a real directory)")
 
 
 @dataclass
@@ -109,11 +106,6 @@ def relpath_of(entry: Entry) -> str:
     request = CanonicalRequest.from_json(entry.canonical)
     return relative_path(entry.project, entry.provider, entry.endpoint, request.last_user_text() or request.last_text(),
                          base_of(entry.request_fp), occurrence_of(entry.request_fp))
-
-
-def iter_files(root: Path) -> Iterator[Path]:
-    """The loadable recording files under `root` (regular, inside it), sorted."""
-    return (found.path for found in scan(root) if found.problem is None)
 
 
 def entry_from_file(raw: bytes, settings_for: Callable[[str], ProjectSettings],
@@ -164,8 +156,6 @@ def check(root: Path, settings_for: Callable[[str], ProjectSettings] | None = No
             bad.append((found.rel, duplicate_problem(first)))
             continue
         good += 1
-    for link in linked_directories(root):
-        bad.append((link, LINKED_DIRECTORY))
     shared_good, shared_bad = check_shared(root)
     return good + shared_good, bad + shared_bad
 
@@ -375,8 +365,6 @@ class RecordingsFolder:
                 claims.setdefault(loaded, item.rel)
             elif loaded is not None:
                 pending.append(loaded)
-        for link in linked_directories(self.root) if self.root.is_dir() else ():
-            self._bad(report, link, LINKED_DIRECTORY)
         loads_now, dropped = [], set()
         for item, digest, new in pending:
             first = claims.setdefault(claim(new), item.rel)
