@@ -7,7 +7,10 @@ stamps every answer with a global call counter (in the text and in `x-fake-count
 test can prove that a replay never reached "upstream".
 
 Prompt text drives failure modes, because that is what survives a trip through the
-proxy unchanged: FAIL500, RATE429, BREAKSTREAM, SLOW, GZIP (see `Controls`).
+proxy unchanged: FAIL500, RATE429, AUTH401, BREAKSTREAM, SLOW, GZIP (see `Controls`). OpenAI chat
+answers 400 for a negative temperature and 404 for a model named `no-such-model…`, as OpenAI does.
+Uploads: POST /v1/files (multipart) and /upload/v1beta/files (raw bytes); GET /v1/files/{id}/content
+answers binary bytes.
 
 Run standalone: `python tests/fakeprovider.py --port 0 --cert-dir DIR`; it prints
 `fakeprovider ready port=<port>` and serves until SIGTERM/SIGINT.
@@ -157,6 +160,7 @@ class Controls:
     break_stream: bool
     slow: bool
     gzip: bool
+    auth401: bool = False
 
     @classmethod
     def from_request(cls, body_text: str, accept_encoding: str) -> Controls:
@@ -166,6 +170,7 @@ class Controls:
             break_stream="BREAKSTREAM" in body_text,
             slow="SLOW" in body_text,
             gzip="GZIP" in body_text and "gzip" in accept_encoding.lower(),
+            auth401="AUTH401" in body_text,
         )
 
 
@@ -179,6 +184,8 @@ class Call:
     body: dict[str, Any]
     controls: Controls
     path_params: dict[str, str] = field(default_factory=dict)
+    raw: bytes = b""  # the body's bytes (what an upload route reads)
+    content_type: str = ""
 
 
 class State:
@@ -188,6 +195,7 @@ class State:
         self._lock = threading.Lock()
         self.count = 0
         self.history: list[dict[str, Any]] = []
+        self.responses: dict[str, Any] = {}  # OpenAI Responses answers by id: GET /v1/responses/{id}
 
     def next_call(self, record: dict[str, Any]) -> int:
         with self._lock:
@@ -306,6 +314,7 @@ ERROR_KINDS: dict[int, dict[str, str]] = {
     429: {"openai": "rate_limit_exceeded", "anthropic": "rate_limit_error", "gemini": "RESOURCE_EXHAUSTED"},
     404: {"openai": "invalid_request_error", "anthropic": "not_found_error", "gemini": "NOT_FOUND"},
     400: {"openai": "invalid_request_error", "anthropic": "invalid_request_error", "gemini": "INVALID_ARGUMENT"},
+    401: {"openai": "invalid_api_key", "anthropic": "authentication_error", "gemini": "UNAUTHENTICATED"},
 }
 
 
@@ -345,6 +354,8 @@ def error_reply(provider: str, status: int, message: str, count: int | None = No
 
 def openai_chat(call: Call) -> Reply | StreamReply:
     model = call.path_params.get("deployment") or call.body.get("model", "gpt-fake")
+    if (refused := openai_chat_refusal(call, model)) is not None:
+        return refused
     text = answer_text(call)
     usage = {
         "prompt_tokens": prompt_tokens(call),
@@ -382,6 +393,77 @@ def openai_chat(call: Call) -> Reply | StreamReply:
         frames.append(sse({**base, "object": "chat.completion.chunk", "choices": [], "usage": usage}))
     frames.append(sse("[DONE]"))
     return StreamReply(frames, keep_on_break=3)
+
+
+def openai_chat_refusal(call: Call, model: Any) -> Reply | None:
+    """The errors OpenAI answers for a request it will never accept: a property of the request."""
+    temperature = call.body.get("temperature")
+    if isinstance(temperature, (int, float)) and temperature < 0:
+        return Reply(400, {"error": {
+            "message": f"Invalid 'temperature': decimal below minimum value. Expected a value >= 0, but got "
+                       f"{temperature} instead.",
+            "type": "invalid_request_error", "param": "temperature", "code": "decimal_below_min_value"}})
+    if isinstance(model, str) and model.startswith("no-such-model"):
+        return Reply(404, {"error": {
+            "message": f"The model `{model}` does not exist or you do not have access to it.",
+            "type": "invalid_request_error", "param": None, "code": "model_not_found"}})
+    return None
+
+
+# --- uploads ---------------------------------------------------------------------------------
+
+
+def form_fields(call: Call) -> dict[str, tuple[str | None, bytes]]:
+    """A multipart/form-data body's parts by name: (filename, bytes)."""
+    import email.parser
+    import email.policy
+
+    head = f"Content-Type: {call.content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode()
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + call.raw)
+    if not message.is_multipart():
+        raise ValueError("the body is not a multipart/form-data form")
+    return {str(part.get_param("name", header="content-disposition")): (part.get_filename(),
+            part.get_payload(decode=True) or b"") for part in message.iter_parts()}
+
+
+def openai_file_upload(call: Call) -> Reply:
+    """POST /v1/files: a multipart form (`file`, `purpose`) answered with OpenAI's file object."""
+    fields = form_fields(call)
+    if "file" not in fields or "purpose" not in fields:
+        return error_reply("openai", 400, "Missing required parameter: 'file' and 'purpose' are required.")
+    filename, data = fields["file"]
+    return Reply(200, {
+        "object": "file", "id": f"file-fake{call.count:06d}{hashlib.sha256(data).hexdigest()[:8]}",
+        "purpose": fields["purpose"][1].decode(), "filename": filename or "upload", "bytes": len(data),
+        "created_at": int(time.time()), "expires_at": None, "status": "processed", "status_details": None,
+    })
+
+
+def gemini_media_upload(call: Call) -> Reply:
+    """POST /upload/v1beta/files (the media protocol): the raw bytes, answered with Gemini's File."""
+    digest = hashlib.sha256(call.raw)
+    return Reply(200, {"file": {
+        "name": f"files/fake{call.count:06d}", "mimeType": call.content_type.split(";")[0] or "application/octet-stream",
+        "sizeBytes": str(len(call.raw)), "createTime": dt.datetime.now(dt.timezone.utc).isoformat(),
+        "sha256Hash": base64.b64encode(digest.digest()).decode(), "state": "ACTIVE", "source": "UPLOADED",
+        "uri": f"https://generativelanguage.googleapis.com/v1beta/files/fake{call.count:06d}",
+    }})
+
+
+FILE_CONTENT = re.compile(r"/v1/files/(?P<file_id>[^/]+)/content")
+
+
+MEDIA = re.compile(r"/media/(?P<name>[^/]+)")  # a CDN's test image, for an extra host
+
+
+def media_bytes(name: str) -> bytes:
+    """GET /media/{name}: a PNG signature and every byte value, the same for the same name."""
+    return b"\x89PNG\r\n\x1a\n" + hashlib.sha256(name.encode()).digest() + bytes(range(256)) * 4
+
+
+def file_content(file_id: str) -> bytes:
+    """GET /v1/files/{id}/content: binary bytes (every byte value), the same for the same id."""
+    return hashlib.sha256(file_id.encode()).digest() + bytes(range(256)) * 8 + b"\r\n\x00end"
 
 
 # --- OpenAI responses ----------------------------------------------------------------------
@@ -543,6 +625,7 @@ class Route:
     provider: str
     pattern: re.Pattern[str]
     handler: Callable[[Call], Reply | StreamReply]
+    raw_body: bool = False  # an upload: the handler reads `Call.raw`, the body is not JSON
 
 
 ROUTES: list[Route] = [
@@ -551,9 +634,13 @@ ROUTES: list[Route] = [
     Route("openai", re.compile(r"/api/v1/chat/completions"), openai_chat),  # OpenRouter
     Route("openai", re.compile(r"/v1/responses"), openai_responses),
     Route("openai", re.compile(r"/v1/embeddings"), openai_embeddings),
+    Route("openai", re.compile(r"/v1beta/openai/chat/completions"), openai_chat),  # Gemini's OpenAI-compatible path
+    Route("openai", re.compile(r"/v1beta/openai/embeddings"), openai_embeddings),
     Route("openai", re.compile(r"/openai/deployments/(?P<deployment>[^/]+)/embeddings"), openai_embeddings),
     Route("openai", re.compile(r"/api/v1/embeddings"), openai_embeddings),
     Route("anthropic", re.compile(r"/v1/messages"), anthropic_messages),
+    Route("openai", re.compile(r"/v1/files"), openai_file_upload, raw_body=True),
+    Route("gemini", re.compile(r"/upload/v1beta/files"), gemini_media_upload, raw_body=True),
     Route("gemini", re.compile(r"/v1(?:beta|alpha)?/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)"),
           gemini_generate),
 ]
@@ -623,6 +710,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         self.wfile.write(data)
 
+    def _send_bytes(self, status: int, data: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def _send_stream(self, reply: StreamReply, headers: dict[str, str], compress: bool, cut: bool) -> None:
         self.send_response(200)
         self.send_header("Content-Type", reply.content_type)
@@ -680,6 +774,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self._send_json(200, history[-1] if history else {})
         elif path == "/__requests":
             self._send_json(200, history)
+        elif m := MEDIA.fullmatch(path):  # counted: a replay from an extra host must not reach here
+            self.server.state.next_call({"method": "GET", "path": path, "query": {}, "headers": {}, "body": {}})
+            self._send_bytes(200, media_bytes(m.group("name")), "image/png")
+        elif m := FILE_CONTENT.fullmatch(path):
+            self._send_bytes(200, file_content(m.group("file_id")), "application/octet-stream")
+        elif (m := re.fullmatch(r"/v1/responses/([A-Za-z0-9_-]+)", path)) is not None:
+            self._read_body()
+            stored = self.server.state.responses.get(m.group(1))
+            if stored is None:
+                self._send_error("openai", 404, f"No response found with id '{m.group(1)}'.", {})
+            else:
+                self._send_json(200, stored, {"x-request-id": f"req_fakeget{m.group(1)}"})
         else:
             try:
                 self._read_body()
@@ -697,13 +803,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.server.state.reset()
             self._send_json(200, {"count": 0})
             return
+        if parts.path == "/v1/traces/ingest":  # openai-agents' trace upload: the real server answers 204
+            try:
+                traces = parse_body(raw)
+            except BadBody:
+                traces = {}
+            self.server.state.next_call({"method": "POST", "path": parts.path, "query": {},
+                                         "headers": {k.lower(): v for k, v in self.headers.items()}, "body": traces})
+            self.send_response(204)
+            self.end_headers()
+            return
         found = find_route(parts.path)
         if found is None:
             self._send_json(404, {"error": {"message": f"fakeprovider: no route {parts.path}", "type": "invalid_request_error"}})
             return
         route, path_params = found
         body: dict[str, Any] = {}
-        if not problem:
+        if not problem and not route.raw_body:
             try:
                 body = parse_body(raw)
             except BadBody as e:
@@ -719,13 +835,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if problem:
             self._send_error(route.provider, 400, problem, headers)
             return
-        body_text = raw.decode("utf-8")
+        body_text = raw.decode("utf-8", "replace")  # an upload's bytes need not be text
         controls = Controls.from_request(body_text, self.headers.get("Accept-Encoding", ""))
-        call = Call(count, parts.path, query, body, controls, path_params)
+        call = Call(count, parts.path, query, body, controls, path_params, raw, self.headers.get("Content-Type", ""))
 
         if controls.slow:
             time.sleep(0.5)
-        for status, wanted in ((500, controls.fail500), (429, controls.rate429)):
+        for status, wanted in ((500, controls.fail500), (429, controls.rate429), (401, controls.auth401)):
             if wanted:
                 self._send_error(route.provider, status, f"fake error {status} for call #{count}", headers)
                 return
@@ -738,6 +854,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if isinstance(reply, StreamReply):
             self._send_stream(reply, headers, compress=controls.gzip, cut=controls.break_stream)
         else:
+            if parts.path == "/v1/responses" and reply.status == 200 and isinstance(reply.body, dict):
+                self.server.state.responses[str(reply.body.get("id"))] = reply.body  # `store: true`
             self._send_json(reply.status, reply.body, {**headers, **reply.headers},
                             compress=controls.gzip, truncate=controls.break_stream)
 

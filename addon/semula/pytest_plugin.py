@@ -5,13 +5,19 @@ the client environment in os.environ for the tests and their subprocesses, a sum
 end, a `semula_project` marker, and in replay mode a miss fails the test that made it, with semula's
 explanation. Without `--semula` the plugin only registers its options and marker.
 
-Under pytest-xdist the controller starts the one proxy and the workers share it; each worker's calls
-carry its own tag (the proxy password `semula-<worker>`), so each asks for its own refusals.
+Each session's calls carry a tag of their own (the proxy password `semula-<tag>`; an xdist worker's
+is `<tag>.gw0`), and at each test's start and end the plugin tells the proxy which test the tag is in
+(proxy/scopes.py). So a refusal is the test's that made it — one made between tests, or after its
+test ended, fails no test and is listed in the session summary —; repeats (`semula_repeats=sequence`,
+the plugin's default) count from 1 in each test of each session, also on a reused proxy; and
+`--semula-scope=test` keeps each test's recordings apart (core/scope.py).
+Under pytest-xdist the controller starts the one proxy and the workers share it.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +43,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="the session's project (a test's @pytest.mark.semula_project(NAME) overrides it)")
     group.addoption("--semula-set", dest="semula_sets", action="append", default=[], metavar="NAME=VALUE",
                     help="any mitmproxy or semula_* option for the proxy, like `semula proxy --set`")
+    group.addoption("--semula-extra-host", dest="semula_extra_hosts", action="append", default=[], metavar="HOST",
+                    help="also intercept HOST, keeping the default hosts (an OpenAI-compatible API, a CDN a test "
+                         "needs offline); repeatable")
+    group.addoption("--semula-scope", dest="semula_scope", choices=["project", "test"], default="project",
+                    help="project: one answer per request per project; test: each test keeps its own recordings "
+                         "[default: project]")
+    group.addoption("--semula-port", dest="semula_port", type=int, default=0, metavar="N",
+                    help="the port the proxy listens on [default: 0, a free one]")
+    group.addoption("--semula-host", dest="semula_host", default="127.0.0.1", metavar="HOST",
+                    help="the address the proxy listens on [default: 127.0.0.1]")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -66,6 +82,8 @@ class Proxy:
     confdir: str
     project: str
     sets: list[str]
+    tag: str = ""  # the session's tag (its workers' are `<tag>.gw0`…): the proxy knows its calls by it
+    scope: str = "project"  # --semula-scope
 
 
 @dataclass
@@ -73,7 +91,10 @@ class SemulaPlugin:
     """The session's proxy, the environment it set, and the refusals already attributed to a test."""
 
     proxy: Proxy
-    tag: str = ""  # the xdist worker's tag; "" outside xdist
+    tag: str = ""  # this process's calls' tag: the session's, or its xdist worker's
+    worker: bool = False  # an xdist worker: the controller prints the summary
+    tracking: bool = False  # the proxy is told which test runs (`tests.enter`, proxy/scopes.py)
+    no_test: list[dict[str, Any]] = field(default_factory=list)  # refusals of calls made outside any test
     session: Any = None  # a ProxySession in the process that started or reused the proxy
     saved: dict[str, str | None] = field(default_factory=dict)
     last_refusal: int | None = None
@@ -86,30 +107,42 @@ class SemulaPlugin:
     @classmethod
     def start(cls, config: pytest.Config) -> SemulaPlugin:
         from semula.cli.common import default_data_dir
-        from semula.cli.proxy_cmd import recordings_sets
+        from semula.cli.proxy_cmd import extra_host_sets, recordings_sets
         from semula.cli.session import SessionError, open_session
 
         mode = config.getoption("semula_mode")
+        host, port = config.getoption("semula_host"), config.getoption("semula_port")
+        if not 0 <= port <= 65535:
+            raise pytest.UsageError(f"semula: --semula-port {port} is not a port (0-65535; 0: a free one)")
         data_dir = Path(config.getoption("semula_data_dir") or default_data_dir())
         recordings = config.getoption("semula_recordings")
-        sets = recordings_sets(Path(recordings) if recordings else None, False) + tuple(
-            config.getoption("semula_sets"))
+        sets = recordings_sets(Path(recordings) if recordings else None, False) + extra_host_sets(
+            tuple(config.getoption("semula_extra_hosts"))) + tuple(config.getoption("semula_sets"))
         lines: list[str] = []
         try:
-            session = open_session(mode, "127.0.0.1", 0, data_dir, config.getoption("semula_project"), sets,
+            session = open_session(mode, host, port, data_dir, config.getoption("semula_project"), sets,
                                    60.0, lines.append)
         except SessionError as e:
             raise pytest.UsageError(f"semula: cannot start the proxy: {e}: pytest --semula={mode} "
                                     "--semula-data-dir DIR") from None
+        if port and session.port != port:
+            lines.append(f"semula: --semula-port {port} not used: the proxy already running on {data_dir} "
+                         f"listens on {session.port}")
+        tag = f"s{secrets.token_hex(4)}"  # a new tag per session: its repeats count from 1 on a reused proxy
         proxy = Proxy(mode, session.port, session.host, str(data_dir), str(session.confdir), session.project,
-                      list(sets))
-        plugin = cls(proxy, session=session, status_lines=lines)
+                      list(sets), tag, config.getoption("semula_scope"))
+        plugin = cls(proxy, tag=tag, session=session, status_lines=lines)
         plugin.set_environment()
+        if proxy.scope == "test" and not plugin.tracking:
+            session.stop()
+            raise pytest.UsageError(f"semula: --semula-scope=test needs a proxy that knows which test runs: "
+                                    f"{plugin.admin_problem}")
         return plugin
 
     @classmethod
     def for_worker(cls, proxy: dict[str, Any], worker: str) -> SemulaPlugin:
-        plugin = cls(Proxy(**proxy), tag=worker)
+        shared = Proxy(**proxy)
+        plugin = cls(shared, tag=f"{shared.tag}.{worker}" if shared.tag else worker, worker=True)
         plugin.set_environment()
         return plugin
 
@@ -137,6 +170,8 @@ class SemulaPlugin:
             self.saved.setdefault(name, os.environ.get(name))
             os.environ[name] = value
         self.last_refusal = self._refusals_since(None)["last"]
+        self.tracking = True
+        self.tracking = self._enter(None)  # also asks whether the proxy can be told (an older one cannot)
 
     def restore_environment(self) -> None:
         for name, value in self.saved.items():
@@ -151,12 +186,11 @@ class SemulaPlugin:
     # Old-style hook wrappers: they work with every pytest that has pytest11 plugins, not only pytest 8.
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
+        self._enter(item.nodeid)  # from setup to teardown, this tag's calls are this test's
         marker = item.get_closest_marker(MARKER)
-        if marker is None or not marker.args:
-            yield
-            return
         before = {name: os.environ.get(name) for name in PROXY_VARIABLES}
-        os.environ.update(dict.fromkeys(PROXY_VARIABLES, self.proxy_url(str(marker.args[0]))))
+        if marker is not None and marker.args:
+            os.environ.update(dict.fromkeys(PROXY_VARIABLES, self.proxy_url(str(marker.args[0]))))
         try:
             yield
         finally:
@@ -165,6 +199,22 @@ class SemulaPlugin:
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
+            self._enter(None)
+
+    def _enter(self, test: str | None) -> bool:
+        """Tell the proxy which test this tag's calls now belong to (None: none); False if it cannot be told."""
+        from semula.proxy.admin import AdminError, NoProxy, call
+        from semula.proxy.scopes import CurrentTests
+
+        if not self.tracking:
+            return False
+        try:
+            call(self.proxy.data_dir, CurrentTests.METHOD, {"tag": self.tag, "test": test, "scope": self.proxy.scope},
+                 timeout=10, info=self.admin_info)
+        except (AdminError, NoProxy) as e:  # an older proxy reused: refusals go to whichever test runs
+            self.tracking = False
+            self.admin_problem = self.admin_problem or f"semula: the proxy cannot be told which test runs ({e})"
+        return self.tracking
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
@@ -172,7 +222,12 @@ class SemulaPlugin:
         report = outcome.get_result()
         if self.proxy.mode != Mode.REPLAY.value or (report.when == "setup" and report.passed):
             return  # only replay refuses; a passed setup's refusals are found after the call
-        refusals = self._new_refusals()
+        refusals = []
+        for refusal in self._new_refusals():
+            if not self.tracking or refusal.get("test") == item.nodeid:
+                refusals.append(refusal)
+            elif not self.worker:  # another test's or none's: the session summary lists it
+                self.no_test.append(refusal)
         if refusals and report.outcome != "skipped":
             text = "\n\n".join(f"This test made a call that semula refused in replay mode:\n{r['message']}"
                                  for r in refusals)
@@ -192,10 +247,12 @@ class SemulaPlugin:
     def _refusals_since(self, after: int | None) -> dict[str, Any]:
         from semula.proxy.admin import AdminError, NoProxy, call, read_admin_info
 
+        # The session's tag also finds its workers' calls; untagged calls (a client given another proxy URL)
+        # belong to no test, and the process that prints the summary lists them.
+        params = {"after": after, "tag": self.tag or None, "untagged": not self.worker}
         try:
             self.admin_info = self.admin_info or read_admin_info(self.proxy.data_dir)
-            return call(self.proxy.data_dir, "refusals.since", {"after": after, "tag": self.tag or None},
-                        timeout=10, info=self.admin_info)
+            return call(self.proxy.data_dir, "refusals.since", params, timeout=10, info=self.admin_info)
         except (AdminError, NoProxy) as e:
             # An older proxy reused, or admin off: misses still get the clear 404, tests are not failed here.
             self.admin_problem = f"semula: cannot ask the proxy for refusals ({e}); replay misses do not fail tests"
@@ -206,18 +263,28 @@ class SemulaPlugin:
         return self.status_lines[:self.shown]
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if not self.worker and self.proxy.mode == Mode.REPLAY.value:
+            # After the last test (and, under xdist, all the workers' tests): what came outside any test.
+            self.no_test += [r for r in self._new_refusals() if not r.get("test")]
         if self.session is not None:  # stop before the terminal summary: it reads the flushed call log
             self.summary = self.session.stop()
             self.session = None
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.tag:
+        if self.worker:
             return
         lines = self.status_lines[self.shown:]
         terminalreporter.write_sep("-", "semula")
         for line in [*lines, *([self.admin_problem] if self.admin_problem else []), self.summary]:
             if line:
                 terminalreporter.write_line(line)
+        if self.no_test:
+            terminalreporter.write_line(
+                f"semula: {len(self.no_test)} call(s) refused in replay outside any test (between tests, after "
+                "their test ended, or from a client without the session's proxy settings); no test failed for them:")
+            for refusal in self.no_test:
+                where = f" (during {refusal['test']}, from another test)" if refusal.get("test") else ""
+                terminalreporter.write_line(f"- project {refusal.get('project')}{where}: {refusal['message']}")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.session is not None:  # the session never got to its end (a usage error, say)

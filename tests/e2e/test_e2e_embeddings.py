@@ -34,9 +34,11 @@ def test_a_paraphrase_is_queued_as_embedding_and_a_hit_is_exact(proxy_factory: P
     ask(f"How can I reverse a list in Python? ({tag})")
     headers = ask(f"What is the way to invert the order of a Python list? ({tag})")
     assert headers["x-semula-decision"] == "miss"
-    listed = run_semula("review", "list", "--json", "--data-dir", data)
+    # auto mode recorded the paraphrase, which closes the candidates its call queued (issue 21)
+    listed = run_semula("review", "list", "--status", "all", "--json", "--data-dir", data)
     tiers = {c["tier"] for c in json.loads(listed.stdout)}
     assert "embedding" in tiers, listed.stdout + listed.stderr
+    assert {c["status"] for c in json.loads(listed.stdout)} == {"closed"}, listed.stdout
     assert ask(f"How can I reverse a list in Python? ({tag})")["x-semula-tier"] == "exact"
     proxy.stop()
     assert "embedding tier on" in proxy.output()

@@ -23,6 +23,7 @@ pytest_plugins = ("pytester",)
 
 SUITE = '''
 import os
+import re
 
 import openai
 import pytest
@@ -46,7 +47,9 @@ def test_alpha_project(semula):
     assert semula.project == "alpha" and "alpha:" in semula.proxy_url
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     assert os.environ["HTTPS_PROXY"] == semula.proxy_url
-    assert ("alpha:semula-" + worker + "@" if worker else "alpha:semula@") in semula.proxy_url
+    # The password tags the session's calls (`semula-s<hex>`), a worker's with its id after a dot.
+    assert re.search(r"alpha:semula-s[0-9a-f]{{8}}" + (re.escape("." + worker) if worker else "") + "@",
+                     semula.proxy_url)
     ask("{alpha_prompt}")
 
 

@@ -11,6 +11,7 @@ from mitmproxy import exceptions
 from mitmproxy.test import taddons, tflow, tutils
 
 from semula.proxy.addon import SemulaAddon
+from addon_harness import run_addon
 from semula.proxy.identity import proxy_user
 from semula.core.modes import Mode
 
@@ -46,18 +47,7 @@ async def call(addon: SemulaAddon, flow, answer: str | None = "answer"):
 
 
 def run(scenario, tmp_path, **options):
-    async def main():
-        addon = SemulaAddon()
-        with taddons.context(addon) as tctx:
-            tctx.configure(addon, semula_data_dir=str(tmp_path / "data"), semula_admin=False,
-                           confdir=str(tmp_path / "conf"), **options)
-            await addon.running()
-            try:
-                return await scenario(addon, tctx)
-            finally:
-                addon.done()
-
-    return asyncio.run(main())
+    return run_addon(scenario, tmp_path, **options)
 
 
 def test_miss_is_recorded_then_served_exact_and_normalised(tmp_path):
@@ -127,7 +117,10 @@ def test_review_commands_for_mitmweb(tmp_path):
         original = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Please list three quiet hotels near the harbour"}]}
         paraphrase = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Please list three calm hotels near the harbour"}]}
         await call(addon, provider_flow(original))
-        await call(addon, provider_flow(paraphrase), answer="paraphrase answer")
+        # replay: auto mode would record the paraphrase, which closes its own candidates (issue 21)
+        addon.mode = Mode.REPLAY
+        refused = await call(addon, provider_flow(paraphrase), answer=None)
+        assert refused.response.status_code == 404
         listing = tctx.master.commands.execute("semula.review.list")
         assert listing.startswith("#1 default lexical"), listing
         assert "approved #1" in tctx.master.commands.execute("semula.review.approve 1")

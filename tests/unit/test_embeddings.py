@@ -267,9 +267,9 @@ def test_vectors_round_trip_through_duckdb(tmp_path):
 
     store.vectors.put("m1", [(a, vb)])  # re-embedding replaces
     np.testing.assert_array_equal(store.vectors.load("m1", "p")[1][0], vb)
-    store.delete_entry(b)  # a deleted entry's vector no longer loads
+    store.delete_entry(b)  # a deleted entry's vector is deleted with it (as on Postgres), so it no longer loads
     assert store.vectors.load("m1", "p")[0].tolist() == [a]
-    assert store.vectors.counts() == {"m1": 3, "m2": 1}
+    assert store.vectors.counts() == {"m1": 2, "m2": 1}
     store.close()
 
     reopened = Store.open(tmp_path)

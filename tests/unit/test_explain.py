@@ -54,7 +54,7 @@ class Candidate:
          ["message 1 (user) text differs: '…e capital of France?' → '…e capital of Spain?'"]),
         (replace(RECORDED, messages=(Message("user", QUESTION, ({"type": "image_url", "image_url": "a.png"},)),)),
          ["message 1 (user) non-text parts differ"]),
-        (replace(RECORDED, parsed=False, body={"raw": 1}), ["body differs"]),
+        (replace(RECORDED, parsed=False, body={"raw": 1}), ['body differs at $.messages=[{"content":"What is the capital of Fra… only in the recording']),
         (chat("What is the capital of Spain?", model="gpt-4o-mini", temperature=0.5),
          ["model differs: gpt-4o → gpt-4o-mini", "parameters differ: temperature=0.5 only in this request",
           "message 1 (user) text differs: '…e capital of France?' → '…e capital of Spain?'"]),

@@ -123,7 +123,7 @@ def test_a_miss_names_the_candidate_an_earlier_call_queued(engine: Engine) -> No
     ids = recorded(engine, "one", "two")
     queue(engine, ids[:1], Verdict("lexical", 0.6, serve=False, review=True, reason="low"))
     (best,) = queue(engine, ids[1:])
-    nearest, candidate, recording_fp = engine.miss_context("p", INCOMING, NFP, None)
+    nearest, candidate, recording_fp, _files = engine.miss_context("p", INCOMING, NFP, None)
     assert candidate is not None and candidate.candidate_id == best.candidate_id and candidate.verdict.score == 0.8
     assert recording_fp == engine.store.get_entry(ids[1]).request_fp and nearest
     assert engine.miss_context("p", INCOMING, "fp2:other", None)[1] is None

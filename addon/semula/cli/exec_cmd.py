@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from semula.cli.proxy_cmd import java_env, proxy_options, recordings_sets
+from semula.cli.proxy_cmd import extra_host_sets, java_env, proxy_options, recordings_sets
 from semula.cli.session import ProxySession, SessionError, open_session
 
 
@@ -25,8 +25,8 @@ def _echo(line: str) -> None:
               help="JVM clients too: add the proxy and a truststore to JAVA_TOOL_OPTIONS (semula env --format java)")
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 def exec_command(mode: str, listen_host: str, listen_port: int, data_dir: Path, project: str,
-                 recordings: Path | None, no_recordings: bool, sets: tuple[str, ...], ready_timeout: float,
-                 java: bool, cmd: tuple[str, ...]) -> None:
+                 recordings: Path | None, no_recordings: bool, extra_hosts: tuple[str, ...], sets: tuple[str, ...],
+                 ready_timeout: float, java: bool, cmd: tuple[str, ...]) -> None:
     """Run CMD with a proxy around it; exit with CMD's exit code: semula exec --mode replay -- pytest.
 
     The proxy's console goes to <data dir>/proxy.log; exec prints a summary of CMD's calls at the end.
@@ -35,7 +35,7 @@ def exec_command(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
         from semula.cli.java_env import find_jdk
 
         find_jdk()  # no JDK: say so before a proxy starts
-    sets = recordings_sets(recordings, no_recordings) + sets
+    sets = recordings_sets(recordings, no_recordings) + extra_host_sets(extra_hosts) + sets
     try:
         session = open_session(mode, listen_host, listen_port, data_dir, project, sets, ready_timeout, _echo)
     except SessionError as e:

@@ -36,11 +36,27 @@ def proxy_options(func):
         click.option("--recordings", "recordings", type=click.Path(file_okay=False, path_type=Path), default=None,
                      help="recordings folder to commit [default: ./semula-recordings, or $SEMULA_RECORDINGS]"),
         click.option("--no-recordings", is_flag=True, help="keep recordings in the data dir's store only"),
+        click.option("--extra-host", "extra_hosts", multiple=True, metavar="HOST",
+                     help="also intercept HOST (exact or *.suffix), keeping the default hosts: an OpenAI-compatible "
+                          "API, or a CDN a test needs offline (recorded by exact match); repeatable"),
         click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
                      help="any mitmproxy or semula_* option, e.g. --set confdir=/tmp/conf"),
     ]):
         func = option(func)
     return func
+
+
+def extra_host_sets(extra_hosts: tuple[str, ...]) -> tuple[str, ...]:
+    """`--extra-host H` as the option it sets (`--set semula_extra_hosts=H`)."""
+    return tuple(f"semula_extra_hosts={host}" for host in extra_hosts)
+
+
+def intercepted_hosts(sets: tuple[str, ...]) -> tuple[str, ...]:
+    """The hosts the proxy will intercept: semula_hosts (else the defaults) plus semula_extra_hosts."""
+    from semula.proxy.options import host_list
+
+    hosts = [s.split("=", 1)[1] for s in sets if s.startswith("semula_hosts=")] or list(DEFAULT_PROVIDER_HOSTS)
+    return host_list(hosts, [s.split("=", 1)[1] for s in sets if s.startswith("semula_extra_hosts=")])
 
 
 def recordings_sets(recordings: Path | None, no_recordings: bool) -> tuple[str, ...]:
@@ -53,29 +69,37 @@ def mitmproxy_args(mode: str, listen_host: str, listen_port: int, data_dir: Path
                    sets: tuple[str, ...], web: bool) -> list[str]:
     from semula import mitm_addon
 
-    hosts = [s.split("=", 1)[1] for s in sets if s.startswith("semula_hosts=")] or list(DEFAULT_PROVIDER_HOSTS)
-    args = [
-        "--listen-host", listen_host, "--listen-port", str(listen_port),
-        "-s", str(Path(mitm_addon.__file__).resolve()),
+    hosts = intercepted_hosts(sets)
+    args = ["--listen-host", listen_host, "--listen-port", str(listen_port),
+            "-s", str(Path(mitm_addon.__file__).resolve())]
+    own = [
         # A replay needs no DNS or network: connect upstream only when a request goes there.
-        "--set", "connection_strategy=lazy",
+        "connection_strategy=lazy",
         # mitmproxy's own flow lines print full URLs (Gemini's ?key=): semula prints its own.
-        "--set", "flow_detail=0",
-        "--set", f"semula_mode={mode}",
-        "--set", f"semula_data_dir={data_dir.expanduser().resolve()}",
-        "--set", f"semula_project={project}",
+        "flow_detail=0",
+        f"semula_mode={mode}",
+        f"semula_data_dir={data_dir.expanduser().resolve()}",
+        f"semula_project={project}",
     ]
-    # Decrypt only provider hosts: other traffic and certificate pinning keep working.
-    for regex in allow_hosts_regexes(hosts):
-        args += ["--set", f"allow_hosts={regex}"]
     if web:
-        args += ["--set", "web_open_browser=false"]
+        own.append("web_open_browser=false")
         # The flow list shows each call's decision (the flow comment) without opening the flow.
-        for column in ("tls", "icon", "path", "method", "status", "size", "time", "comment"):
-            args += ["--set", f"web_columns={column}"]
+        own += [f"web_columns={column}" for column in ("tls", "icon", "path", "method", "status", "size", "time",
+                                                       "comment")]
     for item in sets:
         if "=" not in item:
             raise click.BadParameter(f"{item!r} is not NAME=VALUE", param_hint="--set")
+    # The user's --set wins over semula's own value of the same option (mitmproxy refuses a second
+    # value of a single-valued option: "Received multiple values").
+    named = {item.split("=", 1)[0] for item in sets}
+    for item in own:
+        if item.split("=", 1)[0] not in named:
+            args += ["--set", item]
+    # Decrypt only provider hosts: other traffic and certificate pinning keep working. A user's
+    # allow_hosts adds to these (a list option), it does not replace them.
+    for regex in allow_hosts_regexes(hosts):
+        args += ["--set", f"allow_hosts={regex}"]
+    for item in sets:
         args += ["--set", item]
     return args
 
@@ -111,10 +135,11 @@ def _shown_default(value: object) -> str:
               help=f"mitmproxy's confdir, where its CA lives [default: {DEFAULT_CONFDIR}]")
 @click.option("--web", is_flag=True, help="run mitmweb (the web UI shows each call's decision)")
 def proxy(mode: str, listen_host: str, listen_port: int, data_dir: Path, project: str, recordings: Path | None,
-          no_recordings: bool, sets: tuple[str, ...], confdir: Path | None, web: bool) -> None:
+          no_recordings: bool, extra_hosts: tuple[str, ...], sets: tuple[str, ...], confdir: Path | None,
+          web: bool) -> None:
     """Run the proxy (mitmdump, or mitmweb with --web) with the semula addon."""
     confdir_set = (f"confdir={confdir.expanduser()}",) if confdir else ()
-    sets = recordings_sets(recordings, no_recordings) + confdir_set + sets
+    sets = recordings_sets(recordings, no_recordings) + extra_host_sets(extra_hosts) + confdir_set + sets
     args = mitmproxy_args(mode, listen_host, listen_port, data_dir, project, sets, web)
     _check_embeddings(data_dir, sets)
     # The CA before mitmproxy starts: it loads this one, and no client trusts another (ensure_ca).
@@ -342,7 +367,10 @@ def client_env(port: int, confdir: Path, project: str | None = None, host: str =
 
 # Replay needs no real key, but SDKs refuse to start without one: CI gets a placeholder for each
 # provider whose variables are all unset. A group shares one placeholder decision (google-genai
-# prefers GOOGLE_API_KEY over GEMINI_API_KEY: a placeholder must never shadow a real key).
+# prefers GOOGLE_API_KEY over GEMINI_API_KEY: a placeholder must never shadow a real key), and only
+# its first name gets the placeholder: google-genai warns "Both GOOGLE_API_KEY and GEMINI_API_KEY
+# are set" when both are. GEMINI_API_KEY is the name Google's Gemini API docs use; google-genai reads
+# either, and some of litellm's Gemini paths read only GEMINI_API_KEY.
 PLACEHOLDER_KEY = "sk-semula-replay-placeholder"
 PROVIDER_KEY_GROUPS: tuple[tuple[str, ...], ...] = (
     ("OPENAI_API_KEY",), ("ANTHROPIC_API_KEY",), ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
@@ -352,9 +380,8 @@ PROVIDER_KEY_GROUPS: tuple[tuple[str, ...], ...] = (
 
 
 def placeholder_keys(environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
-    """Placeholder API keys for the providers none of whose key variables is set."""
-    return {name: PLACEHOLDER_KEY for group in PROVIDER_KEY_GROUPS
-            if not any(environ.get(n) for n in group) for name in group}
+    """Placeholder API keys for the providers none of whose key variables is set (the group's first name)."""
+    return {group[0]: PLACEHOLDER_KEY for group in PROVIDER_KEY_GROUPS if not any(environ.get(n) for n in group)}
 
 
 def namespace_by_key(sets: tuple[str, ...]) -> bool:
@@ -413,5 +440,4 @@ def java_env(port: int, confdir: Path, project: str | None = None, host: str = "
 def _group_line(group: tuple[str, ...]) -> str:
     """Set the group's variables only when none is set in the shell (exported or not)."""
     unset = " && ".join(f'[ -z "${{{n}:-}}" ]' for n in group)
-    exports = "; ".join(f"export {n}={PLACEHOLDER_KEY}" for n in group)
-    return f"if {unset}; then {exports}; fi"
+    return f"if {unset}; then export {group[0]}={PLACEHOLDER_KEY}; fi"

@@ -43,11 +43,26 @@ def review_show(candidate_id: int, data_dir: Path, as_json: bool) -> None:
         return print_json(row)
     console.print(f"[bold]candidate #{row['id']}[/bold] · project {row['project']} · {row['tier']} "
                   f"score {row['score']:.3f} · recording #{row['entry_id']} · {row['status']}")
-    console.print(f"guard: {row['guard_reason'] or 'pass'} · not served because: {row['reason']}")
+    console.print(f"guard: {row['guard_reason'] or 'pass'} · not served because: {row['reason']}", highlight=False)
+    click.echo(f"this request: {_shape(row['request_shape'])}")
+    click.echo(f"recording:    {_shape(row['recorded_shape'])}")
+    if row.get("shape_differs"):
+        click.echo(f"shapes differ ({row['shape_differs']}): this pairing can never be served")
+    if row.get("own_recordings"):
+        own = ", ".join(f"#{i}" for i in row["own_recordings"])
+        click.echo(f"this request has its own recording {own}: approving is refused (it would never be served)")
     console.print("[bold]diff[/bold] ([red][-recorded-][/red] [green]{+this request+}[/green]):", highlight=False)
     click.echo(row["diff"])
-    console.print("[bold]recorded answer[/bold]:")
+    what = "recorded answer" if row.get("answer_format") == "text" else "recorded answer (no text in it: the body)"
+    console.print(f"[bold]{what}[/bold]:")
     click.echo(row["answer"])
+
+
+def _shape(shape: dict | None) -> str:
+    if not shape:
+        return "(the recording was deleted)"
+    stream = "stream" if shape["stream"] else "non-stream"
+    return f"{shape['provider']} · {shape['method']} {shape['endpoint']} · model {shape['model']} · {stream}"
 
 
 @review.command("approve")
@@ -59,6 +74,10 @@ def review_show(candidate_id: int, data_dir: Path, as_json: bool) -> None:
 def review_approve(candidate_id: int | None, request_fp: str | None, recording_fp: str | None, data_dir: Path) -> None:
     """Approve a candidate: its request is served the recorded answer from now on (tier alias).
 
+    Never deletes a recording: when the request has a recording of its own (auto or record mode
+    stored its answer), approval is refused and its candidates are closed, because that recording
+    answers first and the alias would never be served.
+
     By id (`semula review approve 7`), or by the two fingerprints a replay-miss message prints,
     which are the same in every store: `--request fp2:… --recording fp2:…`."""
     if candidate_id is None and not (request_fp and recording_fp):
@@ -66,8 +85,10 @@ def review_approve(candidate_id: int | None, request_fp: str | None, recording_f
     params = {"id": candidate_id} if candidate_id is not None else {"request": request_fp, "recording": recording_fp}
     result = run_store_operation(data_dir, "review.approve", params)
     candidate_id = result["id"]
-    note = f"; replaced the request's own recording(s) {result['replaced_recordings']}" if result["replaced_recordings"] else ""
-    click.echo(f"approved #{candidate_id}: the request is now served recording #{result['alias_to']} (tier alias){note}")
+    closed = f"; closed the request's other candidate(s) {', '.join(f'#{i}' for i in result['closed'])}" \
+        if result["closed"] else ""
+    click.echo(f"approved #{candidate_id}: the request is now served recording #{result['alias_to']} (tier alias)"
+               f"{closed}; no recording was deleted")
 
 
 @review.command("reject")

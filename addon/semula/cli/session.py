@@ -38,6 +38,9 @@ from semula.proxy.admin import read_admin_info
 LOG_FILE = "proxy.log"
 # A reused proxy writes its call log every second: wait that long before reading this run's rows.
 FLUSH_WAIT_S = 1.5
+# A run's identical requests get their answers in order, as vcrpy, mitmproxy's server replay and
+# LiteLLM's test cache play them (README: "Repeated identical requests"); `--set semula_repeats=one` keeps one.
+RUN_DEFAULTS = ("semula_repeats=sequence",)
 
 Echo = Callable[[str], None]
 
@@ -117,7 +120,10 @@ def open_session(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
                 exit_code=2)
         host_port = info["proxy"].split("//", 1)[-1]
         echo(f"semula: reusing the proxy already running on {data_dir} at {info['proxy']} "
-             f"(pid {info.get('pid')}, mode {mode})")
+             f"(pid {info.get('pid')}, mode {mode}; its own options stand, semula_repeats included)")
+        if any(s.startswith(("semula_extra_hosts=", "semula_hosts=")) for s in sets):
+            echo("semula: the running proxy keeps its own hosts: the hosts asked for here (--extra-host) "
+                 "apply to a proxy this run starts")
         return ProxySession(mode, host_port.rsplit(":", 1)[0], int(host_port.rsplit(":", 1)[1]),
                             data_dir, Path(info.get("confdir") or confdir),  # trust the CA actually in use
                             project, sets, started)
@@ -130,8 +136,15 @@ def open_session(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
     except OSError as e:
         raise SessionError(f"cannot write the proxy's CA into {confdir}: {e}") from None
     port = listen_port or free_port()
+    sets = run_defaults(sets)
     process, console = _start_proxy(mode, listen_host, port, data_dir, project, sets, ready_timeout, echo)
     return ProxySession(mode, listen_host, port, data_dir, confdir, project, sets, started, process, console)
+
+
+def run_defaults(sets: tuple[str, ...]) -> tuple[str, ...]:
+    """The options a run's proxy starts with: RUN_DEFAULTS unless the run sets them itself."""
+    given = {item.split("=", 1)[0] for item in sets}
+    return tuple(item for item in RUN_DEFAULTS if item.split("=", 1)[0] not in given) + sets
 
 
 def _start_proxy(mode: str, listen_host: str, port: int, data_dir: Path, project: str, sets: tuple[str, ...],
@@ -225,7 +238,8 @@ def run_summary(data_dir: Path, since: datetime) -> str:
         rows = con.execute(
             "SELECT count(*), count(*) FILTER (decision = 'hit'), "
             "count(*) FILTER (decision = 'miss' AND mode <> 'replay'), "
-            "count(*) FILTER (mode = 'replay' AND decision <> 'hit') FROM calls WHERE ts >= ?", [since]).fetchone()
+            "count(*) FILTER (mode = 'replay' AND decision <> 'hit' AND coalesce(bypass_reason, '') NOT LIKE "
+            "'side call:%') FROM calls WHERE ts >= ?", [since]).fetchone()  # a side call is answered, not refused
     calls, hits, misses, refused = rows
     if not calls:
         return ("semula: WARNING: the command made no calls through semula — nothing was recorded or replayed. "

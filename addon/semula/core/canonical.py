@@ -103,6 +103,9 @@ class CanonicalRequest:
     stream: bool
     body: Any
     parsed: bool = True
+    # The Responses API's `instructions`, apart from `system` (a leading system message): the two
+    # are different requests. None when absent, and then in neither the JSON nor any fingerprint.
+    instructions: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON for storage; :meth:`from_json` reverses it exactly."""
@@ -120,6 +123,7 @@ class CanonicalRequest:
             "stream": self.stream,
             "body": self.body,
             "parsed": self.parsed,
+            **({"instructions": self.instructions} if self.instructions is not None else {}),
         }
 
     @classmethod
@@ -140,6 +144,7 @@ class CanonicalRequest:
             stream=bool(d["stream"]),
             body=d["body"],
             parsed=bool(d.get("parsed", True)),
+            instructions=d.get("instructions"),
         )
 
     def last_text(self) -> str:
@@ -227,7 +232,7 @@ def _normalised_view(
         text = None if start + offset == dropped else _norm(scrub_keys_in_text(m.text, keys), scrub_patterns)
         parts = scrub_keys_in_value(m.parts, keys) if keys else m.parts
         messages.append({"role": m.role, "text": text, "parts": _norm_strings(parts, scrub_patterns)})
-    return {
+    view = {
         "method": c.method,
         "provider": c.provider,
         "endpoint": c.endpoint,
@@ -244,6 +249,9 @@ def _normalised_view(
         # body is the only thing that tells two such requests apart.
         "body": None if c.parsed else c.body,
     }
+    if c.instructions is not None:  # only then: the fingerprints of every other request stay as they were
+        view["instructions"] = _norm(c.instructions, scrub_patterns)
+    return view
 
 
 def normalised_fingerprint(

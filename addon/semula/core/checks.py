@@ -1,17 +1,20 @@
 """The named checks that say how a request differs from a recording, beyond its last user text.
 
 One vocabulary for two readers: the near-match verdict (a recording whose shape differs is
-never served) and the replay-miss explanation (which fields to look at). Each check takes
-(incoming, stored, settings) and returns None or a reason such as "model differs: a → b".
+never served; one of another provider, endpoint, stream mode or model is not even queued) and
+the replay-miss explanation (which fields to look at). Each check takes (incoming, stored,
+settings) and returns None or a reason such as "model differs: a → b".
 Pure: plain values in, strings out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from semula.core.canonical import CanonicalRequest, canonical_json, context_fingerprint
+from semula.core.jsondiff import first_difference
 from semula.core.params import canonical_params
 from semula.core.normalise import normalise_text, scrub_volatile
 from semula.core.settings import ProjectSettings
@@ -95,7 +98,53 @@ def context_differs(incoming: CanonicalRequest, stored: CanonicalRequest, settin
     return "context differs (earlier turns or tool results)"
 
 
-SHAPE_CHECKS = (roles_differ, tools_differ, params_differ, model_differs, context_differs)
+@dataclass(frozen=True)
+class Shape:
+    """What a recorded answer's form depends on: who answers (provider), where (method and endpoint),
+    how (one JSON body or a stream) and which model. An answer of one shape never serves, and is never
+    queued for review against, a request of another: a client would get the wrong body format."""
+
+    provider: str | None
+    method: str | None
+    endpoint: str | None
+    stream: bool
+    model: str | None
+
+    @classmethod
+    def of(cls, c: CanonicalRequest) -> Shape:
+        return cls(c.provider, c.method, c.endpoint, bool(c.stream), c.model)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Shape:
+        """From a stored canonical request (`CanonicalRequest.to_json`); missing fields read as None."""
+        get = lambda key: d.get(key) if isinstance(d.get(key), str) else None  # noqa: E731
+        return cls(get("provider"), get("method"), get("endpoint"), bool(d.get("stream")), get("model"))
+
+
+def _stream_mode(stream: bool) -> str:
+    return "stream" if stream else "non-stream"
+
+
+def shapes_differ(incoming: Shape, stored: Shape) -> str | None:
+    """The first of provider, endpoint, stream mode and model that differs, as "<field> differs: recorded → this"."""
+    if incoming == stored:
+        return None
+    if incoming.provider != stored.provider:
+        return f"provider differs: {stored.provider} → {incoming.provider}"
+    if (incoming.method, incoming.endpoint) != (stored.method, stored.endpoint):
+        return f"endpoint differs: {stored.method} {stored.endpoint} → {incoming.method} {incoming.endpoint}"
+    if incoming.stream != stored.stream:
+        return f"stream mode differs: {_stream_mode(stored.stream)} → {_stream_mode(incoming.stream)}"
+    return f"model differs: {stored.model} → {incoming.model}"
+
+
+def shape_differs(incoming: CanonicalRequest, stored: CanonicalRequest, settings: ProjectSettings) -> str | None:
+    """A near-match across shapes (provider, endpoint, stream mode, model) is neither served nor queued."""
+    return shapes_differ(Shape.of(incoming), Shape.of(stored))
+
+
+# shape first: its reason is the one a cross-shape near-match reports, and it rules out review too
+SHAPE_CHECKS = (shape_differs, roles_differ, tools_differ, params_differ, model_differs, context_differs)
 
 
 # ------------------------------------------------------------------ fields only a miss explanation reads
@@ -138,9 +187,11 @@ def messages_differ(incoming: CanonicalRequest, stored: CanonicalRequest, settin
 
 
 def body_differs(incoming: CanonicalRequest, stored: CanonicalRequest, settings: ProjectSettings) -> str | None:
+    """An unparsed (exact-only) body has no named fields: name the first JSON path that differs."""
     if incoming.parsed and stored.parsed:
         return None
-    return None if canonical_json(incoming.body) == canonical_json(stored.body) else "body differs"
+    where = first_difference(stored.body, incoming.body)
+    return None if where is None else f"body differs at {where}"
 
 
 MISS_CHECKS = (model_differs, stream_differs, query_differs, headers_differ, params_differ, tools_differ,

@@ -6,12 +6,14 @@ a failed CI run is built from this, so each difference names the field and both 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from semula.core.canonical import CanonicalRequest, canonical_json
 from semula.core.checks import MISS_CHECKS
 from semula.core.normalise import words
+from semula.core.repeats import base_of
 from semula.core.settings import ProjectSettings
 from semula.core.text import dice
 
@@ -19,6 +21,12 @@ from semula.core.text import dice
 # A miss explanation reads at most this much of each text (head and tail): 2,000 stored 20 KB
 # conversations diffed whole took 11-22 s per replay miss.
 TEXT_HEAD = TEXT_TAIL = 2048
+
+# Below this similarity a recording is not named as the nearest: it would send a reader to diff
+# an unrelated file. Measured on the 625 request pairs in tests/data (paraphrases, antonyms, edits,
+# format changes of one request): every pair scores >= 0.33, while 98 % of random pairs of unrelated
+# requests to the same provider score below 0.3 (median 0.07).
+NEAREST_FLOOR = 0.3
 
 
 @dataclass(frozen=True)
@@ -67,8 +75,11 @@ def nearest_recordings(incoming: CanonicalRequest, candidates: list[tuple[int, C
     for entry_id, recorded in candidates:
         recorded = capped(recorded)
         diffs = differences(incoming, recorded)
-        similarity = dice(incoming_words, conversation_words(recorded))
+        recorded_words = conversation_words(recorded)
         elsewhere = (recorded.provider, recorded.endpoint) != (incoming.provider, incoming.endpoint)
+        # Two bodiless calls to one endpoint (GET /v1/models?…) have no words to compare: they are alike.
+        alike = not incoming_words and not recorded_words and not elsewhere and recorded.method == incoming.method
+        similarity = 1.0 if alike else dice(incoming_words, recorded_words)
         ranked.append((elsewhere, -(similarity - 0.05 * len(diffs)), -entry_id,
                        Nearest(entry_id, round(similarity, 3), tuple(diffs))))
     ranked.sort(key=lambda item: item[:3])
@@ -84,34 +95,57 @@ def approve_command(candidate_id: int | None, request_fp: str | None, recording_
     """`semula review approve`, by the fingerprints when known: they are the same in every store
     (CI's candidate ids are not), so the command also works on a laptop that replays the same test."""
     if request_fp and recording_fp:
+        request_fp = base_of(request_fp)  # sequence mode's n-th occurrence queues under the bare fingerprint
         return (f"semula review approve --request {request_fp[:FINGERPRINT_CHARS]} "
                 f"--recording {recording_fp[:FINGERPRINT_CHARS]}")
     return f"semula review approve {candidate_id}"
 
 
+def recording_name(entry_id: int, files: Mapping[int, str]) -> str:
+    """A recording as a reader can find it: its file in the recordings folder, else (a store with no
+    folder, a file not written yet) its store id, which means something only in this store."""
+    return files.get(entry_id) or f"#{entry_id}"
+
+
+def close_nearest(nearest: list[Nearest]) -> Nearest | None:
+    """The nearest recording worth naming: the first ranked at or above `NEAREST_FLOOR`."""
+    return next((n for n in nearest if n.similarity >= NEAREST_FLOOR), None)
+
+
 def miss_message(project: str, mode: str, nearest: list[Nearest], other_projects: list[str],
                  problem: str | None = None, candidate: Any = None,
-                 fingerprints: tuple[str | None, str | None] = (None, None)) -> str:
+                 fingerprints: tuple[str | None, str | None] = (None, None), *,
+                 request_line: str | None = None, files: Mapping[int, str] | None = None) -> str:
     """The replay-miss error: enough to fix a failed CI run without opening anything else.
 
     `candidate` is the queued review candidate (or the best near-match), `fingerprints` the
-    request's normalised fingerprint and the candidate recording's request fingerprint."""
-    head = f"semula: no recording matches this request (project '{project}', mode {mode})."
+    request's normalised fingerprint and the candidate recording's request fingerprint,
+    `request_line` the refused call ("POST /v1/chat/completions"), `files` each recording's file
+    in the recordings folder (by entry id), named instead of the store's ids."""
+    files = files or {}
+    refused = f": {request_line}" if request_line else ""
+    head = f"semula: no recording matches this request (project '{project}', mode {mode}){refused}."
     if problem:
-        head = f"semula: this request cannot be replayed (project '{project}', mode {mode}): {problem}."
+        head = f"semula: this request cannot be replayed (project '{project}', mode {mode}){refused}: {problem}."
     parts = [head]
-    if nearest:
-        best = nearest[0]
+    best = close_nearest(nearest)
+    if best is not None:
         what = "; ".join(best.differences[:6]) or "no field differs after normalisation"
-        parts.append(f"Nearest recording: #{best.entry_id} (similarity {best.similarity:.2f}): {what}.")
+        parts.append(f"Nearest recording: {recording_name(best.entry_id, files)} "
+                     f"(similarity {best.similarity:.2f}): {what}.")
+    elif nearest:
+        parts.append(f"No recording in project '{project}' is close to this request "
+                     f"(none shares {NEAREST_FLOOR:.0%} of its words).")
     elif not problem:
         parts.append(f"Project '{project}' has no recordings yet.")
     if candidate is not None:
         why = candidate.verdict.reason or "not served"
+        recording = f"recording {recording_name(candidate.entry_id, files)}"
         if candidate.candidate_id is not None:
             parts.append(
                 f"A near-match is queued for review: candidate #{candidate.candidate_id} "
-                f"({candidate.verdict.tier}, score {candidate.verdict.score:.2f}, recording #{candidate.entry_id}; "
+                f"({candidate.verdict.tier}, score {candidate.verdict.score:.2f}, "
+                f"{recording}; "
                 f"not served: {why}). If its answer is right for this request, approve it "
                 f"(`semula review show {candidate.candidate_id}` shows both) with "
                 f"`semula review approve {candidate.candidate_id}` and replay again."
@@ -124,7 +158,7 @@ def miss_message(project: str, mode: str, nearest: list[Nearest], other_projects
                 )
         else:
             parts.append(
-                f"Best near-match: recording #{candidate.entry_id} ({candidate.verdict.tier}, "
+                f"Best near-match: {recording} ({candidate.verdict.tier}, "
                 f"score {candidate.verdict.score:.2f}; not served: {why})."
             )
     if other_projects:

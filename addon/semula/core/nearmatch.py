@@ -10,7 +10,10 @@ lexical tier (and later the embedding tier) finds recordings that are merely
   model) is the same, the guard finds no changed number, name, negation, ...,
   and no fuzzy bypass rule applies;
 - queue for review, when it is not served but the score reaches the review
-  threshold and the same speakers speak in the same order (ADR-0003 SEM-E6);
+  threshold, the same speakers speak in the same order (ADR-0003 SEM-E6) and
+  the request has the recording's shape: the same provider, endpoint, stream
+  mode and model (a near-match across shapes is neither served nor queued; its
+  reason names the field);
 - otherwise miss.
 
 The lexical score is Sørensen-Dice over word multisets of the last user
@@ -28,7 +31,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from semula.core.canonical import CanonicalRequest
-from semula.core.checks import SHAPE_CHECKS, roles_differ
+from semula.core.checks import SHAPE_CHECKS, roles_differ, shape_differs
 from semula.core.guard import guard
 from semula.core.guard_edits import edits_change_question, edits_unlisted
 from semula.core.guard_words import NUMBER_WORDS
@@ -363,5 +366,6 @@ def near_match(
         and incoming.parsed
         and stored.parsed
         and roles_differ(incoming, stored, settings) is None
+        and shape_differs(incoming, stored, settings) is None  # never queued across shapes either
     )
     return Verdict(tier=tier, score=score, serve=serve, review=review, reason=reason, guard_reason=guard_reason)

@@ -215,8 +215,9 @@ class AddonSettings:
     mode: str = "auto"
     data_dir: str = ".semula"
     default_project: str = DEFAULT_PROJECT
-    hosts: tuple[str, ...] = field(default_factory=tuple)
-    record_errors: bool = False
+    hosts: tuple[str, ...] = field(default_factory=tuple)  # semula_hosts (or the defaults) + semula_extra_hosts
+    side_paths: tuple[str, ...] = ()  # semula_side_paths: regexes of a project's own side calls (never recorded)
+    record_errors: bool = False  # also 401/403/408/429/5xx (core/errorpolicy.py)
     namespace_by_key: bool = False
     admin: bool = True
     recordings: str | None = None  # the recordings folder; None: off

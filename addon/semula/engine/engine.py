@@ -11,13 +11,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from semula.core.canonical import CanonicalRequest
 from semula.core.cascade import Candidate, NearSearch
 from semula.core.decision import Match
 from semula.core.explain import Nearest, nearest_recordings
 from semula.core.redact import FingerprintKey
+from semula.core.repeats import base_of
 from semula.core.settings import ProjectSettings, settings_from_mapping
 from semula.engine.follow import run_here, start_following
 from semula.engine.index import AnswerCache, FingerprintIndex
@@ -34,6 +35,15 @@ log = logging.getLogger("semula")
 # A replay miss's explanation diffs at most this many recordings: the lexical proposals for its
 # last user text, then the newest of the same provider and endpoint.
 NEAREST_CANDIDATES = 50
+
+
+class MissContext(NamedTuple):
+    """What `Engine.miss_context` gives the replay-miss message (`core.explain.miss_message`)."""
+
+    nearest: list[Nearest]
+    candidate: Candidate | None
+    recording_fp: str | None
+    files: dict[int, str]  # entry id -> its file in the recordings folder
 
 
 class Engine:
@@ -216,19 +226,28 @@ class Engine:
         return nearest_recordings(request, candidates, limit)
 
     def miss_context(self, project: str, request: CanonicalRequest, normalised_fp: str | None,
-                     candidate: Candidate | None) -> tuple[list[Nearest], Candidate | None, str | None]:
+                     candidate: Candidate | None) -> MissContext:
         """What a replay miss says: the nearest recordings, the review candidate to name (this call's,
-        else one an earlier call queued) and the request fingerprint of that candidate's recording."""
+        else one an earlier call queued), the request fingerprint of that candidate's recording, and
+        the files of the recordings it names."""
         if (candidate is None or candidate.candidate_id is None) and normalised_fp:
-            candidate = self.review.open_candidate(project, normalised_fp) or candidate
+            # Sequence mode's n-th occurrence (`fp#n`) shares the candidates queued under the bare fingerprint.
+            candidate = self.review.open_candidate(project, base_of(normalised_fp)) or candidate
         entry = self.entry(candidate.entry_id) if candidate is not None else None
-        return self.nearest(project, request), candidate, entry.request_fp if entry is not None else None
+        nearest = self.nearest(project, request)
+        named = {n.entry_id for n in nearest} | ({candidate.entry_id} if candidate is not None else set())
+        return MissContext(nearest, candidate, entry.request_fp if entry is not None else None,
+                           self.recording_files(named))
+
+    def recording_files(self, entry_ids: set[int]) -> dict[int, str]:
+        """Each entry's file relative to the recordings folder, from its manifest (none without a folder)."""
+        if self.folder is None or not entry_ids:
+            return {}
+        return {info["entry_id"]: rel for rel, info in list(self.folder.files.items())
+                if info.get("entry_id") in entry_ids}
 
     def approve(self, candidate_id: int) -> dict[str, Any]:
-        result = self.review.approve(candidate_id)
-        if result["replaced_recordings"]:
-            self.reload()
-        return result
+        return self.review.approve(candidate_id)  # never deletes a recording: nothing to reload
 
     def projects(self) -> list[str]:
         return self.store.projects()

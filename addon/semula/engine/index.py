@@ -13,6 +13,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 
 from semula.core.decision import Match
+from semula.core.scope import base_project
 from semula.core.settings import ProjectSettings
 from semula.store.types import Entry
 
@@ -122,7 +123,11 @@ class FingerprintIndex:
             return {project for project, by_fp in self._exact.items() if key in by_fp}
 
     def settings_for(self, project: str) -> ProjectSettings:
-        return self._settings.get(project) or ProjectSettings()
+        """A project's settings; a test-scoped project without its own has its base project's (`core.scope`)."""
+        settings = self._settings.get(project)
+        if settings is None and (base := base_project(project)) is not None:
+            settings = self._settings.get(base)
+        return settings or ProjectSettings()
 
     def __len__(self) -> int:
         """The exact fingerprints held, over all projects."""

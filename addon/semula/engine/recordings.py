@@ -71,14 +71,16 @@ class Recordings:
             self.answers.finish_preload(reversed(items))
 
     def record(self, new: NewEntry, started: Any = None) -> int:
-        """Store an answer; close the review candidates of this request queued by earlier calls."""
+        """Store an answer; close this request's open review candidates, the ones its own call queued
+        included (an answered request closes its own: approving one would only shadow, or delete, the
+        request's own correct recording). `started` is accepted for the callers' sake and unused."""
         if self.folder is not None:
             self.folder.intend(new)  # a kill -9 before the file is written: the next start writes it
         entry_id = self.store.upsert_entry(new)
         self.lexical.written(entry_id, new.project, new.last_text)
         if self.embeddings is not None:
             self.embeddings.entry_written(entry_id, new.project, new.canonical, self.index.settings_for(new.project))
-        self.review.answered(new.project, new.normalised_fp, created_before=started)
+        self.review.answered(new.project, new.normalised_fp)
         self.index.add(entry_id, new.project, new.request_fp, new.normalised_fp)
         self.answers.forget(entry_id)
         if (entry := self.store.get_entry(entry_id)) is not None:

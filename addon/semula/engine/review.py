@@ -1,9 +1,12 @@
 """The human review queue: near-matches a person approves (an alias) or rejects (forever).
 
-It keeps the ADR's rules: only same-speaker conversations are candidates (the verdict's
-`review`), at most 3 per missed request, never the same (request, entry) pairing twice, a
-rejection is kept forever (that pairing is never queued or served again), approval writes an
-alias and closes the request's other open candidates, an answered request closes its own.
+It keeps the ADR's rules: only same-speaker conversations of the same shape (provider,
+endpoint, stream mode, model) are candidates (the verdict's `review`), at most 3 per missed
+request, never the same (request, entry) pairing twice, a rejection is kept forever (that
+pairing is never queued or served again), approval writes an alias and closes the request's
+other open candidates, an answered request (served, or recorded by auto/record, even by the
+call that queued them) closes its own. Approval never deletes a recording: a request with a
+recording of its own is refused (see `approve`).
 Depends on the store and the fingerprint index only. Runs on the store thread; `has_open`
 is safe from any thread.
 """
@@ -18,12 +21,15 @@ from typing import Any
 
 from semula.core.canonical import CanonicalRequest
 from semula.core.cascade import Candidate
+from semula.core.checks import Shape, shapes_differ
 from semula.core.nearmatch import Verdict
 from semula.engine.index import FingerprintIndex
 from semula.recordings import shared
 from semula.recordings.folder import RecordingsFolder, relpath_of
+from semula.recordings.format import body_fields
 from semula.store.base import LexicalProposer, RecordingStore
 from semula.store.logschema import REVIEW_LOG_SCHEMA_VERSION
+from semula.store.types import Entry
 
 MAX_CANDIDATES = 3
 
@@ -46,6 +52,22 @@ def word_diff(old: str, new: str) -> str:
         if j2 > j1:
             out.append("{+" + " ".join(b[j1:j2]) + "+}")
     return " ".join(out)
+
+
+def shape_json(shape: Shape) -> dict[str, Any]:
+    return {"provider": shape.provider, "method": shape.method, "endpoint": shape.endpoint,
+            "model": shape.model, "stream": shape.stream}
+
+
+def answer_of(entry: Entry | None) -> tuple[str, str]:
+    """(the recorded answer as a person reads it, "text" | "body"): a stream's assembled text, a JSON
+    answer's text; the body itself when it holds no text (a tool call, an embedding, an error)."""
+    if entry is None:
+        return "(the recording was deleted)", "body"
+    text = body_fields(entry.body, entry.streamed).get("answer_text")
+    if text:
+        return text, "text"
+    return entry.body.decode("utf-8", errors="replace"), "body"
 
 
 class ReviewQueue:
@@ -111,9 +133,7 @@ class ReviewQueue:
         if not self.has_open(project, normalised_fp):
             return 0
         rows = self.store.open_candidates_for(project, normalised_fp, created_before)
-        self.store.set_candidate_status([r["id"] for r in rows], "closed")
-        for row in rows:
-            self._event("closed", row)
+        self._close(rows)
         if not self.store.open_candidates_for(project, normalised_fp):
             self._set_open(project, normalised_fp, False)
         return len(rows)
@@ -163,28 +183,58 @@ class ReviewQueue:
         recorded = CanonicalRequest.from_json(entry.canonical) if entry else None
         incoming = CanonicalRequest.from_json(row["request_canonical"])
         recorded_text = recorded.last_user_text() if recorded else ""
+        answer, answer_format = answer_of(entry)
         return {
             **{k: row[k] for k in ("id", "project", "tier", "score", "guard_reason", "reason", "status", "entry_id")},
+            "request_shape": shape_json(Shape.of(incoming)),
+            "recorded_shape": shape_json(Shape.of(recorded)) if recorded else None,
+            "shape_differs": shapes_differ(Shape.of(incoming), Shape.of(recorded)) if recorded else None,
+            "own_recordings": self._own_recordings(row),
             "diff": word_diff(recorded_text, incoming.last_user_text()),
             "request_text": incoming.last_user_text(),
             "recorded_text": recorded_text,
-            "answer": entry.body.decode("utf-8", errors="replace") if entry else "(the recording was deleted)",
+            "answer": answer,
+            "answer_format": answer_format,
         }
 
+    def _own_recordings(self, row: dict[str, Any]) -> list[int]:
+        """The recordings the candidate's request has of its own (auto or record mode stored its answer)."""
+        own = self.store.entries_with_normalised_fp(row["project"], row["request_normalised_fp"])
+        return [e for e in own if e != row["entry_id"]]
+
     def approve(self, candidate_id: int) -> dict[str, Any]:
+        """Serve the candidate's recording for its request from now on (an alias).
+
+        Refused, and the candidate closed, when it pairs requests of different shapes (an older
+        version queued it). Refused, and the request's candidates closed, when the request has a
+        recording of its own:
+        the exact and normalised tiers answer before the alias, so the alias would never be served,
+        and deleting that recording (as approval once did) throws away the request's own correct
+        answer. Never deletes a recording.
+        """
         row = self._get(candidate_id, must_be_open=True)
         project, fp = row["project"], row["request_normalised_fp"]
         if (entry := self.store.get_entry(row["entry_id"])) is None:
             raise ValueError(f"candidate #{candidate_id}: its recording #{row['entry_id']} was deleted")
-        # The approved answer replaces the request's own recording (auto mode recorded it while
-        # the candidate waited): otherwise the exact tier would keep serving that one.
-        replaced = [e for e in self.store.entries_with_normalised_fp(project, fp) if e != row["entry_id"]]
-        for entry_id in replaced:
-            self.recording_deleted(entry_id)
-            self.store.delete_entry(entry_id)
-            self.lexical.deleted(entry_id)
-            if self.folder is not None:
-                self.folder.delete(entry_id)
+        crossed = shapes_differ(Shape.of(CanonicalRequest.from_json(row["request_canonical"])),
+                                Shape.of(CanonicalRequest.from_json(entry.canonical)))
+        if crossed is not None:  # queued by an older version (or another proxy of one on a shared store)
+            closed = self._close([row])
+            if not self.store.open_candidates_for(project, fp):
+                self._set_open(project, fp, False)
+            raise ValueError(f"not approved: candidate #{candidate_id} pairs requests of different shapes "
+                             f"({crossed}): its answer would break the client. Closed #{closed[0]}")
+        if own := self._own_recordings(row):
+            closed = self._close(self.store.open_candidates_for(project, fp))
+            self._set_open(project, fp, False)
+            mine = self.store.get_entry(own[0])
+            where = f" ({relpath_of(mine)})" if mine is not None and self.folder is not None else ""
+            raise ValueError(
+                f"not approved: the request of candidate #{candidate_id} has its own recording #{own[0]}{where}, "
+                f"which answers it first and is kept; an alias to recording #{row['entry_id']} would never be "
+                f"served. Closed candidate(s) {', '.join(f'#{i}' for i in closed)} (an answered request closes its "
+                f"own). To serve #{row['entry_id']} instead, delete #{own[0]} (`semula entries delete {own[0]}`) "
+                "and replay the request to queue the candidate again")
         aliases = [(a, e, r) for a, e, r in self.store.alias_requests(project) if a != fp]
         self.store.replace_aliases(project, [*aliases, (fp, row["entry_id"], row["request_canonical"])])
         self.index.put_alias(project, fp, row["entry_id"])
@@ -192,13 +242,15 @@ class ReviewQueue:
             self.folder.write_shared(shared.alias_file(project, row["request_canonical"], relpath_of(entry)))
         self.store.set_candidate_status([candidate_id], "approved")
         self._event("approved", {**row, "status": "approved"})
-        others = [r for r in self.store.open_candidates_for(project, fp) if r["id"] != candidate_id]
-        self.store.set_candidate_status([r["id"] for r in others], "closed")
-        for other in others:
-            self._event("closed", other)
+        others = self._close([r for r in self.store.open_candidates_for(project, fp) if r["id"] != candidate_id])
         self._set_open(project, fp, False)
-        return {"approved": candidate_id, "alias_to": row["entry_id"], "closed": [r["id"] for r in others],
-                "replaced_recordings": replaced}
+        return {"approved": candidate_id, "alias_to": row["entry_id"], "closed": others}
+
+    def _close(self, rows: list[dict[str, Any]]) -> list[int]:
+        self.store.set_candidate_status([r["id"] for r in rows], "closed")
+        for row in rows:
+            self._event("closed", row)
+        return [r["id"] for r in rows]
 
     def reject(self, candidate_id: int) -> dict[str, Any]:
         row = self._get(candidate_id, must_be_open=True)

@@ -21,7 +21,14 @@ from semula.providers.base import (
 )
 from semula.providers.gemini import GeminiAdapter
 from semula.providers.generic import GenericAdapter
-from semula.providers.openai import COMPATIBLE_HOSTS, AzureOpenAIAdapter, OpenAIAdapter
+from semula.providers.openai import (
+    COMPATIBLE_HOSTS,
+    COMPATIBLE_PATHS,
+    AzureOpenAIAdapter,
+    OpenAIAdapter,
+    OpenAIPathAdapter,
+)
+from semula.providers.sidepaths import SideCall, SidePath, side_call
 
 __all__ = [
     "ADAPTERS",
@@ -31,18 +38,23 @@ __all__ = [
     "Adapter",
     "AdapterError",
     "RawRequest",
+    "SideCall",
+    "SidePath",
     "Usage",
     "adapter_for",
     "allow_hosts_regexes",
     "host_matches",
+    "side_call_for",
 ]
 
 ADAPTERS: tuple[Adapter, ...] = (
     OpenAIAdapter(),
+    # Before the native adapters of their hosts: these paths are OpenAI's format, the rest is native.
+    *(OpenAIPathAdapter(name, host, path) for name, (host, path) in COMPATIBLE_PATHS.items()),
     AnthropicAdapter(),
     GeminiAdapter(),
     AzureOpenAIAdapter(),
-    *(OpenAIAdapter(name, hosts) for name, hosts in COMPATIBLE_HOSTS.items()),
+    *(OpenAIAdapter(name, hosts, side_paths=()) for name, hosts in COMPATIBLE_HOSTS.items()),
 )
 # What is intercepted by default: every host an adapter understands, in adapter order.
 DEFAULT_PROVIDER_HOSTS: tuple[str, ...] = tuple(dict.fromkeys(h for a in ADAPTERS for h in a.hosts))
@@ -58,6 +70,19 @@ def adapter_for(host: str, path: str) -> Adapter:
         if adapter.handles(host, path):
             return adapter
     return GENERIC
+
+
+def side_call_for(host: str, path: str, project_paths: Sequence[SidePath] = ()) -> SideCall | None:
+    """The side call (a trace upload, not a model call) this request is, else None: the side paths
+    of the adapters for this host, then the project's own (`semula_side_paths`) on any host."""
+    host = bare_host(host)
+    for adapter in ADAPTERS:
+        if adapter.side_paths and host_matches(host, adapter.hosts):
+            if found := side_call(adapter.name, adapter.side_paths, (), path):
+                return found
+    if project_paths:
+        return side_call(adapter_for(host, path).name, (), project_paths, path)
+    return None
 
 
 def allow_hosts_regexes(patterns: Sequence[str]) -> list[str]:

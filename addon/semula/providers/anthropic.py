@@ -24,10 +24,17 @@ from semula.providers.base import (
     load_json_object,
     require_list,
 )
+from semula.providers.sidepaths import SidePath
 
 __all__ = ["AnthropicAdapter"]
 
 _PATHS = ("/v1/messages", "/v1/messages/count_tokens")
+# Claude Code (and the Claude Agent SDK, which runs it) uploads its event log and metrics to the API
+# host in the background. Their success answer's body is not documented: an empty object.
+_SIDE_PATHS = (
+    SidePath(r"^/api/event_logging/(?:v\d+/)?batch$", "Claude Code event log upload"),
+    SidePath(r"^/api/claude_code/metrics$", "Claude Code metrics upload"),
+)
 
 
 def _without_cache_control(value: Any) -> Any:
@@ -61,6 +68,7 @@ class AnthropicAdapter(Adapter):
     name = "anthropic"
     hosts = ("api.anthropic.com",)
     behaviour_headers = ("anthropic-beta", "anthropic-version")
+    side_paths = _SIDE_PATHS
 
     def _handles_path(self, path: str) -> bool:
         return path in _PATHS

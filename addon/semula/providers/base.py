@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from semula.core.canonical import NEVER_MATTERS, CanonicalRequest
 from semula.core.redact import FingerprintKey, clean_query, redact_json
+from semula.providers.sidepaths import SidePath
+from semula.providers.rawbody import describe, is_raw_body
 from semula.providers.sse import SSEEvent, parse_frame
 
 __all__ = [
@@ -182,6 +184,9 @@ class Adapter:
     name: str = "generic"
     behaviour_headers: tuple[str, ...] = ()
     hosts: tuple[str, ...] = ()
+    # Calls to these hosts that are not model calls (trace uploads): never recorded, answered locally
+    # in replay (providers/sidepaths.py).
+    side_paths: tuple[SidePath, ...] = ()
 
     def handles(self, host: str, path: str) -> bool:
         return host_matches(host, self.hosts) and self._handles_path(path)
@@ -192,7 +197,12 @@ class Adapter:
     # ---------------------------------------------------------------- requests
 
     def canonicalise(self, raw: RawRequest, key: FingerprintKey) -> CanonicalRequest:
-        """The canonical request; each secret in the body becomes a placeholder keyed by ``key``."""
+        """The canonical request; each secret in the body becomes a placeholder keyed by ``key``.
+
+        A body that is not JSON (an upload) is kept for the exact tier as a descriptor of its bytes."""
+        if is_raw_body(raw.body, raw.headers):
+            described = describe(raw.body, raw.headers, key)
+            return replace(self.unparsed(raw, described.descriptor), model=described.model, stream=described.stream)
         data = load_json_object(raw.body)
         try:
             body = redact_json({k: v for k, v in data.items() if k not in NEVER_MATTERS}, key)

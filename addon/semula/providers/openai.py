@@ -3,7 +3,11 @@
 Chat completions, the Responses API, embeddings and legacy completions are
 recognised by their path suffix, so ``/openai/v1/chat/completions`` (Groq),
 ``/api/v1/chat/completions`` (OpenRouter) and ``/chat/completions``
-(DeepSeek) are read by the same code under their own provider name.
+(DeepSeek) are read by the same code under their own provider name. Other
+providers' OpenAI-compatible endpoints on their own hosts (Gemini's
+``/v1beta/openai/…``, Anthropic's ``/v1/chat/completions``) get this reader too,
+by path, under a name of their own (``gemini-openai``): their bodies are
+OpenAI's, not the native format's.
 """
 
 from __future__ import annotations
@@ -23,18 +27,48 @@ from semula.providers.base import (
     load_json_object,
     require_list,
 )
+from semula.providers.sidepaths import SidePath
 
-__all__ = ["AzureOpenAIAdapter", "OpenAIAdapter", "COMPATIBLE_HOSTS"]
+__all__ = ["AzureOpenAIAdapter", "COMPATIBLE_HOSTS", "COMPATIBLE_PATHS", "OPENAI_SIDE_PATHS",
+           "OpenAIAdapter", "OpenAIPathAdapter"]
 
-# Provider name -> hosts that speak OpenAI's chat format.
+# Provider name -> hosts that speak OpenAI's chat format; each documented base path in a comment
+# (the reader goes by the path's suffix, so any prefix works).
 COMPATIBLE_HOSTS: dict[str, tuple[str, ...]] = {
-    "mistral": ("api.mistral.ai",),
-    "groq": ("api.groq.com",),
-    "openrouter": ("openrouter.ai",),
-    "together": ("api.together.xyz", "api.together.ai"),
-    "deepseek": ("api.deepseek.com",),
-    "xai": ("api.x.ai",),
+    "mistral": ("api.mistral.ai",),  # /v1/chat/completions
+    "groq": ("api.groq.com",),  # /openai/v1/...
+    "openrouter": ("openrouter.ai",),  # /api/v1/...
+    "together": ("api.together.xyz", "api.together.ai"),  # /v1/...
+    "deepseek": ("api.deepseek.com",),  # /chat/completions, /v1/...
+    "xai": ("api.x.ai",),  # /v1/...
+    "cerebras": ("api.cerebras.ai",),  # /v1/chat/completions
+    "fireworks": ("api.fireworks.ai",),  # /inference/v1/...
+    "perplexity": ("api.perplexity.ai",),  # /chat/completions
+    "deepinfra": ("api.deepinfra.com",),  # /v1/openai/...
+    "huggingface": ("router.huggingface.co",),  # /v1/... (the Inference Providers router)
+    "nebius": ("api.studio.nebius.com", "api.tokenfactory.nebius.com"),  # /v1/...
+    "novita": ("api.novita.ai",),  # /v3/openai/..., /openai/v1/...
+    "sambanova": ("api.sambanova.ai",),  # /v1/...
+    "hyperbolic": ("api.hyperbolic.xyz",),  # /v1/...
+    "nvidia": ("integrate.api.nvidia.com",),  # /v1/... (NVIDIA NIM)
+    "moonshot": ("api.moonshot.ai", "api.moonshot.cn"),  # /v1/...
+    "dashscope": ("dashscope.aliyuncs.com", "dashscope-intl.aliyuncs.com"),  # /compatible-mode/v1/...
+    "cohere": ("api.cohere.ai", "api.cohere.com"),  # /compatibility/v1/... (native /v2/chat: generic)
+    "github": ("models.github.ai",),  # /inference/chat/completions
 }
+
+# Provider name -> (host, path regex): OpenAI-compatible endpoints on a host whose native API is
+# another format. Listed before the native adapters in the registry.
+COMPATIBLE_PATHS: dict[str, tuple[str, str]] = {
+    "gemini-openai": ("generativelanguage.googleapis.com", r"^/v1(?:beta|alpha)?/openai/"),
+    "anthropic-openai": ("api.anthropic.com", r"^/v1/chat/completions$"),  # the OpenAI SDK compatibility layer
+}
+
+# openai-agents' BackendSpanExporter posts its traces here from a background thread; the server
+# answers 204 No Content, and the exporter takes any status below 300 as success.
+OPENAI_SIDE_PATHS: tuple[SidePath, ...] = (
+    SidePath(r"^/v1/traces/ingest$", "openai-agents trace upload", status=204, body=b"", content_type=None),
+)
 
 _SYSTEM_ROLES = {"system": "system", "developer": "system"}
 _ROLE_NAMES = {"developer": "system", "function": "tool"}
@@ -121,9 +155,12 @@ class OpenAIAdapter(Adapter):
 
     behaviour_headers = ("openai-beta",)
 
-    def __init__(self, name: str = "openai", hosts: tuple[str, ...] = ("api.openai.com",)) -> None:
+    def __init__(self, name: str = "openai", hosts: tuple[str, ...] = ("api.openai.com", "*.api.openai.com"),
+                 side_paths: tuple[SidePath, ...] = OPENAI_SIDE_PATHS) -> None:
+        # *.api.openai.com: the data-residency hosts (us., eu., …) the openai SDK's data_residency picks.
         self.name = name
         self.hosts = hosts
+        self.side_paths = side_paths
 
     def _handles_path(self, path: str) -> bool:
         return _endpoint_kind(path) is not None
@@ -139,6 +176,7 @@ class OpenAIAdapter(Adapter):
             consumed = ("model", "messages", "tools")
         elif kind == "responses":
             system, messages = self._responses_input(body)
+            instructions = _instructions(body)
             consumed = ("model", "input", "instructions", "tools")
         elif kind == "embeddings":
             system, messages = [], _as_messages(body.get("input"), "input")
@@ -148,6 +186,8 @@ class OpenAIAdapter(Adapter):
             consumed = ("model", "prompt")
         else:
             raise BodyShapeError(f"unknown endpoint {raw.path}")
+        if kind != "responses":
+            instructions = None
         return CanonicalRequest(
             **self.common(raw),
             model=self._model(raw, body),
@@ -157,20 +197,17 @@ class OpenAIAdapter(Adapter):
             params=self.params_of(body, consumed),
             stream=kind != "embeddings" and self.streams(raw, body),
             body=body,
+            instructions=instructions,
         )
 
     @staticmethod
     def _responses_input(body: dict[str, Any]) -> tuple[list[str], list[Message]]:
-        instructions = body.get("instructions")
-        if instructions is not None and not isinstance(instructions, str):
-            raise BodyShapeError("instructions is not a string")
         value = body.get("input")
         if isinstance(value, str):
             messages = [Message(role="user", text=value)]
         else:
             messages = [_response_item(item) for item in require_list(value, "input")]
-        system, rest = _split_system(messages)
-        return ([instructions] if instructions else []) + system, rest
+        return _split_system(messages)
 
     # ---------------------------------------------------------------- responses
 
@@ -209,6 +246,16 @@ class OpenAIAdapter(Adapter):
         except Exception:
             return Usage()
         return usage
+
+
+def _instructions(body: dict[str, Any]) -> str | None:
+    """The Responses API's `instructions`: its own field, never merged into the system text. They
+    are not the same request: `instructions` do not carry over to a turn chained with
+    `previous_response_id`, a system message in the input does."""
+    instructions = body.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        raise BodyShapeError("instructions is not a string")
+    return instructions or None
 
 
 def _dict_message(item: Any) -> Message:
@@ -261,6 +308,7 @@ class AzureOpenAIAdapter(OpenAIAdapter):
         super().__init__(
             name="azure",
             hosts=("*.openai.azure.com", "*.cognitiveservices.azure.com", "*.services.ai.azure.com"),
+            side_paths=(),
         )
 
     def _handles_path(self, path: str) -> bool:
@@ -269,3 +317,14 @@ class AzureOpenAIAdapter(OpenAIAdapter):
     def _model(self, raw: RawRequest, body: dict[str, Any]) -> str | None:
         m = _DEPLOYMENT.match(raw.path)
         return m.group(1) if m else super()._model(raw, body)
+
+
+class OpenAIPathAdapter(OpenAIAdapter):
+    """OpenAI's reader for the paths one host serves in OpenAI's format next to its native API."""
+
+    def __init__(self, name: str, host: str, path: str) -> None:
+        super().__init__(name=name, hosts=(host,), side_paths=())
+        self._path = re.compile(path)
+
+    def _handles_path(self, path: str) -> bool:
+        return self._path.search(path) is not None and super()._handles_path(path)

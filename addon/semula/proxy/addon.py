@@ -24,10 +24,12 @@ from semula.core.bypass import NO_CACHE_HEADER, no_cache_header
 from semula.core.canonical import CanonicalRequest
 from semula.core.cascade import Candidate, NearSearch, Outcome, cascade
 from semula.core.decision import Bypass, Decision, decide
+from semula.core.errorpolicy import replayed_note, unrecordable_status
 from semula.core.explain import miss_message
 from semula.core.fasthit import fast_outcome
 from semula.core.modes import Mode
 from semula.core.redact import FingerprintKey, clean_query, redact_text
+from semula.core.scope import scoped_project
 from semula.core.settings import AddonSettings, ProjectSettings, SettingsError, validate_project
 from semula.recordings.entry import recording_of
 from semula.providers import DEFAULT_PROVIDER_HOSTS, adapter_for, host_matches
@@ -44,6 +46,8 @@ from semula.proxy.identity import keyed_project, proxy_credentials
 from semula.proxy.malloc import limit_arenas, start_trimming
 from semula.proxy.refusals import tag_of
 from semula.proxy.runs import RUN_HEADER, RunCounters
+from semula.proxy.sidecalls import side_outcome
+from semula.proxy.scopes import SCOPE_HEADER
 from semula.proxy.storethread import ProxyLookups
 
 log = logging.getLogger("semula")
@@ -52,7 +56,8 @@ PROJECT_HEADER = "x-semula-project"
 REPLAY_REFUSAL_STATUS = 404  # a 4xx that SDKs do not retry (not 408/409/429)
 BIG_BODY_BYTES = 256 * 1024  # larger request bodies are parsed and fingerprinted off the event loop
 # The headers semula reads and strips before the call goes on (as raw lower-case names).
-CONTROL_HEADERS = frozenset(n.encode() for n in ("proxy-authorization", PROJECT_HEADER, NO_CACHE_HEADER, RUN_HEADER))
+CONTROL_HEADERS = frozenset(n.encode() for n in ("proxy-authorization", PROJECT_HEADER, NO_CACHE_HEADER, RUN_HEADER,
+                                                  SCOPE_HEADER))
 
 
 class SemulaAddon(Commands):
@@ -103,20 +108,22 @@ class SemulaAddon(Commands):
             return
         headers = flow.request.headers
         user = header_project = password = None
-        no_cache, run = False, ""
+        no_cache, run, scope = False, "", ""
         if any(name.lower() in CONTROL_HEADERS for name, _ in headers.fields):  # one pass: usually none
             # plain-HTTP proxying sends Proxy-Authorization per request
             user, password = proxy_credentials(headers.get("proxy-authorization"))
             header_project = headers.get(PROJECT_HEADER)
             no_cache = NO_CACHE_HEADER in headers
-            run = headers.get(RUN_HEADER, "")
-            for name in ("proxy-authorization", PROJECT_HEADER, NO_CACHE_HEADER, RUN_HEADER):
+            run, scope = headers.get(RUN_HEADER, ""), headers.get(SCOPE_HEADER, "")
+            for name in ("proxy-authorization", PROJECT_HEADER, NO_CACHE_HEADER, RUN_HEADER, SCOPE_HEADER):
                 if name in headers:
                     del headers[name]
         project = self.conn_projects.get(flow.client_conn.id) or user or header_project or self.settings.default_project
         tag = self.conn_tags.get(flow.client_conn.id) or tag_of(password)
+        test = self.tests.for_flow(tag, scope, run)  # its test: scopes recordings, repeats and refusals
+        project = scoped_project(project, test.scope)
         self.flows[flow.id] = FlowState(host=host, project=project, no_cache=no_cache,
-                                        path=flow.request.path.split("?", 1)[0], run=run, tag=tag)
+                                        path=flow.request.path.split("?", 1)[0], run=test.run, tag=tag, test=test.test)
 
     async def request(self, flow: http.HTTPFlow) -> None:
         state = self.flows.get(flow.id)
@@ -168,6 +175,8 @@ class SemulaAddon(Commands):
         return None
 
     async def _decide(self, flow: http.HTTPFlow, state: FlowState) -> Outcome:
+        if side := side_outcome(flow, self.mode, state, self.settings.side_paths):  # never recorded or looked up
+            return side
         request = flow.request
         body, bypass = await self._request_body(request)
         raw = raw_request(request, state, body)
@@ -234,6 +243,7 @@ class SemulaAddon(Commands):
         state.served.upstream_ms = entry.upstream_ms
         state.served.usage = Usage(entry.prompt_tokens, entry.completion_tokens)
         state.streamed = entry.streamed
+        state.error = replayed_note(entry.status) or state.error  # a recorded 404 served: the log says so
         flow.response = answer_response(entry, decision)
         flow.marked = ":green_circle:"
         return True
@@ -247,12 +257,12 @@ class SemulaAddon(Commands):
         elif decision.decision == "error":
             problem = decision.reason
         problem = problem or state.outcome.exhausted
-        nearest, others, recording_fp = [], [], None
+        nearest, others, recording_fp, files = [], [], None, {}
         engine = self.store.engine
         candidate = _named_candidate(state.outcome.near)
         if engine is not None and state.canonical is not None and decision.decision == "miss":
             try:
-                nearest, candidate, recording_fp = await asyncio.get_running_loop().run_in_executor(
+                nearest, candidate, recording_fp, files = await asyncio.get_running_loop().run_in_executor(
                     self.store.executor, engine.miss_context, state.project, state.canonical, state.normalised_fp,
                     candidate)
             except Exception as e:
@@ -260,7 +270,8 @@ class SemulaAddon(Commands):
             if state.request_fp:
                 others = sorted(engine.projects_with(state.request_fp) - {state.project})
         message = redact_text(miss_message(state.project, self.mode.value, nearest, others, problem, candidate,
-                                           (state.normalised_fp, recording_fp)))
+                                           (state.normalised_fp, recording_fp), files=files,
+                                           request_line=f"{flow.request.method} {state.path}"))
         adapter = state.adapter or adapter_for(state.host, state.path)
         body = adapter.error_body(REPLAY_REFUSAL_STATUS, message)
         headers = {"content-type": "application/json", **semula_headers(decision)}
@@ -333,7 +344,7 @@ class SemulaAddon(Commands):
         if client_gone and not (state.streamed and adapter.stream_complete(frames)):
             state.error, state.cut = client_gone, True
         elif state.decision.record and state.canonical is not None:
-            why_not = self._unrecordable(adapter, response.status_code, state.streamed, frames)
+            why_not = self._unrecordable(adapter, response.status_code, state.streamed, frames, body)
             if why_not:
                 state.error = why_not
             else:
@@ -347,9 +358,10 @@ class SemulaAddon(Commands):
     def _upstream_ms(state: FlowState) -> float | None:
         return (time.perf_counter() - state.upstream_started) * 1000 if state.upstream_started else None
 
-    def _unrecordable(self, adapter: Adapter, status: int, streamed: bool, frames: list[bytes]) -> str | None:
-        if not (200 <= status < 300) and not self.settings.record_errors:
-            return f"not recorded: upstream answered {status} (only complete 2xx answers are recorded)"
+    def _unrecordable(self, adapter: Adapter, status: int, streamed: bool, frames: list[bytes],
+                      body: bytes) -> str | None:
+        if why_not := unrecordable_status(status, self.settings.record_errors, body):
+            return why_not
         if streamed and not adapter.stream_complete(frames):
             return "not recorded: the stream ended without its terminal event"
         return None
@@ -394,7 +406,7 @@ class SemulaAddon(Commands):
             self.calls.append({**row, "run_id": self.run_id})
         flow.comment = flow_comment(decision, entry, state)
         if decision.action == "refuse":
-            self.refusals.add(state.tag, state.project, state.error or decision.reason or "refused")
+            self.refusals.add(state.tag, state.project, state.error or decision.reason or "refused", state.test)
         if self.settings.console_calls:
             print(console_line(state, row, recorded), flush=True)
 

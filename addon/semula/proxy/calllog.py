@@ -143,11 +143,12 @@ def wire_semula_headers(decision: Decision) -> tuple[tuple[bytes, bytes], ...]:
 
 
 def semula_headers(decision: Decision, entry_id: int | None = None) -> dict[str, str]:
-    """The x-semula-* headers every answered call carries."""
+    """The x-semula-* headers every answered call carries; score and entry only when there is one (an
+    empty header reads as a value to clients that parse it)."""
     entry = decision.entry_id if decision.entry_id is not None else entry_id
-    return {
-        "x-semula-decision": decision.decision,
-        "x-semula-tier": decision.tier,
-        "x-semula-score": "" if decision.score is None else f"{decision.score:.3f}",
-        "x-semula-entry": "" if entry is None else str(entry),
-    }
+    headers = {"x-semula-decision": decision.decision, "x-semula-tier": decision.tier}
+    if decision.score is not None:
+        headers["x-semula-score"] = f"{decision.score:.3f}"
+    if entry is not None:
+        headers["x-semula-entry"] = str(entry)
+    return headers

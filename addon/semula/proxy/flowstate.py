@@ -44,6 +44,7 @@ class FlowState:
     pending_key: tuple[str, str] | None = None
     run: str = ""  # the x-semula-run header: the run whose repeats are counted (sequence mode)
     tag: str = ""  # the proxy password's run tag (proxy/refusals.py)
+    test: str = ""  # the test current for the tag, or the x-semula-scope header (proxy/scopes.py)
     fast_key: FastKey | None = None  # set when the raw-request fast path may serve this request
     fast: FastHit | None = None  # set when it did (then `canonical` is None: nothing was parsed)
 

@@ -20,6 +20,7 @@ from semula.core.settings import AddonSettings
 from semula.proxy.admin import AdminServer, fallback_admin_dir, read_admin_info
 from semula.proxy.calllog import TERMINAL_SAFE_LOG
 from semula.proxy.refusals import Refusals
+from semula.proxy.scopes import CurrentTests
 from semula.recordings.files import remember_user_umask
 from semula.proxy.storethread import StoreThread
 from semula.store.logschema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
@@ -43,6 +44,7 @@ class Lifecycle:
         self.embedder: Any = None
         self.admin: AdminServer | None = None
         self.refusals = Refusals()  # replay refusals, numbered: the pytest plugin asks for them
+        self.tests = CurrentTests()  # the test each run tag is in: the pytest plugin says so
         self.is_running = False
         self.run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
 
@@ -52,6 +54,8 @@ class Lifecycle:
     def _admin_call(self, method: str, params: dict[str, Any]) -> Any:
         if method == Refusals.METHOD:  # the proxy's own memory, not the store
             return self.refusals.answer(params)
+        if method == CurrentTests.METHOD:
+            return self.tests.answer(params)
         return self._admin_dispatch(method, params)
 
     async def running(self) -> None:

@@ -41,9 +41,13 @@ def declare(loader: Any) -> None:
     loader.add_option("semula_project", str, DEFAULT_PROJECT, "semula default project (namespace)")
     loader.add_option(
         "semula_hosts", Sequence[str], list(DEFAULT_PROVIDER_HOSTS),
-        "provider hosts semula intercepts (exact names or *.suffix)",
+        "provider hosts semula intercepts (exact names or *.suffix); replaces the defaults",
     )
-    loader.add_option("semula_record_errors", bool, False, "also record 4xx/5xx answers (default: only complete 2xx)")
+    loader.add_option("semula_extra_hosts", Sequence[str], [],
+                      "more hosts to intercept, added to semula_hosts (an OpenAI-compatible API, a CDN a test needs)")
+    loader.add_option("semula_side_paths", Sequence[str], [],
+                      "regexes searched in the path of side calls (telemetry): never recorded, answered locally in replay")
+    loader.add_option("semula_record_errors", bool, False, "record every answer (default: 2xx and 400/404/422, not 401/403/408/429/5xx)")
     loader.add_option("semula_namespace_by_key", bool, False, "add a hash of the API key to the project namespace")
     loader.add_option("semula_admin", bool, True, "serve the admin endpoint used by the semula CLI")
     loader.add_option(
@@ -112,9 +116,30 @@ def read(options: Any) -> tuple[Mode, AddonSettings]:
         recordings = None  # a server store is the shared copy: the folder only when asked for (--recordings)
     return mode, AddonSettings(
         mode=mode.value, data_dir=data_dir, default_project=options.semula_project,
-        hosts=tuple(options.semula_hosts), record_errors=options.semula_record_errors,
+        hosts=host_list(options.semula_hosts, options.semula_extra_hosts),
+        side_paths=side_path_list(options.semula_side_paths), record_errors=options.semula_record_errors,
         namespace_by_key=options.semula_namespace_by_key, admin=options.semula_admin, recordings=recordings,
         load_timeout=options.semula_load_timeout, max_body_mb=options.semula_max_body_mb,
         repeats=options.semula_repeats, repeats_exhausted=options.semula_repeats_exhausted,
         read_only=options.semula_read_only, console_calls=options.semula_console_calls,
     )
+
+
+def split_items(values: Sequence[str]) -> list[str]:
+    """Option values, each also split at commas (`--set semula_extra_hosts=a.com,b.com`)."""
+    return [item.strip() for value in values for item in value.split(",") if item.strip()]
+
+
+def host_list(hosts: Sequence[str], extra: Sequence[str]) -> tuple[str, ...]:
+    """The hosts to intercept: semula_hosts (the defaults unless set) and then the extra ones."""
+    return tuple(dict.fromkeys(h.lower() for h in split_items([*hosts, *extra])))
+
+
+def side_path_list(patterns: Sequence[str]) -> tuple[str, ...]:
+    from semula.providers.sidepaths import compile_side_paths
+
+    try:
+        compile_side_paths(patterns)
+    except ValueError as e:
+        raise exceptions.OptionsError(f"semula: {e}") from None
+    return tuple(patterns)

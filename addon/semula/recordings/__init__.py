@@ -1,0 +1,4 @@
+"""The recordings folder people commit: the file format, its validator, safe paths and the sync with the store.
+
+Every file in it is untrusted input. May import `core`, `providers` and `store`.
+"""

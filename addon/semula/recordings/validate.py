@@ -82,6 +82,7 @@ def _request(request: Any, provider: str) -> None:
     _text(request["endpoint"], "request.endpoint")
     _text(request.get("model"), "request.model", optional=True)
     _text(request.get("system"), "request.system", optional=True)
+    _text(request.get("instructions"), "request.instructions", optional=True)
     _pairs(request["query"], "request.query")
     _pairs(request["headers"], "request.headers")
     messages = request["messages"]

@@ -1,0 +1,1 @@
+"""`semula report`: the HTML report over the call log. Imports no other semula package."""

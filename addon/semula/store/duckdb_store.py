@@ -26,7 +26,7 @@ from semula.store.duckdb_errors import describe_duckdb_error, store_errors
 from semula.store.fts import LexicalIndex
 from semula.store.rows import CANDIDATE_COLUMNS, ENTRY_COLUMNS, candidate_from_row, entry_from_row
 from semula.store.types import Entry, NewEntry, StoreError
-from semula.store.vectors import VectorTable
+from semula.store.vectors import VectorTable, delete_vectors
 
 STORE_FILE = "semula.duckdb"
 
@@ -206,6 +206,7 @@ class Store(StoreMeta):
                 "UPDATE review_candidates SET status = 'closed', decided_at = ? WHERE entry_id = ? AND status = 'open'",
                 [_now(), entry_id],
             )
+            delete_vectors(con, entry_id)  # as on Postgres: no vector outlives its recording
             con.execute("DELETE FROM entries WHERE id = ?", [entry_id])
         return bool(found)
 

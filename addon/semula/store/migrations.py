@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 
 import duckdb
 
+from semula.store.candidate_shapes import OPEN_CANDIDATES_SQL, closures
+
 Migration = Callable[[duckdb.DuckDBPyConnection], None]
 
 
@@ -130,11 +132,19 @@ def _m004_meta(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("INSERT INTO meta VALUES (?, ?)", [FINGERPRINT_SALT, secrets.token_hex(32)])
 
 
+def _m005_close_cross_shape_candidates(con: duckdb.DuckDBPyConnection) -> None:
+    """Close the open review candidates that cross a shape or whose request has its own recording (issue 21)."""
+    for candidate_id, reason in closures(con.execute(OPEN_CANDIDATES_SQL).fetchall()):
+        con.execute("UPDATE review_candidates SET status = 'closed', reason = ?, decided_at = ? "
+                    "WHERE id = ? AND status = 'open'", [reason, _now(), candidate_id])
+
+
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_core", _m001_core),
     ("002_review", _m002_review),
     ("003_embeddings", _m003_embeddings),
     ("004_meta", _m004_meta),
+    ("005_close_cross_shape_candidates", _m005_close_cross_shape_candidates),
 )
 
 

@@ -18,6 +18,8 @@ from collections.abc import Callable
 
 import psycopg
 
+from semula.store.candidate_shapes import OPEN_CANDIDATES_SQL, closures
+
 Migration = Callable[[psycopg.Connection], None]
 
 LOCK_KEY = 0x5E3D_1A  # the advisory lock every semula migration takes (any constant, the same everywhere)
@@ -132,10 +134,19 @@ def _m003_changes(con: psycopg.Connection) -> None:
                     f"FOR EACH ROW EXECUTE FUNCTION semula_changed('{kind}')")
 
 
+def _m004_close_cross_shape_candidates(con: psycopg.Connection) -> None:
+    """Close the open review candidates that cross a shape or whose request has its own recording (issue 21)."""
+    for candidate_id, reason in closures(con.execute(OPEN_CANDIDATES_SQL).fetchall()):
+        con.execute("UPDATE review_candidates SET status = 'closed', reason = %s, "
+                    "decided_at = (now() AT TIME ZONE 'utc') WHERE id = %s AND status = 'open'",
+                    [reason, candidate_id])
+
+
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_core", _m001_core),
     ("002_lexical", _m002_lexical),
     ("003_changes", _m003_changes),
+    ("004_close_cross_shape_candidates", _m004_close_cross_shape_candidates),
 )
 
 

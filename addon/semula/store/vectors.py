@@ -23,6 +23,12 @@ from semula.store.migrations import create_vector_table
 from semula.store.types import StoreError
 
 
+def delete_vectors(con: duckdb.DuckDBPyConnection, entry_id: int) -> None:
+    """Delete an entry's vectors, in the caller's transaction (the table exists once a vector was stored)."""
+    if con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'entry_vector'").fetchone()[0]:
+        con.execute("DELETE FROM entry_vector WHERE entry_id = ?", [entry_id])
+
+
 class VectorTable:
     """`entry_vector` on one DuckDB handle. A handle belongs to one thread: `for_thread` gives another."""
 

@@ -1,0 +1,44 @@
+"""Which provider answers are recorded: successes, and the errors the request itself caused.
+
+A 400 (an unsupported role, temperature -1), a 404 (an unknown model) or a 422 is a property of
+the request: sent again, it gets the same answer, and a test that checks the provider's error must
+see it offline too. So these are recorded by default and replay as they came. A 401 or 403 is a
+property of the key, a 408 or 429 of the moment and a 5xx of the provider's health: recording one
+would replay an outage forever, so they are recorded only under `semula_record_errors=true`, which
+records every answer. Other statuses (3xx, 405, 409, 413, …) are not errors a request reliably
+gets again either: they too wait for `semula_record_errors`.
+
+One exception: Gemini answers a bad API key with a 400 (`API_KEY_INVALID`), and the key is never part
+of the fingerprint, so a 400 or 404 whose body says the key is wrong is treated like a 401: recorded,
+it would keep failing after the key is fixed.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["DETERMINISTIC_ERRORS", "replayed_note", "unrecordable_status"]
+
+DETERMINISTIC_ERRORS: frozenset[int] = frozenset({400, 404, 422})
+# What an error body says when the key, not the request, is at fault (Gemini: 400 API_KEY_INVALID).
+_KEY_ERRORS = re.compile(rb"API_KEY_INVALID|API key not valid|\binvalid_api_key\b|\bauthentication_error\b"
+                         rb"|Incorrect API key|API key expired")
+_SCANNED_BYTES = 64 * 1024  # an error body is small; a big one is not read through
+
+
+def unrecordable_status(status: int, record_errors: bool, body: bytes = b"") -> str | None:
+    """Why an answer with this status (and body) is not recorded, or None when it is."""
+    if 200 <= status < 300 or record_errors:
+        return None
+    if status in DETERMINISTIC_ERRORS:
+        if not _KEY_ERRORS.search(body[:_SCANNED_BYTES]):
+            return None
+        return (f"not recorded: upstream answered {status} about the API key (a property of the key, like a "
+                "401; --set semula_record_errors=true records every answer)")
+    return (f"not recorded: upstream answered {status} (recorded by default: 2xx, and 400/404/422 errors; "
+            "--set semula_record_errors=true records every answer)")
+
+
+def replayed_note(status: int) -> str | None:
+    """What the call log and the console say when a served recording is an error answer."""
+    return f"replayed a recorded {status} answer" if status >= 400 else None
