@@ -32,7 +32,7 @@ def _pairs() -> list[dict[str, Any]]:
 
 
 PAIRS = _pairs()
-pytestmark = pytest.mark.skipif(not PAIRS, reason=f"request-pair corpus not found at {CORPUS}")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not PAIRS, reason=f"request-pair corpus not found at {CORPUS}")]
 
 
 def _canonical(side: dict[str, Any]):

@@ -14,6 +14,8 @@ import pytest
 from semula.engine.evaluate import evaluate, load_pairs
 from shared_paths import DATA
 
+pytestmark = pytest.mark.slow  # the quick subset (`scripts/test --quick`) leaves it out
+
 SETS = sorted(DATA.glob("*-pairs.jsonl"))
 MAX_FALSE_HIT_RATE_AT_09 = 0.01
 

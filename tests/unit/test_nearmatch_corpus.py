@@ -75,7 +75,7 @@ def _load(name: str) -> list[Pair]:
 
 
 DEV = _load("dev-pairs.jsonl")
-pytestmark = pytest.mark.skipif(not DEV, reason=f"request-pair corpus not found under {CORPUS}")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not DEV, reason=f"request-pair corpus not found under {CORPUS}")]
 
 
 @cache

@@ -25,6 +25,8 @@ from semula.reporting.report import ReportError, build_report, execute_notebooks
 
 from shared_paths import REPO, import_path  # noqa: E402
 
+pytestmark = pytest.mark.slow  # the quick subset (`scripts/test --quick`) leaves it out
+
 
 demo = import_path("make_demo_calls", REPO / "scripts" / "make_demo_calls.py")
 

@@ -113,7 +113,36 @@ def size_breaches(root: Path) -> tuple[list[str], list[str]]:
     return long_modules, long_classes
 
 
+def backend_imports(root: Path, store: str = "store") -> list[str]:
+    """Modules outside the store package that import one of its backend modules (`duckdb_*`, `pg_*`):
+    a backend is chosen only by the store's own factory (`store.selection.open_store`)."""
+    package = root.name
+    backend = (f"{package}.{store}.duckdb_", f"{package}.{store}.pg_")
+    found = []
+    for name, targets in sorted(import_graph(root).items()):
+        if name == f"{package}.{store}" or name.startswith(f"{package}.{store}."):
+            continue
+        found += [f"{name} imports the backend module {t}" for t in sorted(targets) if t.startswith(backend)]
+    return found
+
+
+def packages_without_docstring(root: Path) -> list[str]:
+    """Packages whose `__init__.py` does not say, in a docstring, what the folder is for."""
+    return sorted(f"{path.relative_to(root.parent).as_posix()} has no docstring"
+                  for path in root.rglob("__init__.py") if not ast.get_docstring(ast.parse(path.read_text())))
+
+
 # ---------------------------------------------------------------- the package
+
+
+def test_only_the_store_picks_a_backend() -> None:
+    found = backend_imports(PACKAGE)
+    assert not found, "\n".join(found)
+
+
+def test_every_package_says_what_it_is_for() -> None:
+    found = packages_without_docstring(PACKAGE)
+    assert not found, "\n".join(found)
 
 
 def test_no_import_cycles() -> None:
@@ -189,3 +218,15 @@ def test_sizes_are_counted_like_the_shared_check(tmp_path: Path) -> None:
         [f"module pkg/big.py has {MAX_LINES + 1} lines (> {MAX_LINES})"],
         [f"class Big in pkg/big.py has {MAX_CLASS + 1} lines (> {MAX_CLASS})"],
     )
+
+
+def test_backend_imports_and_docstrings_are_found(tmp_path: Path) -> None:
+    pkg = write(tmp_path, {
+        "store/__init__.py": '"""The store."""\n',
+        "store/duckdb_thing.py": "x = 1\n",
+        "store/selection.py": "from pkg.store import duckdb_thing\n",
+        "proxy/__init__.py": "",
+        "proxy/edge.py": "def late():\n    from pkg.store.duckdb_thing import x\n",
+    })
+    assert backend_imports(pkg) == ["pkg.proxy.edge imports the backend module pkg.store.duckdb_thing"]
+    assert packages_without_docstring(pkg) == ["pkg/__init__.py has no docstring", "pkg/proxy/__init__.py has no docstring"]

@@ -14,8 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from semula.proxy.admin import AdminError, NoProxy, call, dumps
-from semula.store.pg_connect import masked
-from semula.store.selection import open_store, store_spec
+from semula.store.selection import masked, open_store, store_spec
 from semula.store.types import StoreError
 
 console = Console()

@@ -12,9 +12,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from semula.proxy.admin import read_admin_info
 from semula.cli.common import console, data_dir_option
 from semula.embeddings.model import Embedder, EmbeddingsUnavailable, config_from_env, embedding_text, fetch
-from semula.store.duckdb_store import STORE_FILE
 from semula.store.base import RecordingStore
-from semula.store.selection import open_store, store_spec
+from semula.store.selection import STORE_FILE, open_store, store_spec
 from semula.store.types import StoreError
 from semula.store.vectors import VectorStatus, read_vector_status
 

@@ -26,7 +26,7 @@ from semula.recordings.entry import recording_of
 from semula.providers import adapter_for
 from semula.providers.base import RawRequest
 from semula.core.settings import ProjectSettings, settings_from_mapping
-from semula.store.duckdb_store import Store
+from semula.store.selection import open_store
 
 HOSTS = {"openai": "api.openai.com", "anthropic": "api.anthropic.com", "gemini": "generativelanguage.googleapis.com"}
 
@@ -158,7 +158,7 @@ def evaluate(path: Path, overrides: dict[str, Any] | None = None,
     settings = settings_from_mapping(overrides or {})
     results = []
     with tempfile.TemporaryDirectory(prefix="semula-eval-") as tmp:
-        opened = Store.open(tmp) if store is None else open_throwaway(store)
+        opened = open_store(None, tmp) if store is None else open_throwaway(store)
         engine = Engine(opened, embedder=_embedder_if_on(Path(tmp)))
         try:
             for index, pair in enumerate(pairs):
@@ -183,7 +183,5 @@ def evaluate(path: Path, overrides: dict[str, Any] | None = None,
 def open_throwaway(url: str) -> Any:
     """The Postgres store in a new schema of its own (dropped by `drop_schema`)."""
     import uuid
-
-    from semula.store.selection import open_store
 
     return open_store(url, ".", schema=f"semula_eval_{uuid.uuid4().hex[:12]}", follow=False)

@@ -23,11 +23,10 @@ ENTRY_BATCH = 500
 
 def start_following(engine: Engine) -> bool:
     """Follow the store's change log if it has one (Postgres); from the position before the first load."""
-    follow = getattr(engine.store, "follow", None)
-    if follow is None or not getattr(engine.store, "follows", False):
+    if not engine.store.follows:
         return False
     position = engine.store.change_position()  # type: ignore[attr-defined]
-    follow(position, lambda changes: engine.dispatch(lambda: apply_changes(engine, changes)))
+    engine.store.follow(position, lambda changes: engine.dispatch(lambda: apply_changes(engine, changes)))
     return True
 
 

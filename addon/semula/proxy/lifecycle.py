@@ -24,8 +24,7 @@ from semula.proxy.scopes import CurrentTests
 from semula.recordings.files import remember_user_umask
 from semula.proxy.storethread import StoreThread
 from semula.store.logschema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
-from semula.store.duckdb_store import STORE_FILE
-from semula.store.selection import describe_store, store_spec
+from semula.store.selection import STORE_FILE, describe_store, store_spec
 from semula.store.parquetlog import ParquetLog
 
 log = logging.getLogger("semula")

@@ -27,8 +27,8 @@ from semula.engine.engine import Engine
 from semula.proxy.calllog import terminal_safe
 from semula.proxy.folderwatch import FolderWatch
 from semula.recordings.folder import RecordingsFolder
-from semula.store.duckdb_store import STORE_FILE, Store
-from semula.store.selection import open_store
+from semula.store.base import RecordingStore
+from semula.store.selection import STORE_FILE, open_store
 from semula.store.types import StoreError
 
 log = logging.getLogger("semula")
@@ -76,7 +76,7 @@ class StoreThread:
         def open_engine() -> Engine:
             folder = RecordingsFolder(recordings, data_dir) if recordings else None
 
-            def engine_on(store: Store) -> Engine:
+            def engine_on(store: RecordingStore) -> Engine:
                 try:
                     return Engine(store, review_log=review_log, embedder=embedder, folder=folder)
                 except BaseException:
@@ -87,15 +87,15 @@ class StoreThread:
                 engine = engine_on(open_store(server, data_dir))
                 engine.dispatch = self.background_quietly
             elif not read_only:
-                engine = engine_on(Store.open(data_dir))
+                engine = engine_on(open_store(None, data_dir))
             else:
                 try:
-                    engine = engine_on(Store.open(data_dir, read_only=True))
+                    engine = engine_on(open_store(None, data_dir, read_only=True))
                 except StoreError as e:  # opening needed a write (an upgrade, the recordings folder)
                     if not self._store_file.is_file():
                         raise
                     log.info("semula: the read-only store needs writes to open (%s): using a temporary copy", e)
-                    engine = engine_on(Store.open_copy(data_dir))
+                    engine = engine_on(open_store(None, data_dir, copy=True))
             self._file_id, self._file_gone = _file_id(self._store_file), None
             if engine.sync_report is not None:
                 print(terminal_safe(engine.sync_report.line(folder.root)), flush=True)
@@ -183,7 +183,7 @@ class StoreThread:
         return self._file_gone
 
     def failed(self, what: str, e: Exception) -> None:
-        if self.engine is not None and getattr(self.engine.store, "reconnects", False):
+        if self.engine is not None and self.engine.store.reconnects:
             # a server store reconnects by itself: keep the engine, whose memory still serves hits
             log.warning("semula: %s failed: %s (failing open; hits are served from memory)", what, e)
             return

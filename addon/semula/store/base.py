@@ -16,6 +16,8 @@ import numpy as np
 
 from semula.store.types import Entry, NewEntry
 
+STORE_FILE = "semula.duckdb"  # the embedded store, in the data dir
+
 
 class LexicalProposer(Protocol):
     """Full-text retrieval over the entries' last texts (proposals only; scoring happens elsewhere)."""
@@ -43,9 +45,17 @@ class VectorStore(Protocol):
 
 
 class RecordingStore(Protocol):
-    """Recordings, aliases, the review queue and per-project settings. Called from one thread."""
+    """Recordings, aliases, the review queue and per-project settings. Called from one thread.
+
+    Capabilities are declared, never probed (as Django declares a backend's `features`):
+    `follows`: an engine on this store follows other writers' changes, through the store's
+    `change_position()` and `follow()`, which only a following store has; `reconnects`: a failed
+    call needs no reopening (the store reconnects by itself, the engine keeps serving from memory).
+    """
 
     vectors: VectorStore
+    follows: bool
+    reconnects: bool
 
     def for_thread(self) -> RecordingStore: ...
     def lexical_index(self, on_error: Callable[[Exception], None] | None = None) -> LexicalProposer: ...

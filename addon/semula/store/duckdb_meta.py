@@ -13,6 +13,8 @@ class StoreMeta:
     """Mixed into `Store`, which provides the connection, its error mapping and transactions."""
 
     con: duckdb.DuckDBPyConnection
+    follows = False  # the file has one writer, this process: nothing to follow
+    reconnects = False  # a failed file is reopened (the store thread's recovery)
 
     def _errors(self) -> AbstractContextManager[None]: ...  # noqa: D102 - provided by Store
     def transaction(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]: ...  # noqa: D102

@@ -26,9 +26,9 @@ from semula.store.duckdb_errors import describe_duckdb_error, store_errors
 from semula.store.fts import LexicalIndex
 from semula.store.rows import CANDIDATE_COLUMNS, ENTRY_COLUMNS, candidate_from_row, entry_from_row
 from semula.store.types import Entry, NewEntry, StoreError
+from semula.store.base import STORE_FILE
 from semula.store.vectors import VectorTable, delete_vectors
 
-STORE_FILE = "semula.duckdb"
 
 _entry = entry_from_row
 _candidate = candidate_from_row

@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from semula.store.base import RecordingStore
+from semula.store.base import STORE_FILE, RecordingStore
 from semula.store.pg_connect import is_server_store, masked
+
+__all__ = ["STORE_FILE", "describe_store", "masked", "open_store", "store_spec"]
 
 STORE_ENV = "SEMULA_STORE"
 LISTEN_ENV = "SEMULA_STORE_LISTEN"  # "off": poll the change log (PgBouncer in transaction pooling mode)
@@ -24,7 +26,7 @@ def store_spec(given: str | None = None) -> str | None:
 
 
 def describe_store(spec: str | None, data_dir: Path | str) -> str:
-    return masked(spec) if spec else str(Path(data_dir) / "semula.duckdb")
+    return masked(spec) if spec else str(Path(data_dir) / STORE_FILE)
 
 
 def listen_enabled() -> bool:
@@ -32,11 +34,13 @@ def listen_enabled() -> bool:
 
 
 def open_store(spec: str | None, data_dir: Path | str, schema: str | None = None,
-               follow: bool = True) -> RecordingStore:
-    """Open (and migrate) the chosen store. StoreError says why it cannot.
+               follow: bool = True, *, read_only: bool = False, copy: bool = False) -> RecordingStore:
+    """Open (and migrate) the chosen store: the one place a backend is picked, so nothing outside
+    `semula.store` imports a backend module. StoreError says why it cannot.
 
     `follow`: an engine on a server store follows the other writers' changes (a proxy does; a
-    one-shot CLI command need not)."""
+    one-shot CLI command need not). `read_only` and `copy` (a private working copy of a file that
+    cannot be written) are the DuckDB file's; a server store ignores them."""
     if spec:
         from semula.store.pg_store import PgStore
 
@@ -45,4 +49,4 @@ def open_store(spec: str | None, data_dir: Path | str, schema: str | None = None
         return store
     from semula.store.duckdb_store import Store
 
-    return Store.open(data_dir)
+    return Store.open_copy(data_dir) if copy else Store.open(data_dir, read_only=read_only)
