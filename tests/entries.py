@@ -8,9 +8,10 @@ from typing import Any
 
 from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
 from semula.core.redact import FingerprintKey
-from semula.recordings.entry import searchable_text
+from semula.core.settings import ProjectSettings
+from semula.recordings.entry import Answer, recording_of
 from semula.providers import adapter_for
-from semula.providers.base import RawRequest
+from semula.providers.base import RawRequest, Usage
 from semula.store.types import NewEntry
 
 
@@ -26,11 +27,12 @@ def chat(content: Any, key: FingerprintKey = TEST_KEY, **params: Any) -> Canonic
 
 def new_entry(c: CanonicalRequest, project: str = "p", scrub_patterns=(), ignore_params=(), scrub_keys=(),
               body: bytes = b'{"ok": true}', **fields: Any) -> NewEntry:
-    """A recording of ``c``; ``fields`` override any NewEntry field (e.g. request_fp)."""
-    entry = NewEntry(project, c.provider, "api.openai.com", c.method, c.endpoint, c.model, request_fingerprint(c),
-                     normalised_fingerprint(c, scrub_patterns, ignore_params, scrub_keys), c.to_json(),
-                     searchable_text(c, scrub_patterns), 200,
-                     [("content-type", "application/json")], body, False, 1, 2, 3.0)
+    """A recording of ``c``, built as the proxy builds one; ``fields`` override any NewEntry field (e.g. request_fp)."""
+    settings = ProjectSettings(scrub_patterns=tuple(scrub_patterns), ignore_params=tuple(ignore_params),
+                               scrub_keys=tuple(scrub_keys))
+    answer = Answer(host="api.openai.com", body=body, usage=Usage(1, 2), upstream_ms=3.0)
+    entry = recording_of(project, c, settings, answer,
+                         fingerprints=fingerprints(c, scrub_patterns, ignore_params, scrub_keys))
     return replace(entry, **fields) if fields else entry
 
 

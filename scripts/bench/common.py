@@ -428,19 +428,15 @@ def answer_body(i: int, text: str | None = None) -> bytes:
 
 def new_entry(canonical: Any, i: int, project: str = PROJECT, host: str = "api.openai.com", status: int = 200,
               headers: list[tuple[str, str]] | None = None, body: bytes | None = None) -> Any:
-    """The NewEntry the addon records for this request."""
-    from semula.core.canonical import normalised_fingerprint, request_fingerprint
-    from semula.core.normalise import scrub_volatile
-    from semula.core.redact import clean_headers, redact_bytes, redact_text
+    """The NewEntry the addon records for this request (through the addon's own `recording_of`)."""
     from semula.core.settings import ProjectSettings
-    from semula.store.duckdb_store import NewEntry
+    from semula.providers.base import Usage
+    from semula.recordings.entry import Answer, recording_of
 
-    s = ProjectSettings()
-    return NewEntry(project, canonical.provider, host, canonical.method, canonical.endpoint, canonical.model,
-                    request_fingerprint(canonical), normalised_fingerprint(canonical, *s.fingerprint_inputs),
-                    canonical.to_json(), redact_text(scrub_volatile(canonical.last_text(), s.scrub_patterns)), status,
-                    clean_headers(headers or [("content-type", "application/json")]),
-                    redact_bytes(body if body is not None else answer_body(i)), False, 60, 5, 250.0 + i % 100)
+    answer = Answer(host=host, body=body if body is not None else answer_body(i), status=status,
+                    headers=headers or [("content-type", "application/json")], usage=Usage(60, 5),
+                    upstream_ms=250.0 + i % 100)
+    return recording_of(project, canonical, ProjectSettings(), answer)
 
 
 def workload(n: int) -> tuple[Vocabulary, list[str], list[Any]]:
@@ -455,10 +451,6 @@ def workload(n: int) -> tuple[Vocabulary, list[str], list[Any]]:
             prompts.append(prompt)
             entries.append(entry)
     return vocab, prompts, entries
-
-
-COLUMNS = ("project", "request_fp", "provider", "host", "method", "endpoint", "model", "normalised_fp", "canonical",
-           "last_text", "status", "headers", "body", "streamed", "prompt_tokens", "completion_tokens", "upstream_ms")
 
 
 def seeded_store(data_dir: Path | str, entries: list[Any]) -> tuple[Any, dict[str, int], float]:
@@ -484,6 +476,7 @@ def miss_decision(cache: Any, canonical: Any, project: str = PROJECT) -> tuple[f
     """The whole decision as the addon takes it for a request: (ms, outcome, NearSearch or None)."""
     from semula.core.bypass import fuzzy_bypass
     from semula.core.canonical import normalised_fingerprint, request_fingerprint
+    from semula.core.cascade import NearQuery
 
     settings = cache.settings_for(project)
     rfp, nfp = request_fingerprint(canonical), normalised_fingerprint(canonical, *settings.fingerprint_inputs)
@@ -492,7 +485,7 @@ def miss_decision(cache: Any, canonical: Any, project: str = PROJECT) -> tuple[f
     if match is not None:
         return ms_since(t0), f"served ({match.tier})", None
     bypass = fuzzy_bypass(canonical, settings)
-    near = cache.near(project, canonical, rfp, nfp, settings, bypass.reason if bypass else None)
+    near = cache.searcher.search(NearQuery(project, canonical, rfp, nfp, settings, bypass.reason if bypass else None))
     ms = ms_since(t0)
     if near.served is not None:
         return ms, f"served ({near.served.tier})", near

@@ -58,7 +58,7 @@ class Lookups:
     async def recording_in_flight(self, project, fingerprint) -> bool:
         return False
 
-    async def near(self, project, request, request_fp, normalised_fp, settings, fuzzy_bypass_reason):
+    async def near(self, query):
         from semula.core.cascade import NearSearch
 
         return NearSearch()

@@ -7,7 +7,7 @@ import logging
 
 from semula.core.decision import Decision
 from semula.core.cascade import Outcome
-from semula.proxy.calllog import TERMINAL_SAFE_LOG, console_line, terminal_safe
+from semula.proxy.console import TERMINAL_SAFE_LOG, console_line, terminal_safe
 from semula.proxy.flowstate import FlowState
 from semula.proxy.identity import proxy_user
 

@@ -7,7 +7,7 @@ from mitmproxy import http
 
 from semula.core.decision import Decision
 from semula.proxy.answer import answer_response
-from semula.proxy.calllog import semula_headers
+from semula.proxy.headers import semula_headers
 from semula.store.types import Entry
 
 BODY = b'{"choices": [{"message": {"content": "hi \\u00e9"}}]}'
@@ -15,8 +15,10 @@ HIT = Decision("hit", "serve", tier="exact", entry_id=3, score=1.0)
 
 
 def entry(headers: list[tuple[str, str]], status: int = 200, body: bytes = BODY) -> Entry:
-    return Entry("p", "openai", "api.openai.com", "POST", "/v1/chat/completions", "gpt-4o", "fp2:a", "nfp2:a", {},
-                 "hi", status, headers, body, False, 1, 2, 3.0, id=3)
+    return Entry(project="p", provider="openai", host="api.openai.com", method="POST",
+                 endpoint="/v1/chat/completions", model="gpt-4o", request_fp="fp2:a", normalised_fp="nfp2:a",
+                 canonical={}, last_text="hi", status=status, headers=headers, body=body, streamed=False,
+                 prompt_tokens=1, completion_tokens=2, upstream_ms=3.0, id=3)
 
 
 @pytest.mark.parametrize("headers, status", [

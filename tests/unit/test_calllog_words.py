@@ -6,7 +6,8 @@ from __future__ import annotations
 from semula.core.cascade import Candidate, NearSearch, Outcome
 from semula.core.decision import Decision
 from semula.core.nearmatch import Verdict
-from semula.proxy.calllog import console_line, flow_comment
+from semula.proxy.console import console_line
+from semula.proxy.headers import flow_comment
 from semula.proxy.flowstate import FlowState
 
 VERDICT = Verdict("lexical", 0.8, serve=False, review=True, reason="below the serve threshold")

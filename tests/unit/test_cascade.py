@@ -8,7 +8,7 @@ import pytest
 
 from entries import chat
 from semula.core.canonical import normalised_fingerprint, request_fingerprint
-from semula.core.cascade import Candidate, NearSearch, cascade, run_now
+from semula.core.cascade import Candidate, NearQuery, NearSearch, cascade, run_now
 from semula.core.decision import Bypass, Match
 from semula.core.modes import Mode
 from semula.core.nearmatch import Verdict
@@ -47,8 +47,8 @@ class FakeLookups:
             self.exact[EXACT] = 9  # the recording landed while we waited
         return self.in_flight
 
-    async def near(self, project, request, request_fp, normalised_fp, settings, fuzzy_bypass_reason) -> NearSearch:
-        self.calls.append(f"near:{fuzzy_bypass_reason}")
+    async def near(self, query: NearQuery) -> NearSearch:
+        self.calls.append(f"near:{query.bypass_reason}")
         return self.near_result
 
 

@@ -10,6 +10,7 @@ import pytest
 from entries import chat, fingerprints, new_entry
 from shared_paths import shared_dir
 
+from semula.core.cascade import NearQuery
 from semula.engine.engine import Engine
 from semula.core.canonical import normalised_fingerprint, request_fingerprint
 from semula.embeddings.model import Embedder, EmbeddingConfig
@@ -53,7 +54,7 @@ def record(cache, text, project="p"):
 
 def near(cache, text, settings, project="p"):
     c = chat(text)
-    return cache.near(project, c, *fingerprints(c), settings)
+    return cache.searcher.search(NearQuery(project, c, *fingerprints(c), settings))
 
 
 @pytest.fixture

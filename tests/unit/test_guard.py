@@ -8,9 +8,9 @@ in the review queue without pinning every character.
 from __future__ import annotations
 
 import random
-import time
 
 import pytest
+from work_counter import count_work
 
 from semula.core.guard import (
     GUARD_CHECKS,
@@ -27,6 +27,7 @@ from semula.core.guard import (
     text_diff,
     units_differ,
 )
+from semula.core.guard_diff import MAX_CHANGED_TOKENS
 
 HOTEL = "The hotel has {} rooms. How many guests can it host if each room sleeps two?"
 
@@ -198,28 +199,36 @@ def test_checks_are_named_functions_in_order() -> None:
     assert all(name.endswith(("_differ", "_differs")) for name in names)
 
 
-def test_a_huge_prompt_with_one_change_is_fast_and_caught() -> None:
+def _one_number_changed(words: int, at: int) -> tuple[str, str]:
     rng = random.Random(7)
     vocabulary = "the quick brown fox jumps over a lazy dog near Paris on weekdays".split()
-    text = " ".join(rng.choice(vocabulary) for _ in range(180_000))
-    changed = text[:500_000] + " 121 " + text[500_000:]
-    original = text[:500_000] + " 120 " + text[500_000:]
-    start = time.perf_counter()
-    assert guard(original, changed) == "number 120≠121"
-    # Budget 200 ms on a developer machine; the bound is loose for slow CI runners.
-    assert time.perf_counter() - start < 2.0
+    text = " ".join(rng.choice(vocabulary) for _ in range(words))
+    return text[:at] + " 120 " + text[at:], text[:at] + " 121 " + text[at:]
+
+
+def test_a_huge_prompt_with_one_change_is_fast_and_caught() -> None:
+    # No clock: the guard's cost is its tokeniser and difflib, so count what they are given. A
+    # 1 MB prompt must cost what a 10 KB one costs (only the differing middle is analysed).
+    original, changed = _one_number_changed(180_000, 500_000)
+    with count_work(max_diff_tokens=2 * MAX_CHANGED_TOKENS) as huge:
+        assert guard(original, changed) == "number 120≠121"
+    with count_work() as small:
+        assert guard(*_one_number_changed(1_800, 5_000)) == "number 120≠121"
+    assert 0 < huge.tokenised_chars <= small.tokenised_chars < 1_000
+    assert huge.largest_diff <= small.largest_diff
 
 
 def test_huge_unrelated_prompts_are_refused_quickly() -> None:
+    # "Quickly", counted: texts this far apart are refused before any token is analysed or diffed.
     rng = random.Random(8)
     vocabulary = "alpha beta gamma delta epsilon zeta eta theta".split()
     a = " ".join(rng.choice(vocabulary) for _ in range(150_000))
     b = " ".join(rng.choice(vocabulary) for _ in range(150_000))
-    start = time.perf_counter()
-    reason = guard(a, b)
-    assert reason is not None and reason.startswith("texts differ too widely")
-    assert guard(a, "hello") is not None
-    assert time.perf_counter() - start < 2.0
+    with count_work(max_diff_tokens=2 * MAX_CHANGED_TOKENS) as work:
+        reason = guard(a, b)
+        assert reason is not None and reason.startswith("texts differ too widely")
+        assert guard(a, "hello") is not None
+    assert work.tokenised_chars == 0 and work.difflib_tokens == []
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from semula.core.canonical import canonical_json, request_fingerprint
 from semula.providers import AdapterError, RawRequest, adapter_for
 from semula.providers.rawbody import DESCRIPTOR_KEY, VALUE_CHARS, is_raw_body, media_type
 from semula.recordings import format as recording_format
-from semula.recordings.entry import recording_of
+from semula.recordings.entry import Answer, recording_of
 from semula.core.settings import ProjectSettings
 from entries import TEST_KEY
 
@@ -168,8 +168,8 @@ def test_media_type_drops_parameters() -> None:
 def test_the_descriptor_round_trips_through_a_recording_file() -> None:
     c = upload(form("r", FILE_PARTS), "multipart/form-data; boundary=r")
     binary_answer = bytes(range(256)) * 4
-    new = recording_of("default", c, ProjectSettings(), host="api.openai.com", body=binary_answer,
-                       headers=[("content-type", "application/octet-stream")])
+    new = recording_of("default", c, ProjectSettings(), Answer(host="api.openai.com", body=binary_answer,
+                       headers=[("content-type", "application/octet-stream")]))
     recording = recording_format.Recording(
         project=new.project, provider=new.provider, host=new.host, method=new.method, endpoint=new.endpoint,
         model=new.model, request=new.canonical, status=new.status, headers=new.headers, body=new.body,

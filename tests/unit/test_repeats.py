@@ -12,7 +12,7 @@ from entries import chat, new_entry
 from semula.core.cascade import cascade, run_now
 from semula.core.modes import Mode
 from semula.core.repeats import Repeats, base_of, occurrence_of, sequenced
-from semula.recordings.entry import recording_of
+from semula.recordings.entry import Answer, recording_of
 from semula.recordings.folder import RecordingsFolder
 from semula.recordings.format import dumps, loads
 from semula.recordings.folder import recording_from_entry
@@ -69,7 +69,7 @@ def test_the_nth_answer_is_its_own_file_beside_the_first(tmp_path: Path) -> None
     store = Store.open(tmp_path / "data")
     request = chat("Roll a die")
     first = new_entry(request, body=b'{"n": 1}')
-    second = recording_of("p", request, SETTINGS, host="api.openai.com", body=b'{"n": 2}', occurrence=2)
+    second = recording_of("p", request, SETTINGS, Answer(host="api.openai.com", body=b'{"n": 2}'), occurrence=2)
     assert second.request_fp == f"{first.request_fp}#2" and second.normalised_fp == f"{first.normalised_fp}#2"
     folder = RecordingsFolder(tmp_path / "rec", tmp_path / "data")
     paths = [folder.write(store.get_entry(store.upsert_entry(e))) for e in (first, second)]

@@ -12,6 +12,7 @@ import pytest
 
 from entries import TEST_KEY, chat, new_entry
 from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
+from semula.core.cascade import NearQuery
 from semula.core.checks import Shape, shape_differs, shapes_differ
 from semula.core.nearmatch import near_match
 from semula.core.settings import ProjectSettings
@@ -119,7 +120,8 @@ def test_semula_eval_applies_the_rule(duckdb_engine: Engine, incoming: Canonical
 
 
 def _search(engine: Engine, incoming: CanonicalRequest):
-    return engine.near("p", incoming, request_fingerprint(incoming), normalised_fingerprint(incoming))
+    return engine.searcher.search(NearQuery("p", incoming, request_fingerprint(incoming),
+                                            normalised_fingerprint(incoming), engine.settings_for("p")))
 
 
 def test_the_engine_queues_the_same_shape_only(engine: Engine) -> None:

@@ -15,7 +15,7 @@ from entries import TEST_KEY, chat, fingerprints, new_entry
 from semula.core.canonical import FINGERPRINT_VERSION, normalised_fingerprint, request_fingerprint
 from semula.core.redact import REDACTED, FingerprintKey, redact_text
 from semula.engine.engine import Engine
-from semula.recordings.entry import recording_of
+from semula.recordings.entry import Answer, recording_of
 from semula.core.settings import ProjectSettings
 from semula.store.duckdb_store import STORE_FILE, Store
 
@@ -95,7 +95,7 @@ def test_recording_with_a_secret_hits_only_with_that_secret_and_stores_no_secret
     engine = Engine(Store.open(tmp_path))
     key = engine.fingerprint_key
     stored = chat(prompt(JWT_A), key=key)
-    engine.record(recording_of("p", stored, ProjectSettings(), host="api.openai.com", body=b'{"answer": "alice"}'))
+    engine.record(recording_of("p", stored, ProjectSettings(), Answer(host="api.openai.com", body=b'{"answer": "alice"}')))
     assert engine.match("p", *fingerprints(chat(prompt(JWT_A), key=key))).tier == "exact"
     assert engine.match("p", *fingerprints(chat(prompt(JWT_B), key=key))) is None
     assert engine.match("p", *fingerprints(chat(f"  decode this token and tell me who it is for: {JWT_A}.",

@@ -13,9 +13,10 @@ import pytest
 from entries import TEST_KEY, fingerprints
 
 from semula.core.canonical import CanonicalRequest
+from semula.core.cascade import NearQuery
 from semula.core.settings import ProjectSettings
 from semula.engine.engine import Engine
-from semula.recordings.entry import recording_of
+from semula.recordings.entry import Answer, recording_of
 from semula.engine.upkeep import SEARCHABLE_TEXT
 from semula.providers import adapter_for
 from semula.providers.base import RawRequest
@@ -56,11 +57,11 @@ def engine(tmp_path):
 
 
 def record(engine: Engine, request: CanonicalRequest, project: str = "p") -> int:
-    return engine.record(recording_of(project, request, ProjectSettings(), host="api.openai.com", body=b"{}"))
+    return engine.record(recording_of(project, request, ProjectSettings(), Answer(host="api.openai.com", body=b"{}")))
 
 
 def near(engine: Engine, request: CanonicalRequest, project: str = "p"):
-    return engine.near(project, request, *fingerprints(request), ProjectSettings())
+    return engine.searcher.search(NearQuery(project, request, *fingerprints(request), ProjectSettings()))
 
 
 @pytest.mark.parametrize("build", [tool_flow, plain], ids=["tool_flow", "plain_chat"])

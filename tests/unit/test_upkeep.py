@@ -8,7 +8,7 @@ from entries import TEST_KEY, fingerprints
 
 from semula.core.settings import ProjectSettings
 from semula.engine.engine import Engine
-from semula.recordings.entry import recording_of
+from semula.recordings.entry import Answer, recording_of
 from semula.engine.upkeep import NORMALISED_VIEW
 from semula.providers import adapter_for
 from semula.providers.base import RawRequest
@@ -23,7 +23,7 @@ def chat(**params):
 
 def test_normalised_fingerprints_are_recomputed_when_the_view_changed(tmp_path):
     engine = Engine(Store.open(tmp_path))
-    entry = engine.record(recording_of("p", chat(temperature=0.0, n=1), ProjectSettings(), host="h", body=b"{}"))
+    entry = engine.record(recording_of("p", chat(temperature=0.0, n=1), ProjectSettings(), Answer(host="h", body=b"{}")))
     engine.store.set_normalised_fps([(entry, "nfp1:as-an-older-version-computed-it")])
     engine.store.set_meta("normalised_view", "1")
     engine.close()
@@ -41,7 +41,7 @@ def test_an_up_to_date_store_is_left_alone(tmp_path):
     Engine(Store.open(tmp_path)).close()
     engine = Engine(Store.open(tmp_path))
     try:
-        entry = engine.record(recording_of("p", chat(), ProjectSettings(), host="h", body=b"{}"))
+        entry = engine.record(recording_of("p", chat(), ProjectSettings(), Answer(host="h", body=b"{}")))
         engine.store.set_normalised_fps([(entry, "nfp1:kept")])
         engine.close()
         engine = Engine(Store.open(tmp_path))

@@ -262,7 +262,7 @@ def normalised_fingerprint(
 ) -> str:
     """The normalised tier's key: texts normalised and scrubbed (``scrub_keys``' JSON values
     too), params in canonical form minus ``ignore_params``."""
-    return "nfp2:" + _sha256(_normalised_view(c, scrub_patterns, ignore_params, False, None, scrub_keys))
+    return NORMALISED_PREFIX + _sha256(_normalised_view(c, scrub_patterns, ignore_params, False, None, scrub_keys))
 
 
 def context_fingerprint(
@@ -277,4 +277,4 @@ def context_fingerprint(
     The near-match tiers compare that text by score and require the rest of
     the request to be the same; ``tail_n`` limits the history that counts.
     """
-    return "cfp2:" + _sha256(_normalised_view(c, scrub_patterns, ignore_params, True, tail_n, scrub_keys))
+    return CONTEXT_PREFIX + _sha256(_normalised_view(c, scrub_patterns, ignore_params, True, tail_n, scrub_keys))

@@ -43,6 +43,22 @@ class NearSearch:
     queued: tuple[Candidate, ...] = field(default_factory=tuple)
 
 
+@dataclass(frozen=True)
+class NearQuery:
+    """What one near-match search is about, built once by the cascade and passed whole.
+
+    `request_fp` and `normalised_fp` are the bare fingerprints (no sequence `#n`): the review queue
+    keys its candidates by them. `bypass_reason` says why the guard may not serve (it may still queue).
+    """
+
+    project: str
+    request: CanonicalRequest
+    request_fp: str
+    normalised_fp: str
+    settings: ProjectSettings
+    bypass_reason: str | None = None
+
+
 class Lookups(Protocol):
     """What the cascade asks of the recordings; the engine answers, or a test's fake does."""
 
@@ -60,8 +76,7 @@ class Lookups(Protocol):
         and the identical ones that follow wait for it) or the wait timed out.
         """
 
-    async def near(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
-                   settings: ProjectSettings, fuzzy_bypass_reason: str | None) -> NearSearch:
+    async def near(self, query: NearQuery) -> NearSearch:
         """The near-match tiers: serve, queue for review, or neither."""
 
 
@@ -127,7 +142,7 @@ async def cascade(mode: Mode, project: str, request: CanonicalRequest | None, se
         if match is None and near_allowed and mode in (Mode.AUTO, Mode.REPLAY) and base_normalised:
             fuzzy = fuzzy_bypass(request, settings)
             fuzzy_reason = fuzzy.reason if fuzzy else None
-            near = await lookups.near(project, request, base_fp, base_normalised, settings, fuzzy_reason)
+            near = await lookups.near(NearQuery(project, request, base_fp, base_normalised, settings, fuzzy_reason))
             match = near.served
     decision = decide(mode, match, bypass, problem)
     if exhausted is not None and decision.action == "refuse":

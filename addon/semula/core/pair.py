@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
-from semula.core.cascade import Candidate, NearSearch, cascade, run_now
+from semula.core.cascade import Candidate, NearQuery, NearSearch, cascade, run_now
 from semula.core.decision import Match
 from semula.core.modes import Mode
 from semula.core.nearmatch import Verdict, near_match
@@ -43,9 +43,8 @@ class PairLookups:
     async def recording_in_flight(self, project: str, fingerprint: str) -> bool:
         return False
 
-    async def near(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
-                   settings: ProjectSettings, fuzzy_bypass_reason: str | None) -> NearSearch:
-        verdict = near_match(request, self.stored, settings, fuzzy_bypass_reason=fuzzy_bypass_reason)
+    async def near(self, query: NearQuery) -> NearSearch:
+        verdict = near_match(query.request, self.stored, query.settings, fuzzy_bypass_reason=query.bypass_reason)
         candidate = Candidate(STORED_ID, verdict)
         if verdict.serve:
             return NearSearch(served=Match(verdict.tier, STORED_ID, verdict.score), best=candidate)

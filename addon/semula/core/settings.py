@@ -227,3 +227,11 @@ class AddonSettings:
     repeats_exhausted: str = "last"  # sequence replay past the last answer: "last" serves it, "refuse" refuses
     read_only: bool = False  # never write the data dir: the store opens read-only, the logs go to a temp dir
     console_calls: bool = True  # one console line per call (the call log has every row either way)
+    # The server store's URL (semula_store, else $SEMULA_STORE); None: the DuckDB file in the data dir.
+    # Out of repr: a URL may hold a password.
+    store: str | None = field(default=None, repr=False)
+    embeddings: bool = False  # semula_embeddings: the embedding tier is on (a missing model refuses to start)
+    # mitmproxy's own options the addon reads: where its CA is, and the address asked for (the ready line).
+    confdir: str = "~/.mitmproxy"
+    listen_host: str = ""
+    listen_port: int | None = None

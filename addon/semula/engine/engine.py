@@ -14,13 +14,13 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from semula.core.canonical import CanonicalRequest
-from semula.core.cascade import Candidate, NearSearch
+from semula.core.cascade import Candidate
 from semula.core.decision import Match
 from semula.core.explain import Nearest, nearest_recordings
 from semula.core.redact import FingerprintKey
 from semula.core.repeats import base_of
 from semula.core.settings import ProjectSettings, settings_from_mapping
-from semula.engine.follow import run_here, start_following
+from semula.engine.follow import ENTRY_BATCH, RELOAD_KINDS, StoreChange, run_here, start_following
 from semula.engine.index import AnswerCache, FingerprintIndex
 from semula.engine.near import NearSearcher
 from semula.engine.recordings import Recordings
@@ -169,37 +169,8 @@ class Engine:
     def record(self, new: Any, started: Any = None) -> int:
         return self.recordings.record(new, started)
 
-    def near(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
-             settings: ProjectSettings | None = None, fuzzy_bypass_reason: str | None = None) -> NearSearch:
-        """The near-match tiers after the certain ones missed: serve, queue for review, or neither."""
-        return self.searcher.search(project, request, request_fp, normalised_fp,
-                                    settings or self.settings_for(project), fuzzy_bypass_reason)
-
-    def near_find(self, project: str, request: CanonicalRequest, normalised_fp: str, settings: ProjectSettings,
-                  fuzzy_bypass_reason: str | None = None) -> list[Candidate]:
-        """The lexical tier's verdicts for a miss, on any thread (reads through that thread's own handle)."""
-        return self.searcher.find(self._reader(), project, request, normalised_fp, settings, fuzzy_bypass_reason)[0]
-
-    def near_settle_needs_store(self, lexical: list[Candidate], embed: bool = True) -> bool:
-        return self.searcher.settle_needs_store(lexical, embed=embed)
-
-    def near_settle(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
-                    settings: ProjectSettings, fuzzy_bypass_reason: str | None, lexical: list[Candidate],
-                    embed: bool = True) -> NearSearch:
-        """After `near_find`: the embedding tier, then serve or queue (the store thread, if it needs the store)."""
-        return self.searcher.settle(project, request, request_fp, normalised_fp, settings, fuzzy_bypass_reason, lexical,
-                                    embed=embed)
-
-    def embedding_only_queues(self, settings: ProjectSettings) -> bool:
-        return self.searcher.embedding_only_queues(settings)
-
-    def queue_embedding_candidates(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
-                                   settings: ProjectSettings, fuzzy_bypass_reason: str | None) -> list[Candidate]:
-        """The embedding tier's review candidates for a miss already forwarded (store thread)."""
-        return self.searcher.queue_embedding_candidates(project, request, request_fp, normalised_fp, settings,
-                                                        fuzzy_bypass_reason)
-
-    def _reader(self) -> RecordingStore:
+    def reader(self) -> RecordingStore:
+        """This thread's own read handle on the store (the near search's `find` runs on reader threads)."""
         ident = threading.get_ident()
         reader = self._readers.get(ident)
         if reader is None:
@@ -245,6 +216,23 @@ class Engine:
             return {}
         return {info["entry_id"]: rel for rel, info in list(self.folder.files.items())
                 if info.get("entry_id") in entry_ids}
+
+    def apply_changes(self, changes: list[StoreChange]) -> None:
+        """Bring memory up to date with writes the store reports (`engine.follow`: other proxies' changes)."""
+        kinds = {c.kind for c in changes}
+        if kinds & RELOAD_KINDS:
+            self.recordings.reload()
+            return
+        entry_ids = sorted({c.ref for c in changes if c.kind == "entry" and c.ref is not None})
+        for start in range(0, len(entry_ids), ENTRY_BATCH):
+            # the answers too: the hit is served from memory, even if the server goes down later
+            for entry in self.store.entries_by_ids(entry_ids[start:start + ENTRY_BATCH]):  # type: ignore[attr-defined]
+                self.index.add(entry.id, entry.project, entry.request_fp, entry.normalised_fp)
+                self.answers.put(entry)
+        if "alias" in kinds:
+            self.index.replace_aliases(self.store.alias_rows())
+        if "candidate" in kinds:
+            self.review.reload()
 
     def approve(self, candidate_id: int) -> dict[str, Any]:
         return self.review.approve(candidate_id)  # never deletes a recording: nothing to reload

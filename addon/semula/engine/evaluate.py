@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from semula.core.canonical import CanonicalRequest
-from semula.core.cascade import NearSearch, cascade, run_now
+from semula.core.cascade import NearQuery, NearSearch, cascade, run_now
 from semula.core.decision import Match
 from semula.core.modes import Mode
 from semula.core.redact import FingerprintKey
 from semula.engine.engine import Engine
-from semula.recordings.entry import recording_of
+from semula.recordings.entry import Answer, recording_of
 from semula.providers import adapter_for
 from semula.providers.base import RawRequest
 from semula.core.settings import ProjectSettings, settings_from_mapping
@@ -64,11 +64,10 @@ class EngineLookups:
     async def recording_in_flight(self, project: str, fingerprint: str) -> bool:
         return False
 
-    async def near(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
-                   settings: ProjectSettings, fuzzy_bypass_reason: str | None) -> NearSearch:
+    async def near(self, query: NearQuery) -> NearSearch:
         if self.engine.embeddings is not None:
             self.engine.embeddings.worker.drain(30)  # the stored side's vector must exist first
-        return self.engine.near(project, request, request_fp, normalised_fp, settings, fuzzy_bypass_reason)
+        return self.engine.searcher.search(query)
 
 
 def decide_pair(engine: Engine, project: str, stored: CanonicalRequest, incoming: CanonicalRequest,
@@ -78,7 +77,7 @@ def decide_pair(engine: Engine, project: str, stored: CanonicalRequest, incoming
     Returns the outcome (served|review|miss), the tier, the score and, from the best near-match
     candidate, why it was not served (`reason`) and the guard's verdict (`guard_reason`).
     """
-    engine.record(recording_of(project, stored, settings, host="eval", body=b'{"synthetic": true}'))
+    engine.record(recording_of(project, stored, settings, Answer(host="eval", body=b'{"synthetic": true}')))
     outcome = run_now(cascade(Mode.AUTO, project, incoming, settings, EngineLookups(engine)))
     best = outcome.near.best if outcome.near is not None else None
     verdict = best.verdict if best is not None else None

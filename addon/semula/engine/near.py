@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from semula.core.canonical import CanonicalRequest
-from semula.core.cascade import Candidate, NearSearch
+from semula.core.cascade import Candidate, NearQuery, NearSearch
 from semula.core.decision import Match
 from semula.core.nearmatch import near_match
 from semula.core.settings import ProjectSettings, threshold_for
@@ -32,32 +32,29 @@ class NearSearcher:
         self.review = review
         self.embeddings = embeddings
 
-    def search(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
-               settings: ProjectSettings, fuzzy_bypass_reason: str | None = None, queue: bool = True) -> NearSearch:
+    def search(self, query: NearQuery, queue: bool = True) -> NearSearch:
         """The whole search on the caller's (store) thread: `find`, then `settle`."""
-        lexical, paired = self.find(self.store, project, request, normalised_fp, settings, fuzzy_bypass_reason)
-        return self.settle(project, request, request_fp, normalised_fp, settings, fuzzy_bypass_reason, lexical, queue,
-                           paired)
+        lexical, paired = self.find(self.store, query)
+        return self.settle(query, lexical, queue, paired)
 
-    def find(self, store: RecordingStore, project: str, request: CanonicalRequest, normalised_fp: str,
-             settings: ProjectSettings, fuzzy_bypass_reason: str | None = None
-             ) -> tuple[list[Candidate], dict[int, str] | None]:
+    def find(self, store: RecordingStore, query: NearQuery) -> tuple[list[Candidate], dict[int, str] | None]:
         """The lexical tier's verdicts and the request's pairings so far, reads only: any thread with
         its own `store` handle may run it."""
+        request = query.request
         text = request.last_user_text()
         if not request.parsed or not text.strip():
             return [], None
-        ids = self.lexical.propose(project, text)
+        ids = self.lexical.propose(query.project, text)
         if not ids:
             return [], None
         stored = store.canonicals_by_ids(ids)
-        paired = store.paired_entries(project, normalised_fp)
+        paired = store.paired_entries(query.project, query.normalised_fp)
         candidates = []
         for entry_id in ids:
             if entry_id not in stored or paired.get(entry_id) == "rejected":
                 continue  # a rejected pairing is never served or queued again
-            verdict = near_match(request, CanonicalRequest.from_json(stored[entry_id]), settings,
-                                 tier="lexical", fuzzy_bypass_reason=fuzzy_bypass_reason)
+            verdict = near_match(request, CanonicalRequest.from_json(stored[entry_id]), query.settings,
+                                 tier="lexical", fuzzy_bypass_reason=query.bypass_reason)
             candidates.append(Candidate(entry_id, verdict))
         return candidates, paired
 
@@ -72,22 +69,22 @@ class NearSearcher:
             return True
         return queue and not any(c.verdict.serve for c in lexical) and any(c.verdict.review for c in lexical)
 
-    def settle(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
-               settings: ProjectSettings, fuzzy_bypass_reason: str | None, lexical: list[Candidate],
-               queue: bool = True, paired: dict[int, str] | None = None, embed: bool = True) -> NearSearch:
+    def settle(self, query: NearQuery, lexical: list[Candidate], queue: bool = True,
+               paired: dict[int, str] | None = None, embed: bool = True) -> NearSearch:
         """Add the embedding tier's candidates, then serve the best or queue the reviewable (store thread).
 
         `paired` as `find` read it on this thread; None: read it here (another thread's read may be stale).
         `embed=False` leaves the embedding tier to `queue_embedding_candidates`, after the call.
         """
+        project, request = query.project, query.request
         candidates = list(lexical)
         searchable = request.parsed and request.last_user_text().strip()
         if self.settle_needs_store(lexical, queue, embed) and searchable:
             if paired is None:
-                paired = self.store.paired_entries(project, normalised_fp)
+                paired = self.store.paired_entries(project, query.normalised_fp)
                 candidates = [c for c in candidates if paired.get(c.entry_id) != "rejected"]
             if embed:
-                candidates += self._embedding_candidates(project, request, settings, paired, fuzzy_bypass_reason)
+                candidates += self._embedding_candidates(query, paired)
         if not candidates:
             return NearSearch()
         candidates.sort(key=lambda c: (c.verdict.serve, c.verdict.score, c.entry_id), reverse=True)
@@ -97,39 +94,39 @@ class NearSearcher:
         queued: list[Candidate] = []
         if queue:
             try:
-                queued = self.review.queue(project, request, request_fp, normalised_fp, candidates, paired or {})
+                queued = self.review.queue(project, request, query.request_fp, query.normalised_fp, candidates,
+                                           paired or {})
             except StoreError as e:  # the verdict stands and is logged; only the queueing is lost
                 log.warning("semula: could not queue review candidates (%s); the call stays a miss", e)
         best = next((c for c in queued if c.entry_id == best.entry_id), best)
         return NearSearch(best=best, queued=tuple(queued))
 
-    def queue_embedding_candidates(self, project: str, request: CanonicalRequest, request_fp: str,
-                                   normalised_fp: str, settings: ProjectSettings,
-                                   fuzzy_bypass_reason: str | None) -> list[Candidate]:
+    def queue_embedding_candidates(self, query: NearQuery) -> list[Candidate]:
         """The embedding tier for a miss already forwarded (it could only queue): queue what it finds
         beside what the lexical tier queued (store thread)."""
-        paired = self.store.paired_entries(project, normalised_fp)
-        found = [c for c in self._embedding_candidates(project, request, settings, paired, fuzzy_bypass_reason)
-                 if c.entry_id not in paired]
+        paired = self.store.paired_entries(query.project, query.normalised_fp)
+        found = [c for c in self._embedding_candidates(query, paired) if c.entry_id not in paired]
         found.sort(key=lambda c: (c.verdict.score, c.entry_id), reverse=True)
-        return self.review.queue(project, request, request_fp, normalised_fp, found, paired) if found else []
+        if not found:
+            return []
+        return self.review.queue(query.project, query.request, query.request_fp, query.normalised_fp, found, paired)
 
-    def _embedding_candidates(self, project: str, request: CanonicalRequest, settings: ProjectSettings,
-                              paired: dict[int, str], fuzzy_bypass_reason: str | None) -> list[Candidate]:
+    def _embedding_candidates(self, query: NearQuery, paired: dict[int, str]) -> list[Candidate]:
         """The embedding tier (opt-in): cosine neighbours the lexical tier did not propose."""
+        request = query.request
         tier = self.embeddings
         if tier is None:
             return []
         model = tier.embedder.name
-        review_floor = threshold_for(settings.embedding_review_threshold, model)
-        serve_floor = threshold_for(settings.embedding_serve_threshold, model)
+        review_floor = threshold_for(query.settings.embedding_review_threshold, model)
+        serve_floor = threshold_for(query.settings.embedding_serve_threshold, model)
         floors = [t for t in (review_floor, serve_floor) if t is not None]
         if not floors:
             return []  # no threshold for this model: its cosines mean nothing yet
-        settings = replace(settings, embedding_review_threshold=review_floor if review_floor is not None else 1.1,
+        settings = replace(query.settings, embedding_review_threshold=review_floor if review_floor is not None else 1.1,
                            embedding_serve_threshold=serve_floor)
         try:
-            found = [(e, c) for e, c in tier.search(project, request, settings)
+            found = [(e, c) for e, c in tier.search(query.project, request, settings)
                      if paired.get(e) != "rejected" and c >= min(floors)]
         except Exception as e:  # an embedder failure is logged; the call carries on as a miss
             log.warning("semula: embedding search failed (%s); carrying on without it", e)
@@ -137,6 +134,6 @@ class NearSearcher:
         stored = self.store.canonicals_by_ids([e for e, _ in found])
         return [
             Candidate(entry_id, near_match(request, CanonicalRequest.from_json(stored[entry_id]), settings,
-                                           tier="embedding", score=cosine, fuzzy_bypass_reason=fuzzy_bypass_reason))
+                                           tier="embedding", score=cosine, fuzzy_bypass_reason=query.bypass_reason))
             for entry_id, cosine in found if entry_id in stored
         ]

@@ -31,24 +31,27 @@ from semula.core.modes import Mode
 from semula.core.redact import FingerprintKey, clean_query, redact_text
 from semula.core.scope import scoped_project
 from semula.core.settings import AddonSettings, ProjectSettings, SettingsError, validate_project
-from semula.recordings.entry import recording_of
+from semula.recordings.entry import Answer, recording_of
 from semula.providers import DEFAULT_PROVIDER_HOSTS, adapter_for, host_matches
 from semula.providers.base import Adapter, AdapterError, RawRequest, Usage
 from semula.providers.sse import split_frames
 from semula.proxy import options
 from semula.proxy.bodies import BodyTooLarge, decode_capped, decode_partial
 from semula.proxy.answer import answer_response
-from semula.proxy.calllog import call_row, console_line, flow_comment, semula_headers
-from semula.proxy.commands import Commands
+from semula.proxy.calllog import call_row
+from semula.proxy.console import console_line
+from semula.proxy.headers import flow_comment, semula_headers
+from semula.proxy.commands import SemulaCommands
 from semula.proxy.fastpath import FastPath
 from semula.proxy.flowstate import FlowState, raw_request
 from semula.proxy.identity import keyed_project, proxy_credentials
+from semula.proxy.lifecycle import Lifecycle
 from semula.proxy.malloc import limit_arenas, start_trimming
 from semula.proxy.refusals import tag_of
 from semula.proxy.runs import RUN_HEADER, RunCounters
 from semula.proxy.sidecalls import side_outcome
 from semula.proxy.scopes import SCOPE_HEADER
-from semula.proxy.storethread import ProxyLookups
+from semula.proxy.lookups import ProxyLookups
 
 log = logging.getLogger("semula")
 
@@ -60,9 +63,16 @@ CONTROL_HEADERS = frozenset(n.encode() for n in ("proxy-authorization", PROJECT_
                                                   SCOPE_HEADER))
 
 
-class SemulaAddon(Commands):
+class SemulaAddon:
+    """One addon holding its parts: `life` (store thread, logs, admin endpoint), `commands` (semula.*)."""
+
     def __init__(self) -> None:
-        super().__init__(AddonSettings(hosts=DEFAULT_PROVIDER_HOSTS))
+        self.mode, self.settings = Mode.AUTO, AddonSettings(hosts=DEFAULT_PROVIDER_HOSTS)
+        self.commands = SemulaCommands(self)
+        self.addons = [self.commands]  # where mitmproxy collects the semula.* commands
+        self.life = life = Lifecycle(self.commands.dispatch)
+        self.store, self.refusals, self.tests, self.run_id = life.store, life.refusals, life.tests, life.run_id
+        self._admin_call, self._admin_dispatch = life.admin_call, self.commands.dispatch  # in-process callers
         self.conn_projects: dict[str, str] = {}
         self.conn_tags: dict[str, str] = {}
         self.flows: dict[str, FlowState] = {}
@@ -78,13 +88,22 @@ class SemulaAddon(Commands):
         options.declare(loader)
 
     def configure(self, updated: set[str]) -> None:
-        if not any(name.startswith("semula_") for name in updated):
+        if not any(name.startswith("semula_") or name in options.MITMPROXY_OPTIONS for name in updated):
             return
         old_dir = self.settings.data_dir
         self.mode, self.settings = options.read(ctx.options)
-        if self.is_running and self.settings.data_dir != old_dir:
+        if self.life.is_running and self.settings.data_dir != old_dir:
             log.warning("semula: data dir changed to %s; restart the proxy to move the store and logs",
                         self.settings.data_dir)
+
+    async def running(self) -> None:
+        await self.life.running(self.mode, self.settings)
+
+    def done(self) -> None:
+        self.life.done()
+
+    calls = property(lambda self: self.life.calls)  # the call log, once running
+    embedder = property(lambda self: self.life.embedder, lambda self, e: setattr(self.life, "embedder", e))
 
     # --- hooks -----------------------------------------------------------------------------
 
@@ -178,7 +197,7 @@ class SemulaAddon(Commands):
         if side := side_outcome(flow, self.mode, state, self.settings.side_paths):  # never recorded or looked up
             return side
         request = flow.request
-        body, bypass = await self._request_body(request)
+        body, bypass = await _request_body(request, self.settings.max_body_mb)
         raw = raw_request(request, state, body)
         adapter = state.adapter = adapter_for(raw.host, raw.path)
         if state.no_cache:
@@ -212,21 +231,6 @@ class SemulaAddon(Commands):
         if engine is not None:
             self.fast.remember(engine, self.mode, state, outcome)
         return outcome
-
-    async def _request_body(self, request: http.Request) -> tuple[bytes, Bypass | None]:
-        """The decoded body, inflated off the loop and at most `semula_max_body_mb` (a gzip bomb is
-        not matched: forwarded untouched, refused in replay)."""
-        raw = request.raw_content or b""
-        encoding = request.headers.get("content-encoding", "")
-        cap = int(self.settings.max_body_mb * 2**20)
-        if not encoding.strip() and len(raw) <= cap:
-            return raw, None
-        try:
-            return await _off_the_loop(decode_capped, raw, encoding, cap), None
-        except BodyTooLarge as e:
-            return b"", Bypass("body_too_large", str(e))
-        except ValueError:
-            return raw, None  # as before: an undecodable body is matched as sent
 
     async def _serve(self, flow: http.HTTPFlow, state: FlowState, decision: Decision) -> bool:
         engine = self.store.engine
@@ -321,7 +325,7 @@ class SemulaAddon(Commands):
             # mitmproxy answers the client itself (its HTML 502) right after this hook: an addon
             # cannot replace that answer (README, "When the provider is unreachable").
             state.error = f"upstream {_target(flow, state.host)} unreachable: {message} (mitmproxy answered 502)"
-        self._finish(flow, state, upstream_ms=self._upstream_ms(state))
+        self._finish(flow, state, upstream_ms=_upstream_ms(state))
 
     async def _complete(self, flow: http.HTTPFlow, state: FlowState, client_gone: str | None = None) -> None:
         """Record (if wanted) and log a forwarded call whose answer arrived.
@@ -332,7 +336,7 @@ class SemulaAddon(Commands):
         self.flows.pop(flow.id, None)
         response = flow.response
         assert response is not None and state.decision is not None
-        upstream_ms = self._upstream_ms(state)
+        upstream_ms = _upstream_ms(state)
         if state.streamed:
             body = decode_partial(b"".join(state.chunks), response.headers.get("content-encoding", "identity"))
         else:
@@ -354,10 +358,6 @@ class SemulaAddon(Commands):
         self._finish(flow, state, upstream_ms=upstream_ms, usage=usage, entry_id=entry_id,
                      recorded=entry_id is not None)
 
-    @staticmethod
-    def _upstream_ms(state: FlowState) -> float | None:
-        return (time.perf_counter() - state.upstream_started) * 1000 if state.upstream_started else None
-
     def _unrecordable(self, adapter: Adapter, status: int, streamed: bool, frames: list[bytes],
                       body: bytes) -> str | None:
         if why_not := unrecordable_status(status, self.settings.record_errors, body):
@@ -373,10 +373,10 @@ class SemulaAddon(Commands):
         if engine is None:
             state.error = f"not recorded: store unavailable ({self.store.problem})"
             return None
-        new = recording_of(state.project, state.canonical, state.settings, host=state.host, body=body,
-                           status=response.status_code, headers=response.headers.items(), streamed=state.streamed,
-                           usage=usage, upstream_ms=upstream_ms, request_fp=state.request_fp,
-                           normalised_fp=state.normalised_fp)
+        answer = Answer(host=state.host, body=body, status=response.status_code, headers=response.headers.items(),
+                        streamed=state.streamed, usage=usage, upstream_ms=upstream_ms)
+        new = recording_of(state.project, state.canonical, state.settings, answer,
+                           fingerprints=(state.request_fp, state.normalised_fp))
         entry_id = await self.store.run("recording", engine.record, new, state.started_at, write=True)
         if entry_id is None:
             state.error = f"not recorded: {self.store.write_problem or self.store.problem}"
@@ -419,6 +419,26 @@ def _intercepted(host: str, hosts: tuple[str, ...]) -> bool:
 async def _off_the_loop(fn: Callable[..., Any], *args: Any) -> Any:
     """Parse and fingerprint a large body on a worker thread: it must not stall the other flows."""
     return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
+
+async def _request_body(request: http.Request, max_body_mb: float) -> tuple[bytes, Bypass | None]:
+    """The decoded body, inflated off the loop and at most `semula_max_body_mb` (a gzip bomb is
+    not matched: forwarded untouched, refused in replay)."""
+    raw = request.raw_content or b""
+    encoding = request.headers.get("content-encoding", "")
+    cap = int(max_body_mb * 2**20)
+    if not encoding.strip() and len(raw) <= cap:
+        return raw, None
+    try:
+        return await _off_the_loop(decode_capped, raw, encoding, cap), None
+    except BodyTooLarge as e:
+        return b"", Bypass("body_too_large", str(e))
+    except ValueError:
+        return raw, None  # as before: an undecodable body is matched as sent
+
+
+def _upstream_ms(state: FlowState) -> float | None:
+    return (time.perf_counter() - state.upstream_started) * 1000 if state.upstream_started else None
 
 
 def _target(flow: http.HTTPFlow, host: str) -> str:

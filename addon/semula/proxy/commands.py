@@ -1,30 +1,48 @@
-"""The addon's commands for mitmweb and the console, and the admin operations they share with the CLI."""
+"""The addon's commands for mitmweb and the console, and the admin operations they share with the CLI.
+
+A plain part of `SemulaAddon`: it sits in the addon's `addons` list, where mitmproxy collects the
+`semula.*` commands, and reads the addon's current mode, settings, store and fast path.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from mitmproxy import command, exceptions
 
+from semula.core.modes import Mode
+from semula.core.settings import AddonSettings
 from semula.engine.operations import run_operation
 from semula.proxy.fastpath import FastPath
-from semula.proxy.lifecycle import Lifecycle
+from semula.proxy.storethread import StoreThread
 
 
-class Commands(Lifecycle):
-    """`semula.*` commands: each runs one admin operation on the store thread."""
+class ProxyParts(Protocol):
+    """What the commands read from the addon (mode and settings change at `configure`)."""
 
+    mode: Mode
+    settings: AddonSettings
+    store: StoreThread
     fast: FastPath
 
-    def _admin_dispatch(self, method: str, params: dict[str, Any]) -> Any:
-        result = self.store.admin(lambda engine: run_operation(engine, method, params))
+
+class SemulaCommands:
+    """`semula.*` commands: each runs one admin operation on the store thread."""
+
+    def __init__(self, proxy: ProxyParts) -> None:
+        self.proxy = proxy
+
+    def dispatch(self, method: str, params: dict[str, Any]) -> Any:
+        """One admin operation (from the CLI's admin endpoint or a command), run on the store thread."""
+        result = self.proxy.store.admin(lambda engine: run_operation(engine, method, params))
         if method == "memory":  # the raw-request fast path is the proxy's, not the engine's
-            result = {**result, "fast_path_entries": len(self.fast), "fast_path_bytes": self.fast.nbytes()}
+            fast = self.proxy.fast
+            result = {**result, "fast_path_entries": len(fast), "fast_path_bytes": fast.nbytes()}
         return result
 
     def _command(self, method: str, params: dict[str, Any]) -> Any:
         try:
-            return self._admin_dispatch(method, params)
+            return self.dispatch(method, params)
         except Exception as e:
             raise exceptions.CommandError(f"semula: {e}") from None
 
@@ -54,5 +72,6 @@ class Commands(Lifecycle):
     @command.command("semula.status")
     def status(self) -> str:
         """Mode, data dir and store state of the semula addon."""
-        store = "open" if self.store.engine else f"unavailable: {self.store.problem}"
-        return f"mode {self.mode.value} · data dir {self.settings.data_dir} · store {store}"
+        proxy = self.proxy
+        store = "open" if proxy.store.engine else f"unavailable: {proxy.store.problem}"
+        return f"mode {proxy.mode.value} · data dir {proxy.settings.data_dir} · store {store}"

@@ -1,4 +1,7 @@
-"""The addon's life: start the logs, the store and the admin endpoint; say it is ready; stop cleanly."""
+"""The addon's life: start the logs, the store and the admin endpoint; say it is ready; stop cleanly.
+
+A plain part of `SemulaAddon`, whose `running` and `done` hooks call it with the current mode and settings.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import os
 import stat
 import tempfile
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,25 +22,24 @@ from mitmproxy import ctx
 from semula.core.modes import Mode
 from semula.core.settings import AddonSettings
 from semula.proxy.admin import AdminServer, fallback_admin_dir, read_admin_info
-from semula.proxy.calllog import TERMINAL_SAFE_LOG
+from semula.proxy.console import TERMINAL_SAFE_LOG
 from semula.proxy.refusals import Refusals
 from semula.proxy.scopes import CurrentTests
 from semula.recordings.files import remember_user_umask
 from semula.proxy.storethread import StoreThread
 from semula.store.logschema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
-from semula.store.selection import STORE_FILE, describe_store, store_spec
+from semula.store.selection import STORE_FILE, describe_store
 from semula.store.parquetlog import ParquetLog
 
 log = logging.getLogger("semula")
 
 
 class Lifecycle:
-    """Start-up and shut-down of the addon's parts; the hooks live in `SemulaAddon`."""
+    """Start-up and shut-down of the store thread, the call and review logs and the admin endpoint."""
 
-    def __init__(self, settings: AddonSettings) -> None:
-        self.settings = settings
+    def __init__(self, dispatch: Callable[[str, dict[str, Any]], Any]) -> None:
+        self.dispatch = dispatch  # the admin operations that run on the store (`SemulaCommands.dispatch`)
         log.addFilter(TERMINAL_SAFE_LOG)
-        self.mode = Mode.AUTO
         self.store = StoreThread()
         self.calls: ParquetLog | None = None
         self.reviews: ParquetLog | None = None
@@ -47,69 +50,66 @@ class Lifecycle:
         self.is_running = False
         self.run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
 
-    def _admin_dispatch(self, method: str, params: dict[str, Any]) -> Any:
-        raise NotImplementedError
-
-    def _admin_call(self, method: str, params: dict[str, Any]) -> Any:
+    def admin_call(self, method: str, params: dict[str, Any]) -> Any:
+        """An admin endpoint call: the proxy's own memory (refusals, current tests), else a store operation."""
         if method == Refusals.METHOD:  # the proxy's own memory, not the store
             return self.refusals.answer(params)
         if method == CurrentTests.METHOD:
             return self.tests.answer(params)
-        return self._admin_dispatch(method, params)
+        return self.dispatch(method, params)
 
-    async def running(self) -> None:
-        data_dir = Path(self.settings.data_dir)
-        if not self.settings.read_only and not data_dir.exists():
+    async def running(self, mode: Mode, settings: AddonSettings) -> None:
+        data_dir = Path(settings.data_dir)
+        if not settings.read_only and not data_dir.exists():
             _private_data_dir(data_dir)  # created 0700, then checked like one that was there
-        untrusted = None if self.settings.read_only else _untrusted_data_dir(data_dir)
+        untrusted = None if settings.read_only else _untrusted_data_dir(data_dir)
         if untrusted:
             print(f"semula: not writing to the data dir {data_dir} ({untrusted}): whoever can write it could "
                   "plant links there to read the admin token, prompts and answers; serving it read-only "
                   f"instead (admin.json in {fallback_admin_dir(data_dir)}). To record, make it a directory of "
                   "yours only you can write (chown, chmod go-w), or use another --data-dir", flush=True)
-        read_only = self.settings.read_only or bool(untrusted) or _not_writable(data_dir)
+        read_only = settings.read_only or bool(untrusted) or _not_writable(data_dir)
         if not read_only:
             _private_data_dir(data_dir)
         # A read-only data dir (a mounted CI cache), or one other users can write: the logs go to a
         # temporary directory, admin.json to the data dir's fallback_admin_dir, where the CLI finds it.
         log_dir = Path(tempfile.mkdtemp(prefix="semula-logs-")) if read_only else data_dir
-        if ctx.options.semula_embeddings and not await self._load_embedder(data_dir):
+        if settings.embeddings and not await self._load_embedder(data_dir):
             return
         self.calls = ParquetLog(log_dir / "calls", CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION)
         self.reviews = ParquetLog(log_dir / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION)
-        self.store.configure(self.settings.data_dir, self._log_review, self.embedder, self.settings.recordings,
-                             self.settings.load_timeout, read_only=read_only,
-                             server=store_spec(ctx.options.semula_store or None))
+        self.store.configure(settings.data_dir, self._log_review, self.embedder, settings.recordings,
+                             settings.load_timeout, read_only=read_only, server=settings.store)
         await self.store.ensure_open(force=True)
-        listen = self._listen_address()
-        confdir = Path(os.path.expanduser(ctx.options.confdir))
+        listen = self._listen_address(settings)
+        confdir = Path(os.path.expanduser(settings.confdir))
         other = read_admin_info(data_dir)
         if other is not None and other.get("pid") != os.getpid():
             print(f"semula: another semula proxy (pid {other.get('pid')}, {other.get('proxy')}) holds {data_dir}: "
                   "this one cannot use its store and forwards calls unrecorded (replay: refuses them). "
                   "Stop the other proxy, point clients at it, or use another --data-dir.", flush=True)
-        elif self.settings.admin:
+        elif settings.admin:
             try:
-                self.admin = AdminServer(data_dir, self._admin_call, {
-                    "proxy": listen, "mode": self.mode.value, "data_dir": str(data_dir),
-                    "project": self.settings.default_project, "confdir": str(confdir),
+                self.admin = AdminServer(data_dir, self.admin_call, {
+                    "proxy": listen, "mode": mode.value, "data_dir": str(data_dir),
+                    "project": settings.default_project, "confdir": str(confdir),
                 }, fallback=read_only)
             except OSError as e:
                 log.warning("semula: admin endpoint not started (%s); CLI commands cannot reach this proxy", e)
         self.is_running = True
-        bound = self._listen_address(connectable=False)
+        bound = self._listen_address(settings, connectable=False)
         if not _is_loopback(bound):
             print(f"semula: WARNING: listening on {bound}, not on loopback: anyone who can reach this machine "
                   "can use the proxy, read recorded answers and send calls with the keys it sees. "
                   "Use --listen-host 127.0.0.1 unless other machines must reach it.", flush=True)
         store_note = "" if self.store.engine else f" · store unavailable: {self.store.problem}"
-        if server := store_spec(ctx.options.semula_store or None):
+        if server := settings.store:
             store_note = f" · shared store {describe_store(server, data_dir)}{store_note}"
         ready = "semula ready" if self.store.engine else "semula ready, NOT recording"
         if read_only:
             store_note += f" · read-only: the store is not written; call log and review log in {log_dir}"
         print(
-            f"{ready}: {bound} · mode {self.mode.value} · data dir {data_dir} · "
+            f"{ready}: {bound} · mode {mode.value} · data dir {data_dir} · "
             f"CA {confdir / 'mitmproxy-ca-cert.pem'}{store_note}",
             flush=True,
         )
@@ -130,13 +130,14 @@ class Lifecycle:
         log.info("semula: embedding tier on with model %s", self.embedder.name)
         return True
 
-    def _listen_address(self, connectable: bool = True) -> str:
+    @staticmethod
+    def _listen_address(settings: AddonSettings, connectable: bool = True) -> str:
         """The proxy's address: as bound (the ready line), or one a local client can connect to."""
         try:
             addrs = ctx.master.addons.get("proxyserver").listen_addrs()
             host, port = addrs[0][0], addrs[0][1]
         except Exception:
-            host, port = ctx.options.listen_host or "127.0.0.1", ctx.options.listen_port or 8080
+            host, port = settings.listen_host or "127.0.0.1", settings.listen_port or 8080
         if host == "":
             host = "0.0.0.0"
         if connectable and host in ("0.0.0.0", "::"):

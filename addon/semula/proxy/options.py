@@ -101,8 +101,12 @@ def declared() -> list[DeclaredOption]:
     return collector.options
 
 
+# mitmproxy's own options that `read` copies into the settings (so nothing reads `ctx.options` after `configure`).
+MITMPROXY_OPTIONS = frozenset({"confdir", "listen_host", "listen_port"})
+
+
 def read(options: Any) -> tuple[Mode, AddonSettings]:
-    """Validate the semula_* options into the mode and the frozen settings."""
+    """Validate the semula_* options (and `MITMPROXY_OPTIONS`) into the mode and the frozen settings."""
     try:
         mode = Mode.parse(options.semula_mode)
         validate_project(options.semula_project)
@@ -112,7 +116,8 @@ def read(options: Any) -> tuple[Mode, AddonSettings]:
     folder = options.semula_recordings.strip()
     location = recordings_location(folder)
     recordings = str(location.resolve()) if location is not None else None
-    if store_spec(options.semula_store or None) and folder == DEFAULT_RECORDINGS and not os.environ.get("SEMULA_RECORDINGS"):
+    store = store_spec(options.semula_store or None)
+    if store and folder == DEFAULT_RECORDINGS and not os.environ.get("SEMULA_RECORDINGS"):
         recordings = None  # a server store is the shared copy: the folder only when asked for (--recordings)
     return mode, AddonSettings(
         mode=mode.value, data_dir=data_dir, default_project=options.semula_project,
@@ -122,6 +127,8 @@ def read(options: Any) -> tuple[Mode, AddonSettings]:
         load_timeout=options.semula_load_timeout, max_body_mb=options.semula_max_body_mb,
         repeats=options.semula_repeats, repeats_exhausted=options.semula_repeats_exhausted,
         read_only=options.semula_read_only, console_calls=options.semula_console_calls,
+        store=store, embeddings=options.semula_embeddings,
+        confdir=options.confdir, listen_host=options.listen_host, listen_port=options.listen_port,
     )
 
 

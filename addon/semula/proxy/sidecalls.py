@@ -18,7 +18,7 @@ from semula.core.decision import Decision
 from semula.core.modes import Mode
 from semula.providers import ADAPTERS, GENERIC, SideCall, SidePath, side_call_for
 from semula.providers.sidepaths import compile_side_paths
-from semula.proxy.calllog import semula_headers
+from semula.proxy.headers import semula_headers
 from semula.proxy.flowstate import FlowState
 
 __all__ = ["ANSWER", "side_outcome"]

@@ -18,13 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from semula.core.canonical import CanonicalRequest
-from semula.core.cascade import NearSearch
-from semula.core.decision import Match
 from semula.core.redact import FingerprintKey
-from semula.core.settings import ProjectSettings
 from semula.engine.engine import Engine
-from semula.proxy.calllog import terminal_safe
+from semula.proxy.console import terminal_safe
 from semula.proxy.folderwatch import FolderWatch
 from semula.recordings.folder import RecordingsFolder
 from semula.store.base import RecordingStore
@@ -37,8 +33,6 @@ T = TypeVar("T")
 STORE_RETRY_SECONDS = 5.0
 LOAD_WAIT_SECONDS = 60.0  # a request that comes while the store loads waits this long (semula_load_timeout)
 ADMIN_TIMEOUT_SECONDS = 600
-# An identical request waits this long for a recording in flight instead of going upstream again.
-PENDING_WAIT_SECONDS = 120.0
 # Near-searches read on their own cursors, this many at once, so misses don't queue on the store thread.
 NEAR_READERS = 4
 
@@ -242,69 +236,3 @@ def _file_id(path: Path | None) -> tuple[int, int] | None:
     except OSError:
         return None
     return (st.st_dev, st.st_ino) if st is not None else None
-
-
-class ProxyLookups:
-    """The cascade's lookups in the proxy: memory on the event loop, the near search on the store thread.
-
-    With `coalesce`, a miss with no identical request in flight claims its key in `pending` at once
-    (no await between the lookup and the claim): `claimed` names it, and the addon releases it when
-    the call is not recorded, or when its recording is stored.
-    """
-
-    def __init__(self, engine: Engine, thread: StoreThread, pending: dict[tuple[str, str], asyncio.Event],
-                 coalesce: bool = True, defer_embedding: bool = False):
-        self.engine = engine
-        # auto mode: an embedding tier that only queues searches after the miss is forwarded, not before
-        self.defer_embedding = defer_embedding
-        self.thread = thread
-        self.pending = pending
-        self.coalesce = coalesce
-        self.claimed: tuple[str, str] | None = None
-
-    def certain(self, project: str, request_fp: str, normalised_fp: str | None) -> Match | None:
-        return self.engine.match(project, request_fp, normalised_fp)
-
-    async def folder_changed(self, project: str, request: CanonicalRequest, request_fp: str) -> bool:
-        """A stat on the loop; only a changed file costs a trip to the store thread (which loads it)."""
-        if not self.engine.folder_changed_for(project, request, request_fp):
-            return False
-        return await self.thread.run("the recordings folder's refresh", self.engine.refresh_folder) is not None
-
-    async def recording_in_flight(self, project: str, fingerprint: str) -> bool:
-        key = (project, fingerprint)
-        event = self.pending.get(key)
-        if event is None:
-            if self.coalesce and self.claimed is None:
-                self.pending[key] = asyncio.Event()
-                self.claimed = key
-            return False
-        try:
-            await asyncio.wait_for(event.wait(), PENDING_WAIT_SECONDS)
-        except TimeoutError:
-            log.warning("semula: an identical request still in flight after %.0f s; forwarding this one too",
-                        PENDING_WAIT_SECONDS)
-            return False
-        return True
-
-    async def near(self, project: str, request: CanonicalRequest, request_fp: str, normalised_fp: str,
-                   settings: ProjectSettings, fuzzy_bypass_reason: str | None) -> NearSearch:
-        """The lexical tier on a reader thread (in parallel); the store thread only to queue or embed."""
-        loop = asyncio.get_running_loop()
-        try:
-            lexical = await loop.run_in_executor(self.thread.readers, self.engine.near_find, project, request,
-                                                 normalised_fp, settings, fuzzy_bypass_reason)
-            embed = not (self.defer_embedding and self.engine.embedding_only_queues(settings))
-            settle = (self.engine.near_settle, project, request, request_fp, normalised_fp, settings,
-                      fuzzy_bypass_reason, lexical, embed)
-            if self.engine.near_settle_needs_store(lexical, embed):
-                result = await loop.run_in_executor(self.thread.executor, *settle)
-            else:
-                result = settle[0](*settle[1:])
-            if not embed and result.served is None:
-                self.thread.background("the embedding tier's review search", self.engine.queue_embedding_candidates,
-                                       project, request, request_fp, normalised_fp, settings, fuzzy_bypass_reason)
-            return result
-        except Exception as e:
-            log.warning("semula: near-match search failed (%s); treating the call as a miss", e)
-            return NearSearch()

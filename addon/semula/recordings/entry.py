@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
@@ -36,26 +37,41 @@ def fingerprints_of(request: CanonicalRequest, settings: ProjectSettings) -> tup
     return request_fp, (normalised_fingerprint(request, *settings.fingerprint_inputs) if request.parsed else request_fp)
 
 
-def recording_of(project: str, request: CanonicalRequest, settings: ProjectSettings, *, host: str, body: bytes,
-                 status: int = 200, headers: Iterable[tuple[str, str]] = (("content-type", "application/json"),),
-                 streamed: bool = False, usage: Usage | None = None, upstream_ms: float | None = None,
-                 request_fp: str | None = None, normalised_fp: str | None = None, occurrence: int = 1) -> NewEntry:
+@dataclass(frozen=True, kw_only=True)
+class Answer:
+    """What came back for a request, as a recording keeps it (before redaction): from the upstream
+    call, a recording file or a benchmark's synthetic answer."""
+
+    host: str
+    body: bytes
+    status: int = 200
+    headers: Iterable[tuple[str, str]] = (("content-type", "application/json"),)
+    streamed: bool = False
+    usage: Usage | None = None
+    upstream_ms: float | None = None
+
+
+def recording_of(project: str, request: CanonicalRequest, settings: ProjectSettings, answer: Answer, *,
+                 fingerprints: tuple[str, str | None] | None = None, occurrence: int = 1) -> NewEntry:
     """The one place a recording is assembled: fingerprints, redaction and the searchable text.
 
-    `occurrence` n ≥ 2 keys the n-th answer of a sequence (`semula_repeats=sequence`): fingerprints
-    computed here get `#n`; fingerprints passed in already carry it.
+    `fingerprints` are (request_fp, normalised_fp) when the caller has them already (the proxy: a
+    missing normalised one is computed). `occurrence` n ≥ 2 keys the n-th answer of a sequence
+    (`semula_repeats=sequence`): fingerprints computed here get `#n`; fingerprints passed in already carry it.
     """
+    request_fp, normalised_fp = fingerprints or (None, None)
     if request_fp is None or normalised_fp is None:
         n = max(occurrence, occurrence_of(request_fp) if request_fp else 1)
         computed = fingerprints_of(request, settings)
         request_fp = request_fp or sequenced(computed[0], n)
         normalised_fp = normalised_fp or sequenced(computed[1], n)
-    usage = usage or Usage()
+    usage = answer.usage or Usage()
     return NewEntry(
-        project=project, provider=request.provider, host=host, method=request.method,
+        project=project, provider=request.provider, host=answer.host, method=request.method,
         endpoint=request.endpoint, model=request.model, request_fp=request_fp,
         normalised_fp=normalised_fp, canonical=request.to_json(),
         last_text=searchable_text(request, settings.scrub_patterns),
-        status=status, headers=clean_headers(headers), body=redact_bytes(body), streamed=streamed,
-        prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, upstream_ms=upstream_ms,
+        status=answer.status, headers=clean_headers(answer.headers), body=redact_bytes(answer.body),
+        streamed=answer.streamed, prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+        upstream_ms=answer.upstream_ms,
     )

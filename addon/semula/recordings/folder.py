@@ -33,7 +33,7 @@ from semula.core.redact import FingerprintKey
 from semula.core.repeats import base_of, occurrence_of
 from semula.core.settings import ProjectSettings, SettingsError, validate_project
 from semula.providers.base import Usage
-from semula.recordings.entry import recording_of, redacted_request
+from semula.recordings.entry import Answer, recording_of, redacted_request
 from semula.recordings.files import (
     GITIGNORE,
     Found,
@@ -121,12 +121,10 @@ def entry_from_file(raw: bytes, settings_for: Callable[[str], ProjectSettings],
         request = CanonicalRequest.from_json(redacted_request(recording.request, key))
     except (KeyError, TypeError, ValueError) as e:
         raise RecordingFileError(f"request: {e!r:.80}") from None
-    return recording_of(
-        recording.project, request, settings, host=recording.host, body=recording.body,
-        status=recording.status, headers=recording.headers, streamed=recording.streamed,
-        usage=Usage(recording.prompt_tokens, recording.completion_tokens), upstream_ms=recording.upstream_ms,
-        occurrence=recording.occurrence,
-    )
+    answer = Answer(host=recording.host, body=recording.body, status=recording.status, headers=recording.headers,
+                    streamed=recording.streamed, usage=Usage(recording.prompt_tokens, recording.completion_tokens),
+                    upstream_ms=recording.upstream_ms)
+    return recording_of(recording.project, request, settings, answer, occurrence=recording.occurrence)
 
 
 def claim(entry: NewEntry) -> str:

@@ -6,26 +6,18 @@ Per row, `Store.upsert_entry` costs milliseconds; this costs about as much for t
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from datetime import datetime
 
 import duckdb
 import pyarrow as pa
 
+from semula.store.rows import KEY, WRITTEN, column_value
 from semula.store.types import NewEntry
 
-_ENTRY_COLUMNS = ("project", "request_fp", "provider", "host", "method", "endpoint", "model", "normalised_fp",
-                  "canonical", "last_text", "status", "headers", "body", "streamed", "prompt_tokens",
-                  "completion_tokens", "upstream_ms")
+_ENTRY_COLUMNS = (*KEY, *WRITTEN)
 _ARROW_TYPES = {"status": pa.int32(), "body": pa.binary(), "streamed": pa.bool_(), "prompt_tokens": pa.int64(),
                 "completion_tokens": pa.int64(), "upstream_ms": pa.float64()}
-
-
-def _column_value(new: NewEntry, column: str) -> object:
-    value = getattr(new, column)
-    return json.dumps(value, ensure_ascii=False) if column in ("canonical", "headers") else value
-
 
 Row = tuple[object, ...]
 
@@ -38,7 +30,7 @@ def encoded_chunks(news: list[NewEntry], max_bytes: int) -> Iterator[list[Row]]:
     chunk: list[Row] = []
     held = 0
     for new in latest.values():
-        row = tuple(_column_value(new, column) for column in _ENTRY_COLUMNS)
+        row = tuple(column_value(new, column) for column in _ENTRY_COLUMNS)
         size = sum(len(v) for v in row if isinstance(v, (str, bytes)))
         if chunk and held + size > max_bytes:
             yield chunk
@@ -54,7 +46,7 @@ def upsert_rows(con: duckdb.DuckDBPyConnection, rows: list[Row], now: datetime) 
     by (project, request_fp)."""
     table = pa.table({column: pa.array([row[i] for row in rows], _ARROW_TYPES.get(column, pa.string()))
                       for i, column in enumerate(_ENTRY_COLUMNS)})
-    assignments = ", ".join(f"{c} = s.{c}" for c in _ENTRY_COLUMNS if c not in ("project", "request_fp"))
+    assignments = ", ".join(f"{c} = s.{c}" for c in _ENTRY_COLUMNS if c not in KEY)
     con.register("semula_incoming", table)
     try:
         con.execute(f"UPDATE entries SET {assignments}, updated_at = ? FROM semula_incoming s "

@@ -24,7 +24,8 @@ from semula.store.duckdb_connect import connect, working_copy
 from semula.store.duckdb_meta import StoreMeta
 from semula.store.duckdb_errors import describe_duckdb_error, store_errors
 from semula.store.fts import LexicalIndex
-from semula.store.rows import CANDIDATE_COLUMNS, ENTRY_COLUMNS, candidate_from_row, entry_from_row
+from semula.store.rows import (CANDIDATE_COLUMNS, ENTRY_COLUMNS, KEY, WRITTEN, candidate_from_row, entry_from_row,
+                               written_values)
 from semula.store.types import Entry, NewEntry, StoreError
 from semula.store.base import STORE_FILE
 from semula.store.vectors import VectorTable, delete_vectors
@@ -34,6 +35,9 @@ _entry = entry_from_row
 _candidate = candidate_from_row
 
 BULK_CHUNK_BYTES = 16 * 1024 * 1024  # rows per transaction of `upsert_entries`: within DuckDB's memory limit
+_UPDATE_SQL = f"UPDATE entries SET {', '.join(c + '=?' for c in WRITTEN)}, updated_at=? WHERE id=?"
+_INSERT_SQL = (f"INSERT INTO entries ({', '.join(KEY + WRITTEN)}, created_at, updated_at) "
+               f"VALUES ({', '.join(['?'] * (len(KEY + WRITTEN) + 2))}) RETURNING id")
 
 
 def _filters(**columns: Any) -> tuple[str, list[Any]]:
@@ -144,32 +148,15 @@ class Store(StoreMeta):
     def upsert_entry(self, new: NewEntry) -> int:
         """Record an answer. Re-recording the same request keeps the entry's id (aliases stay valid)."""
         now = _now()
-        values = [
-            new.provider, new.host, new.method, new.endpoint, new.model, new.normalised_fp,
-            json.dumps(new.canonical, ensure_ascii=False), new.last_text, new.status,
-            json.dumps(new.headers, ensure_ascii=False), new.body, new.streamed,
-            new.prompt_tokens, new.completion_tokens, new.upstream_ms,
-        ]
         with self.transaction() as con:
             row = con.execute(
                 "SELECT id FROM entries WHERE project = ? AND request_fp = ?",
                 [new.project, new.request_fp],
             ).fetchone()
             if row:
-                con.execute(
-                    """UPDATE entries SET provider=?, host=?, method=?, endpoint=?, model=?, normalised_fp=?,
-                       canonical=?, last_text=?, status=?, headers=?, body=?, streamed=?, prompt_tokens=?,
-                       completion_tokens=?, upstream_ms=?, updated_at=? WHERE id=?""",
-                    [*values, now, row[0]],
-                )
+                con.execute(_UPDATE_SQL, [*written_values(new), now, row[0]])
                 return int(row[0])
-            row = con.execute(
-                """INSERT INTO entries (project, request_fp, provider, host, method, endpoint, model,
-                   normalised_fp, canonical, last_text, status, headers, body, streamed, prompt_tokens,
-                   completion_tokens, upstream_ms, created_at, updated_at)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id""",
-                [new.project, new.request_fp, *values, now, now],
-            ).fetchone()
+            row = con.execute(_INSERT_SQL, [*written_values(new, KEY + WRITTEN), now, now]).fetchone()
             return int(row[0])
 
     def upsert_entries(self, news: list[NewEntry]) -> list[int]:

@@ -39,18 +39,16 @@ from semula.store.pg_connect import (
 )
 from semula.store.pg_lexical import PgLexical, PgVectors
 from semula.store.pg_review import PgReviewAndSettings
-from semula.store.rows import ENTRY_COLUMNS, entry_from_row
+from semula.store.rows import ENTRY_COLUMNS, KEY, WRITTEN, entry_from_row, written_values
 from semula.store.types import Entry, NewEntry, StoreError
 
 log = logging.getLogger("semula")
 
-_WRITTEN = ("provider", "host", "method", "endpoint", "model", "normalised_fp", "canonical", "last_text", "status",
-            "headers", "body", "streamed", "prompt_tokens", "completion_tokens", "upstream_ms")
 UPSERT_SQL = (
-    f"INSERT INTO entries (project, request_fp, {', '.join(_WRITTEN)}, created_at, updated_at) "
-    f"VALUES ({', '.join(['%s'] * (len(_WRITTEN) + 4))}) "
-    "ON CONFLICT (project, request_fp) DO UPDATE SET "
-    + ", ".join(f"{c} = EXCLUDED.{c}" for c in _WRITTEN) + ", updated_at = EXCLUDED.updated_at RETURNING id"
+    f"INSERT INTO entries ({', '.join(KEY + WRITTEN)}, created_at, updated_at) "
+    f"VALUES ({', '.join(['%s'] * (len(KEY + WRITTEN) + 2))}) "
+    f"ON CONFLICT ({', '.join(KEY)}) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in WRITTEN) + ", updated_at = EXCLUDED.updated_at RETURNING id"
 )
 
 
@@ -62,10 +60,7 @@ def _now() -> datetime:
 
 
 def _upsert_params(new: NewEntry, now: datetime) -> list[Any]:
-    return [new.project, new.request_fp, new.provider, new.host, new.method, new.endpoint, new.model,
-            new.normalised_fp, json.dumps(new.canonical, ensure_ascii=False), new.last_text, new.status,
-            json.dumps(new.headers, ensure_ascii=False), new.body, new.streamed, new.prompt_tokens,
-            new.completion_tokens, new.upstream_ms, now, now]
+    return [*written_values(new, KEY + WRITTEN), now, now]
 
 
 class PgStore(PgReviewAndSettings):

@@ -7,21 +7,33 @@ request keeps its key order), so one reading serves both.
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from typing import Any
 
-from semula.store.types import Entry
+from semula.store.types import Entry, NewEntry
 
-ENTRY_COLUMNS = (
-    "id, project, provider, host, method, endpoint, model, request_fp, normalised_fp, canonical, "
-    "last_text, status, headers, body, streamed, prompt_tokens, completion_tokens, upstream_ms, "
-    "created_at, updated_at"
-)
+RECORDED = tuple(f.name for f in fields(NewEntry))  # the columns a recording writes, in field order
+KEY = ("project", "request_fp")  # what makes a recording unique: re-recording it updates the row
+WRITTEN = tuple(c for c in RECORDED if c not in KEY)  # what re-recording overwrites
+_JSON = ("canonical", "headers")  # kept as JSON text
+ENTRY_COLUMNS = ", ".join(("id", *RECORDED, "created_at", "updated_at"))
 CANDIDATE_COLUMNS = (
     "id, project, tier, score, guard_reason, reason, request_fp, request_normalised_fp, request_canonical, "
     "request_text, entry_id, status, created_at, decided_at"
 )
 ENTRY_NAMES = [c.strip() for c in ENTRY_COLUMNS.split(",")]
 _CANDIDATE_NAMES = [c.strip() for c in CANDIDATE_COLUMNS.split(",")]
+
+
+def column_value(new: NewEntry, column: str) -> object:
+    """`new`'s value for `column` as the stores write it."""
+    value = getattr(new, column)
+    return json.dumps(value, ensure_ascii=False) if column in _JSON else value
+
+
+def written_values(new: NewEntry, columns: tuple[str, ...] = WRITTEN) -> list[object]:
+    """`new`'s values for `columns` (by default `WRITTEN`), in that order."""
+    return [column_value(new, c) for c in columns]
 
 
 def entry_from_row(row: tuple) -> Entry:

@@ -1,7 +1,8 @@
 """What the store takes and gives back, apart from any database: so the engine, the proxy and a
 second store implementation share them without importing DuckDB.
 
-`NewEntry` is built positionally by callers (the addon, tests, benchmarks): keep its field order.
+`NewEntry`'s fields are the recorded columns: every column list the stores write is derived from them
+(`store.rows`), so a new column is one field here plus a migration.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ class StoreError(Exception):
     """The store cannot be opened, read or written. The message says why and what to do."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class NewEntry:
     project: str
     provider: str
@@ -39,7 +40,7 @@ class NewEntry:
     upstream_ms: float | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Entry(NewEntry):
     """A stored recording: what was written, plus its id and times."""
 

@@ -1,0 +1,56 @@
+"""The console: one line per call, and nothing that reaches the terminal can drive it.
+
+Project names, paths and errors come from clients: every control character, bidi override and lone
+surrogate is written as its escape, in the call lines and in semula's log messages alike.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from semula.proxy.flowstate import FlowState
+from semula.proxy.headers import queued_text
+
+# Control characters (newlines forge lines, ESC drives the terminal), bidi overrides and lone
+# surrogates (a raw header byte) never reach the terminal as they are.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every unsafe character written as its Python escape (`\\n`, `\\x1b`, `\\udcff`)."""
+    return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+class TerminalSafeLog(logging.Filter):
+    """Escapes semula's log messages (they can quote a project name or a path) like console lines."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        safe = terminal_safe(message)
+        if safe != message:
+            record.msg, record.args = safe, None
+        return True
+
+
+TERMINAL_SAFE_LOG = TerminalSafeLog()
+
+
+def console_line(state: FlowState, row: dict[str, Any], recorded: bool) -> str:
+    """The call's console line, from its call-log row: project, provider, request → decision · status · time."""
+    decision = state.decision
+    assert decision is not None
+    took = f"{state.decision_ms:.1f} ms" if state.decision_ms is not None else "-"
+    entry_text = f" #{row['entry_id']}" if row["entry_id"] is not None else ""
+    tier = f" {decision.tier}" if decision.tier != "none" else ""
+    extra = f" ({decision.bypass_reason})" if decision.bypass_reason else ""
+    if recorded:
+        extra += " · recorded"
+    elif state.error and decision.action != "refuse":
+        extra += f" · {state.error}"
+    if queued := queued_text(state):
+        extra += f" · {queued}"
+    status = row["status"] if row["status"] is not None else ("cut" if state.cut else "no response")
+    return terminal_safe(f"semula: {state.project} {row['provider']} {row['method']} {state.host}{row['path']} → "
+                         f"{decision.decision}{tier}{entry_text}{extra} · {status} · {took}")

@@ -1,0 +1,93 @@
+"""The cascade's lookups in the proxy: memory on the event loop, the near search off it.
+
+The certain tiers read the engine's in-memory index on the event loop. The near search's
+lexical tier (`NearSearcher.find`, reads only) runs on a reader thread with that thread's own
+store handle, so misses search in parallel; `settle` goes to the store thread only when it reads
+or writes the store (the embedding tier, the review queue). Any failure there is a miss.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+
+from semula.core.canonical import CanonicalRequest
+from semula.core.cascade import Candidate, NearQuery, NearSearch
+from semula.core.decision import Match
+from semula.engine.engine import Engine
+from semula.proxy.storethread import StoreThread
+
+log = logging.getLogger("semula")
+
+# An identical request waits this long for a recording in flight instead of going upstream again.
+PENDING_WAIT_SECONDS = 120.0
+
+
+class ProxyLookups:
+    """The cascade's lookups in the proxy: memory on the event loop, the near search on the store thread.
+
+    With `coalesce`, a miss with no identical request in flight claims its key in `pending` at once
+    (no await between the lookup and the claim): `claimed` names it, and the addon releases it when
+    the call is not recorded, or when its recording is stored.
+    """
+
+    def __init__(self, engine: Engine, thread: StoreThread, pending: dict[tuple[str, str], asyncio.Event],
+                 coalesce: bool = True, defer_embedding: bool = False):
+        self.engine = engine
+        self.searcher = engine.searcher
+        # auto mode: an embedding tier that only queues searches after the miss is forwarded, not before
+        self.defer_embedding = defer_embedding
+        self.thread = thread
+        self.pending = pending
+        self.coalesce = coalesce
+        self.claimed: tuple[str, str] | None = None
+
+    def certain(self, project: str, request_fp: str, normalised_fp: str | None) -> Match | None:
+        return self.engine.match(project, request_fp, normalised_fp)
+
+    async def folder_changed(self, project: str, request: CanonicalRequest, request_fp: str) -> bool:
+        """A stat on the loop; only a changed file costs a trip to the store thread (which loads it)."""
+        if not self.engine.folder_changed_for(project, request, request_fp):
+            return False
+        return await self.thread.run("the recordings folder's refresh", self.engine.refresh_folder) is not None
+
+    async def recording_in_flight(self, project: str, fingerprint: str) -> bool:
+        key = (project, fingerprint)
+        event = self.pending.get(key)
+        if event is None:
+            if self.coalesce and self.claimed is None:
+                self.pending[key] = asyncio.Event()
+                self.claimed = key
+            return False
+        try:
+            await asyncio.wait_for(event.wait(), PENDING_WAIT_SECONDS)
+        except TimeoutError:
+            log.warning("semula: an identical request still in flight after %.0f s; forwarding this one too",
+                        PENDING_WAIT_SECONDS)
+            return False
+        return True
+
+    async def near(self, query: NearQuery) -> NearSearch:
+        """The lexical tier on a reader thread (in parallel); the store thread only to queue or embed."""
+        loop = asyncio.get_running_loop()
+        searcher = self.searcher
+        try:
+            lexical = await loop.run_in_executor(self.thread.readers, self._find, query)
+            embed = not (self.defer_embedding and searcher.embedding_only_queues(query.settings))
+            settle = functools.partial(searcher.settle, query, lexical, embed=embed)
+            if searcher.settle_needs_store(lexical, embed=embed):
+                result = await loop.run_in_executor(self.thread.executor, settle)
+            else:
+                result = settle()
+            if not embed and result.served is None:
+                self.thread.background("the embedding tier's review search", searcher.queue_embedding_candidates,
+                                       query)
+            return result
+        except Exception as e:
+            log.warning("semula: near-match search failed (%s); treating the call as a miss", e)
+            return NearSearch()
+
+    def _find(self, query: NearQuery) -> list[Candidate]:
+        """The lexical tier's verdicts, on a reader thread through that thread's own store handle."""
+        return self.searcher.find(self.engine.reader(), query)[0]
