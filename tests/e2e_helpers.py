@@ -25,7 +25,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 FAKEPROVIDER = Path(__file__).resolve().parent / "fakeprovider.py"
 READY_MARKER = "semula ready"  # also "semula ready, NOT recording:"
-PROVIDER_HOSTS = ("api.openai.com", "api.anthropic.com", "generativelanguage.googleapis.com")
+PROVIDER_HOSTS = ("api.openai.com", "api.anthropic.com", "generativelanguage.googleapis.com",
+                  "us-central1-aiplatform.googleapis.com", "aiplatform.googleapis.com", "oauth2.googleapis.com",
+                  "bedrock-runtime.us-east-1.amazonaws.com")
 SEMULA_HEADERS = ("x-semula-decision", "x-semula-tier", "x-semula-score", "x-semula-entry")
 
 # Variables from the developer's shell that would reroute or re-trust our clients.

@@ -186,6 +186,7 @@ class Call:
     path_params: dict[str, str] = field(default_factory=dict)
     raw: bytes = b""  # the body's bytes (what an upload route reads)
     content_type: str = ""
+    headers: dict[str, str] = field(default_factory=dict)  # lower-cased names (Bedrock checks its SigV4 header)
 
 
 class State:
@@ -644,6 +645,13 @@ ROUTES: list[Route] = [
     Route("gemini", re.compile(r"/v1(?:beta|alpha)?/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)"),
           gemini_generate),
 ]
+import fake_audio, fake_vertex  # noqa: E402,E401 - Vertex AI (token endpoint too) and OpenAI audio, in their own modules
+ROUTES += fake_vertex.routes(sys.modules[__name__]) + fake_audio.routes(sys.modules[__name__])
+import fake_bedrock  # noqa: E402 - AWS Bedrock Runtime (event-stream answers), in its own module
+import fake_binary  # noqa: E402 - large binary answers (GET file content), for sidecar files
+ROUTES += fake_bedrock.routes(sys.modules[__name__])
+import fake_drift  # noqa: E402 - answers changed on purpose, for `semula drift` (first: it wraps OpenAI chat)
+ROUTES[:0] = fake_drift.routes(sys.modules[__name__])
 
 
 def find_route(path: str) -> tuple[Route, dict[str, str]] | None:
@@ -733,7 +741,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if cut and reply.keep_on_break == 0:  # a single-body stream: cut it in the middle
             frames = [reply.frames[0][: len(reply.frames[0]) // 2]]
         for frame in frames:
-            data = frame.encode()
+            data = frame if isinstance(frame, bytes) else frame.encode()  # binary audio: bytes
             if compressor:
                 # SYNC_FLUSH keeps each frame decodable on arrival, as real gzip streams do.
                 data = compressor.compress(data) + compressor.flush(zlib.Z_SYNC_FLUSH)
@@ -777,6 +785,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif m := MEDIA.fullmatch(path):  # counted: a replay from an extra host must not reach here
             self.server.state.next_call({"method": "GET", "path": path, "query": {}, "headers": {}, "body": {}})
             self._send_bytes(200, media_bytes(m.group("name")), "image/png")
+        elif (big := fake_binary.big_file(path)) is not None:  # a large binary answer (tests/fake_binary.py)
+            self.server.state.next_call({"method": "GET", "path": path, "query": {}, "headers": {}, "body": {}})
+            self._send_bytes(200, big, "application/octet-stream")
         elif m := FILE_CONTENT.fullmatch(path):
             self._send_bytes(200, file_content(m.group("file_id")), "application/octet-stream")
         elif (m := re.fullmatch(r"/v1/responses/([A-Za-z0-9_-]+)", path)) is not None:
@@ -837,7 +848,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         body_text = raw.decode("utf-8", "replace")  # an upload's bytes need not be text
         controls = Controls.from_request(body_text, self.headers.get("Accept-Encoding", ""))
-        call = Call(count, parts.path, query, body, controls, path_params, raw, self.headers.get("Content-Type", ""))
+        call = Call(count, parts.path, query, body, controls, path_params, raw, self.headers.get("Content-Type", ""),
+                    {k.lower(): v for k, v in self.headers.items()})
 
         if controls.slow:
             time.sleep(0.5)

@@ -204,11 +204,11 @@ def wait_idle(pid: int, timeout: float = 60.0, window: float = 0.5, busy: float 
     return time.monotonic() - started
 
 
-def start_fake_provider(procs: Processes, work: Path) -> tuple[subprocess.Popen, int]:
-    """tests/fakeprovider.py on a free port (TLS, its own certificates)."""
+def start_fake_provider(procs: Processes, work: Path, *extra: str) -> tuple[subprocess.Popen, int]:
+    """tests/fakeprovider.py on a free port (TLS, its own certificates in work/fakecerts); `extra`: its flags."""
     log_path = work / "fakeprovider.log"
     proc = procs.start([sys.executable, str(REPO / "tests" / "fakeprovider.py"), "--port", "0",
-                        "--cert-dir", str(work / "fakecerts")], log_path)
+                        "--cert-dir", str(work / "fakecerts"), *extra], log_path)
     line = wait_ready(proc, log_path, "fakeprovider ready port=", None)
     return proc, int(line.rsplit("=", 1)[1])
 
@@ -474,7 +474,7 @@ def bulk_insert(store: Any, entries: list[Any]) -> None:
 
 def miss_decision(cache: Any, canonical: Any, project: str = PROJECT) -> tuple[float, str, Any]:
     """The whole decision as the addon takes it for a request: (ms, outcome, NearSearch or None)."""
-    from semula.core.bypass import fuzzy_bypass
+    from semula.core.bypass import near_bypass
     from semula.core.canonical import normalised_fingerprint, request_fingerprint
     from semula.core.cascade import NearQuery
 
@@ -484,7 +484,7 @@ def miss_decision(cache: Any, canonical: Any, project: str = PROJECT) -> tuple[f
     match = cache.match(project, rfp, nfp)
     if match is not None:
         return ms_since(t0), f"served ({match.tier})", None
-    bypass = fuzzy_bypass(canonical, settings)
+    bypass = near_bypass(canonical, settings)
     near = cache.searcher.search(NearQuery(project, canonical, rfp, nfp, settings, bypass.reason if bypass else None))
     ms = ms_since(t0)
     if near.served is not None:

@@ -169,7 +169,7 @@ def run_size(size: int, prompts: list[str], entries: list[Any], vectors: np.ndar
 def pair_data(path: Path, embedder: Any, limit: int | None = None) -> tuple[list[dict[str, Any]], float]:
     """Per pair: the cosine of the two embedding texts, the default pipeline's outcome, and the embedding
     verdict per threshold (guard on, and guard off = also counting verdicts refused only by the guard)."""
-    from semula.core.bypass import fuzzy_bypass
+    from semula.core.bypass import near_bypass
     from semula.core.nearmatch import near_match
     from semula.core.pair import pipeline_outcome
     from semula.core.settings import ProjectSettings
@@ -189,7 +189,7 @@ def pair_data(path: Path, embedder: Any, limit: int | None = None) -> tuple[list
     for pid, expect, category, stored, incoming in pairs:
         a, b = text(stored), text(incoming)
         cosine = float(vec[a] @ vec[b]) if a.strip() and b.strip() else None
-        outcome, bypass = pipeline_outcome(stored, incoming, base), fuzzy_bypass(incoming, base)
+        outcome, bypass = pipeline_outcome(stored, incoming, base), near_bypass(incoming, base)
         on, off, reasons = {}, {}, {}
         for t in THRESHOLDS:
             if cosine is None:
@@ -198,7 +198,7 @@ def pair_data(path: Path, embedder: Any, limit: int | None = None) -> tuple[list
             # neighbours below the review threshold never reach near_match: lower it with the serve threshold
             s = replace(base, embedding_serve_threshold=t, embedding_review_threshold=min(base.embedding_review_threshold, t))
             v = near_match(incoming, stored, s, tier="embedding", score=cosine,
-                           fuzzy_bypass_reason=bypass.reason if bypass else None)
+                           near_bypass_reason=bypass.reason if bypass else None)
             on[t], off[t], reasons[t] = v.serve, v.serve or (v.reason or "").startswith("guard:"), v.reason
         out.append({"id": pid, "expect": expect, "category": category, "cosine": cosine,
                     "base_on": outcome.action == "served", "base_off": outcome.served_without_guard,

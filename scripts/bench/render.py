@@ -67,16 +67,19 @@ def replay(d: dict[str, Any]) -> list[str]:
         "file (the default). no-op: `mitmdump -s scripts/bench_noop_addon.py`. server-replay: `mitmdump "
         "--server-replay` on the recorded flows.",
         f"- The same proxy settings for all (`flow_detail=0`, `connection_strategy=lazy`, semula's `allow_hosts`); "
-        f"a fresh proxy per run, left to go idle before timing; {p['runs']} rounds, the variants interleaved in each; "
+        f"a fresh proxy per run, left to go idle before timing; {p['runs']} rounds, the variants interleaved in each, "
+        "their order rotating; "
         "medians. Proxy CPU = utime+stime of the proxy process (all threads, /proc) during the pass, per request. "
         "decision_ms = semula's call log, rows inside the timed passes.", "",
         "## Results", "",
-        table(["variant", "pass", "req/s", "p50 ms", "p99 ms", "proxy CPU ms/req", "client CPU (cores)",
+        "Medians over the rounds, (min–max) beside them.", "",
+        table(["variant", "pass", "req/s", "proxy CPU ms/req", "p50 ms", "p99 ms", "client CPU (cores)",
                "req/s spread", "failures"],
-              [[REPLAY_TITLES[v], name, round(m[f"{v} {name}"]["rps"]), m[f"{v} {name}"]["p50"],
-                m[f"{v} {name}"]["p99"], m[f"{v} {name}"]["proxy_cpu_ms"], m[f"{v} {name}"]["client_cores"],
+              [[REPLAY_TITLES[v], name, with_range(m[f"{v} {name}"], "rps", 0),
+                with_range(m[f"{v} {name}"], "proxy_cpu_ms"), m[f"{v} {name}"]["p50"],
+                with_range(m[f"{v} {name}"], "p99", 1), m[f"{v} {name}"]["client_cores"],
                 f"{m[f'{v} {name}']['spread']:.0%}", m[f"{v} {name}"]["failures"]]
-               for name in ("repeat", "first") for v in REPLAY_TITLES]), "", "Each run:", "",
+               for name in ("repeat", "first") for v in REPLAY_TITLES]), "", *round_ratio_lines(d), "Each run:", "",
         table(["variant", "pass", "run", "req/s", "p50 ms", "p99 ms", "wall s", "proxy CPU ms/req", "settle s",
                "failures"],
               [[r["variant"], r["pass"], r["run"], round(r["rps"]), r["p50"], r["p99"], r["wall_s"], r["proxy_cpu_ms"],
@@ -97,6 +100,7 @@ def replay(d: dict[str, Any]) -> list[str]:
                 f"{f(dn.get('max'), 3)} ms; other decisions in the windows: {dn['others']}.", ""]
     out += ["When req/s varies between runs by more than the gap between variants, the req/s ratios are noise; "
             "the proxy CPU per request is the steadier comparison (the client shares the cores).", ""]
+    out += profile_lines(d.get("profile"))
     if d.get("breakdown"):
         out += ["## Where semula's time goes (in-process, no network)", "",
                 "semula's four hooks on a hit (`SemulaAddon` in `mitmproxy.test.taddons`, the benchmark's store) with "
@@ -105,6 +109,50 @@ def replay(d: dict[str, Any]) -> list[str]:
                 "ms per request.", "",
                 table(["", "ms / request"], [[k, r3(v)] for k, v in d["breakdown"].items()]), ""]
     return out
+
+
+def with_range(row: dict[str, Any], key: str, digits: int = 2) -> str:
+    low, high = row.get("range", {}).get(key, (None, None))
+    value = f"{row[key]:,.{digits}f}"
+    return value if low is None else f"{value} ({low:,.{digits}f}–{high:,.{digits}f})"
+
+
+RATIO_NAMES = {"rps": "req/s", "proxy_cpu_ms": "proxy CPU per request", "p99": "p99"}
+RATIO_GOALS = {"rps semula/noop": "≥ 0.95×", "rps semula/replay": "≥ 1.00×", "proxy_cpu_ms semula/noop": "≤ 1.10×",
+               "p99 semula/noop": "≤ 1.20×"}
+
+
+def round_ratio_lines(d: dict[str, Any]) -> list[str]:
+    """semula's ratios taken within each round, then summarised (issue 24's targets beside them)."""
+    if not d.get("ratios"):
+        return []
+    rows = []
+    for name in ("repeat", "first"):
+        for key, s in d["ratios"][name].items():
+            what, other = key.split(" ")
+            rows.append([name, f"{RATIO_NAMES[what]}, semula ÷ {REPLAY_TITLES[other.split('/')[1]]}",
+                         f"{s['median']:.3f}×", f"{s['min']:.3f}–{s['max']:.3f}", s["n"],
+                         RATIO_GOALS.get(key, "") if name == "repeat" else ""])
+    return ["Ratios taken within each round (the variants back to back), then the median and the range over the "
+            "rounds (steadier than a ratio of medians):", "",
+            table(["pass", "ratio", "median of rounds", "min–max", "rounds", "target"], rows), ""]
+
+
+def profile_lines(profile: dict[str, Any] | None) -> list[str]:
+    if not profile or not profile.get("rows"):
+        return []
+    return ["## semula proxy profile (py-spy)", "",
+            f"One extra, untimed semula run (both passes) sampled by `py-spy record --format raw` at 200 Hz, "
+            f"{profile['samples']:,} busy samples, all threads together ({profile.get('waiting_samples', 0):,} more of "
+            "threads waiting — sleep, select, a condition or queue — left out: py-spy's own idle detection missed "
+            "them). Inclusive = share of the busy samples with the function anywhere on the stack; self = as the "
+            "innermost frame; the start-up frames under every sample (runpy, click, `mitmdump()`, thread bootstrap) "
+            "are left out.", "",
+            table(["function (file)", "inclusive", "self"],
+                  [[f"`{r['function']}`", f"{r['inclusive']:.1%}", f"{r['self']:.1%}"] for r in profile["rows"]]), "",
+            "Most self time:", "",
+            table(["function (file)", "self"], [[f"`{r['function']}`", f"{r['self']:.1%}"] for r in profile["top_self"][:15]]),
+            ""]
 
 
 def lexical(d: dict[str, Any]) -> list[str]:
@@ -118,7 +166,7 @@ def lexical(d: dict[str, Any]) -> list[str]:
         "`Store.upsert_entry` writes; timing starts once the full-text index is current.",
         f"- {d['params']['queries']} misses per size, shuffled, after 15 warm-ups: 2/3 paraphrases (a stored prompt with "
         "1-3 words changed), 1/3 unrelated prompts, each decided as the addon decides a miss (`cache.match` → "
-        "`fuzzy_bypass` → `cache.near`, default settings, candidates queued). The public steps of `cache.near` are "
+        "`near_bypass` → `cache.near`, default settings, candidates queued). The public steps of `cache.near` are "
         "wrapped with timers. Nearest-rank percentiles.",
         "- *Retrieval alone*: `LexicalIndex.propose` (the postings in memory, shipped) and the same ranking in SQL "
         "(`fts.BM25_SQL`) on 30 paraphrase texts; *source@10* = the paraphrased entry is among the 10 proposals; "

@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from bench import common
+from bench import common, pyspy
 from bench.common import REPO, log, pct
 
 HOST, PATH = "api.openai.com", "/v1/chat/completions"
@@ -180,7 +180,8 @@ def seed(data_dir: Path, bodies: list[bytes], answers: dict[bytes, Answer], benc
 
 def run_variant(procs: common.Processes, variant: str, run: int, work: Path, confdir: Path, ca: Path,
                 data_dir: Path, flows: Path, bodies: list[bytes], expected: dict[bytes, bytes],
-                concurrency: int, warmup: int) -> dict[str, Any]:
+                concurrency: int, warmup: int, profile: Path | None = None) -> list[dict[str, Any]]:
+    """One fresh proxy, both passes; with `profile`, py-spy samples the proxy during them into that file."""
     port, log_path = common.free_port(), work / f"{variant}-{run}.log"
     argv, marker = {
         "semula": ([sys.executable, "-m", "semula", "proxy", "--mode", "replay", "--listen-host", "127.0.0.1",
@@ -198,8 +199,13 @@ def run_variant(procs: common.Processes, variant: str, run: int, work: Path, con
     try:
         common.wait_ready(proc, log_path, marker, port)
         settle = common.wait_idle(proc.pid)  # start-up work (semula's index build) done before timing
-        passes = asyncio.run(drive(port, ca, bodies, expected, concurrency, variant == "semula", warmup, len(PASSES),
-                                   lambda: common.cpu_seconds(proc.pid)))
+        sampler = pyspy.attach(proc.pid, profile) if profile else None
+        try:
+            passes = asyncio.run(drive(port, ca, bodies, expected, concurrency, variant == "semula", warmup,
+                                       len(PASSES), lambda: common.cpu_seconds(proc.pid)))
+        finally:
+            if sampler is not None:
+                log("py-spy: " + next((ln for ln in pyspy.detach(sampler).splitlines() if "Samples" in ln), "no output"))
     finally:
         procs.stop(proc)
     out = []
@@ -360,7 +366,7 @@ def measure(args: argparse.Namespace, procs: common.Processes, work: Path) -> di
     expected = {b: recorded[b][2] for b in bench}
     runs = []
     for run in range(1, args.runs + 1):
-        for variant in VARIANTS:
+        for variant in VARIANTS[run % 3:] + VARIANTS[:run % 3]:  # rotated: no variant always goes first
             for r in run_variant(procs, variant, run, work, confdir, ca, data_dir, flows, bench, expected,
                                  args.concurrency, args.warmup):
                 log(f"run {run} {variant:<7} {r['pass']:<6} {r['rps']:6.0f} req/s  p50 {r['p50']:5.1f} ms  "
@@ -371,6 +377,13 @@ def measure(args: argparse.Namespace, procs: common.Processes, work: Path) -> di
            for name in PASSES}
     for r in runs:
         del r["window"]
+    profile = None
+    if args.py_spy:  # an extra, untimed semula run: sampling slows the proxy it watches
+        raw = args.py_spy / "semula-proxy.raw.txt"
+        run_variant(procs, "semula", 0, work, confdir, ca, data_dir, flows, bench, expected, args.concurrency,
+                    args.warmup, profile=raw)
+        profile = {"raw": str(raw), **pyspy.hot_functions(raw, args.py_spy_top)}
+        log(f"py-spy: {profile['samples']} samples in {raw}")
     breakdown = None if args.no_breakdown else hook_breakdown(data_dir, flows, bench, work / "noop-answers.pickle")
     median: dict[str, dict[str, Any]] = {}
     for name in PASSES:
@@ -380,10 +393,27 @@ def measure(args: argparse.Namespace, procs: common.Processes, work: Path) -> di
                                            for k in ("rps", "p50", "p99", "proxy_cpu_ms", "client_cores")}
             row["failures"] = sum(r["failures"] for r in mine)
             row["spread"] = (max(r["rps"] for r in mine) - min(r["rps"] for r in mine)) / row["rps"]
+            row["range"] = {k: [min(r[k] for r in mine), max(r[k] for r in mine)] for k in ("rps", "p99", "proxy_cpu_ms")}
     return {"params": {"requests": args.requests, "entries": args.entries, "concurrency": args.concurrency,
                        "runs": args.runs, "warmup": args.warmup, "body_bytes": round(statistics.fmean(map(len, bench)))},
             "timings": {"record_s": record_s, "seed_s": seed_s}, "runs": runs, "median": median,
-            "decision_ms": dms, "breakdown": breakdown, "load_after": common.loadavg()}
+            "decision_ms": dms, "ratios": round_ratios(runs), "profile": profile, "breakdown": breakdown, "load_after": common.loadavg()}
+
+
+def round_ratios(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
+    """semula ÷ no-op and ÷ server-replay for req/s, CPU per request and p99, taken within each round
+    (the variants ran back to back), then min / median / max over the rounds: steadier than a ratio of
+    medians when the machine's speed drifts between rounds."""
+    cell = {(r["variant"], r["pass"], r["run"]): r for r in runs}
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for name in PASSES:
+        for other in ("noop", "replay"):
+            for key in ("rps", "proxy_cpu_ms", "p99"):
+                values = [cell[("semula", name, run)][key] / cell[(other, name, run)][key]
+                          for run in sorted({r["run"] for r in runs}) if (other, name, run) in cell]
+                out.setdefault(name, {})[f"{key} semula/{other}"] = {
+                    "min": min(values), "median": statistics.median(values), "max": max(values), "n": len(values)}
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -398,6 +428,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="figures (default: --out with .json)")
     parser.add_argument("--keep", action="store_true", help="keep the work dir (store, flows, proxy logs)")
     parser.add_argument("--no-breakdown", action="store_true", help="skip timing semula's hooks in-process")
+    parser.add_argument("--py-spy", type=Path, default=None, metavar="DIR",
+                        help="one more, untimed semula run under `py-spy record --format raw` (raw file in DIR); "
+                             "the proxy's hot functions go into the results")
+    parser.add_argument("--py-spy-top", type=int, default=25, help="rows of the hot-function table")
     args = parser.parse_args(argv)
     if args.quick:
         args.requests, args.entries, args.runs = 200, 1000, 1

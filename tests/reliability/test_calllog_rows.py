@@ -46,15 +46,25 @@ def test_clean_row_keeps_good_values() -> None:
     assert clean["streamed"] is True and clean["error"] == "boom"
 
 
+def test_values_arrow_refuses_are_cleaned_not_lost(tmp_path: Path) -> None:
+    writer = ParquetLog(tmp_path / "calls", CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, flush_seconds=60)
+    writer.append({"project": "ok", "status": 200})
+    writer.append({"project": "bad\ud800", "status": "200", "streamed": 1})  # a surrogate, a str, an int
+    assert writer.close() == 0
+    rows = sorted(rows_in(tmp_path / "calls"), key=lambda r: r["project"])
+    assert [r["project"] for r in rows] == ["bad\\ud800", "ok"]
+    assert rows[0]["status"] is None and rows[0]["streamed"] is None and rows[1]["status"] == 200
+
+
 def test_a_batch_the_writer_still_rejects_is_written_row_by_row(tmp_path: Path, monkeypatch) -> None:
-    real = parquetlog.clean_row
+    real = parquetlog._table
 
-    def picky(row, schema):
-        if row.get("project") == "poison":
+    def picky(rows, schema):
+        if any(row.get("project") == "poison" for row in rows):
             raise ValueError("cannot convert")
-        return real(row, schema)
+        return real(rows, schema)
 
-    monkeypatch.setattr(parquetlog, "clean_row", picky)
+    monkeypatch.setattr(parquetlog, "_table", picky)
     writer = ParquetLog(tmp_path / "calls", CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, flush_seconds=60)
     for name in ("a", "poison", "b"):
         writer.append({"project": name})

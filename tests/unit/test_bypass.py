@@ -1,4 +1,4 @@
-"""The bypass rules: which requests skip the cache (or only its fuzzy tiers), and the reason each gives."""
+"""The bypass rules: which requests skip the cache (or only its near-match tiers), and the reason each gives."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from entries import chat
-from semula.core.bypass import FUZZY_RULES, NO_CACHE_HEADER, fuzzy_bypass, no_cache_header
+from semula.core.bypass import NEAR_RULES, NO_CACHE_HEADER, near_bypass, no_cache_header
 from semula.core.canonical import CanonicalRequest
 from semula.core.decision import Bypass
 from semula.core.settings import ProjectSettings
@@ -46,8 +46,8 @@ def test_no_cache_header_skips_the_whole_cache() -> None:
     assert no_cache_header({NO_CACHE_HEADER: "1"}).scope == "all"
 
 
-def test_the_fuzzy_rules_are_named_in_order() -> None:
-    assert [rule.__name__ for rule in FUZZY_RULES] == ["temperature_above", "tools_present"]
+def test_the_near_rules_are_named_in_order() -> None:
+    assert [rule.__name__ for rule in NEAR_RULES] == ["temperature_above", "tools_present"]
 
 
 DEFAULT = ProjectSettings()
@@ -62,37 +62,37 @@ TOOLS_ON = ProjectSettings(bypass_tools=True)
         (chat("hi"), DEFAULT, None),
         (chat("hi", temperature=0), DEFAULT, None),
         (chat("hi", temperature=0.3), DEFAULT, None),
-        (chat("hi", temperature=0.7), DEFAULT, Bypass("temperature_above", "temperature 0.7 > 0.3", "fuzzy")),
-        (chat("hi", temperature=1), DEFAULT, Bypass("temperature_above", "temperature 1 > 0.3", "fuzzy")),
+        (chat("hi", temperature=0.7), DEFAULT, Bypass("temperature_above", "temperature 0.7 > 0.3", "near")),
+        (chat("hi", temperature=1), DEFAULT, Bypass("temperature_above", "temperature 1 > 0.3", "near")),
         (chat("hi", temperature=0.7), ProjectSettings(bypass_temperature=0.8), None),
         (chat("hi", temperature=0.9), ProjectSettings(bypass_temperature=0.8),
-         Bypass("temperature_above", "temperature 0.9 > 0.8", "fuzzy")),
+         Bypass("temperature_above", "temperature 0.9 > 0.8", "near")),
         (chat("hi", temperature="0.9"), DEFAULT, None),  # not a number: no rule applies
         # Gemini keeps it in generationConfig
-        (gemini({"temperature": 0.9}), DEFAULT, Bypass("temperature_above", "temperature 0.9 > 0.3", "fuzzy")),
+        (gemini({"temperature": 0.9}), DEFAULT, Bypass("temperature_above", "temperature 0.9 > 0.3", "near")),
         (gemini({"temperature": 0.2}), DEFAULT, None),
         (gemini({"topK": 3}), DEFAULT, None),
         # tools: only when the project turns bypass_tools on
         (chat("hi", tools=TOOLS), TOOLS_OFF, None),
         (chat("hi", tools=TOOLS), TOOLS_ON,
-         Bypass("tools_present", "request offers tools and bypass_tools is on", "fuzzy")),
+         Bypass("tools_present", "request offers tools and bypass_tools is on", "near")),
         (chat("hi"), TOOLS_ON, None),
         # the first rule that applies gives the reason
-        (chat("hi", temperature=0.9, tools=TOOLS), TOOLS_ON, Bypass("temperature_above", "temperature 0.9 > 0.3", "fuzzy")),
+        (chat("hi", temperature=0.9, tools=TOOLS), TOOLS_ON, Bypass("temperature_above", "temperature 0.9 > 0.3", "near")),
         (chat("hi", temperature=0.1, tools=TOOLS), TOOLS_ON,
-         Bypass("tools_present", "request offers tools and bypass_tools is on", "fuzzy")),
+         Bypass("tools_present", "request offers tools and bypass_tools is on", "near")),
     ],
 )
-def test_fuzzy_bypass(request_: CanonicalRequest, settings: ProjectSettings, expected: Bypass | None) -> None:
-    assert fuzzy_bypass(request_, settings) == expected
+def test_near_bypass(request_: CanonicalRequest, settings: ProjectSettings, expected: Bypass | None) -> None:
+    assert near_bypass(request_, settings) == expected
 
 
-def test_fuzzy_bypass_without_params() -> None:
-    assert fuzzy_bypass(replace(chat("hi"), params=None), ProjectSettings(bypass_tools=True)) is None
+def test_near_bypass_without_params() -> None:
+    assert near_bypass(replace(chat("hi"), params=None), ProjectSettings(bypass_tools=True)) is None
 
 
-@pytest.mark.parametrize("rule", FUZZY_RULES, ids=lambda rule: rule.__name__)
-def test_each_fuzzy_rule_only_skips_the_fuzzy_tiers(rule) -> None:
+@pytest.mark.parametrize("rule", NEAR_RULES, ids=lambda rule: rule.__name__)
+def test_each_near_rule_only_skips_the_near_match_tiers(rule) -> None:
     request = chat("hi", temperature=2, tools=TOOLS)
     found = rule(request, ProjectSettings(bypass_tools=True))
-    assert found is not None and found.rule == rule.__name__ and found.scope == "fuzzy" and found.reason
+    assert found is not None and found.rule == rule.__name__ and found.scope == "near" and found.reason

@@ -103,11 +103,11 @@ def test_a_bypass_skips_every_lookup_and_is_refused_in_replay() -> None:
     assert run(Mode.REPLAY, lookups, bypass=bypass).decision.action == "refuse"
 
 
-def test_a_fuzzy_bypass_reaches_the_near_search_as_its_reason() -> None:
+def test_a_near_bypass_reaches_the_near_search_as_its_reason() -> None:
     hot = chat("What is the capital of France?", temperature=0.9)
     lookups = FakeLookups()
     outcome = run(Mode.AUTO, lookups, request=hot)
-    assert outcome.fuzzy_bypass_reason and lookups.calls[-1] == f"near:{outcome.fuzzy_bypass_reason}"
+    assert outcome.near_bypass_reason and lookups.calls[-1] == f"near:{outcome.near_bypass_reason}"
 
 
 def test_no_store_forwards_in_auto_and_refuses_in_replay_with_the_reason() -> None:

@@ -46,3 +46,39 @@ def test_lexical_serving_at_09_stays_under_one_percent_false_hits(pairs: Path) -
     summary = evaluate(pairs, {"lexical_serve_threshold": 0.9})
     rate = summary["false_hit_rate"] or 0.0
     assert rate <= MAX_FALSE_HIT_RATE_AT_09, false_hits(summary)
+
+
+MULTILINGUAL = DATA / "multilingual-pairs.jsonl"
+_MODEL_DIR = Path("/work/shared/models/all-MiniLM-L6-v2-onnx")
+
+
+def test_embedding_serving_at_09_refuses_multilingual_negations(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The guard's language tables through the embedding tier: a negation added in any of the
+    sixteen languages scores ≥ 0.9 and must still not be served. Two pairs per language keep the
+    model's cost small; the guard itself is checked on every class in test_guard_languages.py
+    (`semula eval` on the whole file is in the README's table)."""
+    import json
+
+    picked: dict[str, int] = {}
+    lines = []
+    for line in MULTILINGUAL.read_text(encoding="utf-8").splitlines():
+        pair = json.loads(line)
+        language = pair["id"].split("-")[1]
+        if pair["category"] == "negation" and picked.get(language, 0) < 2:
+            picked[language] = picked.get(language, 0) + 1
+            lines.append(line)
+    subset = tmp_path / "negation-pairs.jsonl"
+    subset.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    pytest.importorskip("fastembed", reason="the embeddings extra (fastembed) is not installed")
+    from shared_paths import shared_dir
+
+    shared = shared_dir()
+    model = shared / "models" / _MODEL_DIR.name if shared else _MODEL_DIR
+    if not (model / "model.onnx").is_file():
+        pytest.skip(f"shared model missing: {model}")
+    for key, value in {"SEMULA_EMBEDDINGS": "on", "SEMULA_EMBEDDINGS_MODEL": "sentence-transformers/all-MiniLM-L6-v2",
+                       "SEMULA_EMBEDDINGS_MODEL_PATH": str(model), "SEMULA_EMBEDDINGS_OFFLINE": "on"}.items():
+        monkeypatch.setenv(key, value)
+    summary = evaluate(subset, {"embedding_serve_threshold": 0.9})
+    assert summary["by_category"]["negation"]["n"] == 32
+    assert not summary["false_hit_rate"], false_hits(summary)

@@ -27,7 +27,7 @@ from semula.core.guard import (
     text_diff,
     units_differ,
 )
-from semula.core.guard_diff import MAX_CHANGED_TOKENS
+from semula.core.guard.diff import MAX_CHANGED_TOKENS
 
 HOTEL = "The hotel has {} rooms. How many guests can it host if each room sleeps two?"
 
@@ -242,7 +242,7 @@ def test_pure_reorders_are_refused(stored, incoming):
 
 # ---------------------------------------------------------------- edits: allow-list and small edits
 
-from semula.core.guard_edits import edits_change_question, edits_unlisted  # noqa: E402
+from semula.core.guard.edits import edits_change_question, edits_unlisted  # noqa: E402
 from semula.core.nearmatch import lexical_tokens  # noqa: E402
 
 

@@ -10,7 +10,7 @@ from entries import chat, fingerprints, new_entry
 from work_counter import count_work
 
 from semula.core.cascade import NearQuery
-from semula.core.guard_diff import MAX_CHANGED_TOKENS
+from semula.core.guard.diff import MAX_CHANGED_TOKENS
 from semula.engine.engine import Engine
 from semula.core.settings import ProjectSettings
 from semula.store.fts import MAX_QUERY_CHARS

@@ -11,7 +11,7 @@ import pytest
 from work_counter import count_work
 
 from semula.core.canonical import CanonicalRequest
-from semula.core.guard_diff import MAX_CHANGED_TOKENS
+from semula.core.guard.diff import MAX_CHANGED_TOKENS
 from semula.core.nearmatch import Verdict, lexical_score, lexical_tokens, lexical_words, near_match
 from semula.core.text import dice
 from semula.core.pair import pipeline_outcome
@@ -193,8 +193,8 @@ def test_guard_reason_travels_even_when_the_score_decides() -> None:
     assert verdict.review
 
 
-def test_fuzzy_bypass_never_serves() -> None:
-    verdict = near_match(_user(LONG), STORED, DEFAULTS, fuzzy_bypass_reason="temperature 0.9 > 0.3")
+def test_near_bypass_never_serves() -> None:
+    verdict = near_match(_user(LONG), STORED, DEFAULTS, near_bypass_reason="temperature 0.9 > 0.3")
     assert not verdict.serve and verdict.reason == "bypass: temperature 0.9 > 0.3"
 
 
@@ -398,7 +398,7 @@ EMBED = ProjectSettings(embedding_serve_threshold=0.9)
     "stored, incoming, serve, reason",
     [
         ("How often should I feed my cat?", "How often should I feed my dog?", False, "small edit, words swapped: cat → dog"),
-        ("Should I scale up the cluster?", "Should I scale down the cluster?", False, "small edit, words swapped"),
+        ("Should I scale up the cluster?", "Should I scale down the cluster?", False, "guard: antonym: up→down"),
         ("Copy my files to the server", "Copy my files from the server", False, "small edit, words swapped: to → from"),
         ("Is a < b here?", "Is a <= b here?", False, "guard: symbols differ"),
         ("Which laptops are good for video editing on a student budget?",

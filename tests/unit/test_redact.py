@@ -114,4 +114,5 @@ def test_header_sets_are_lowercase() -> None:
 )
 def test_clean_query(pairs: list[tuple[str, str]], expected: list[tuple[str, str]]) -> None:
     assert clean_query(pairs) == expected
-    assert SECRET_QUERY_PARAMS == {"key", "api_key", "api-key", "access_token", "token"}
+    assert SECRET_QUERY_PARAMS == {"key", "api_key", "api-key", "access_token", "token",
+                                   "x-amz-signature", "x-amz-security-token", "x-amz-credential"}  # presigned AWS URLs

@@ -109,7 +109,7 @@ def test_missing_analysis_folder_is_a_clear_error(tmp_path: Path, monkeypatch: p
 def test_cli_passes_options_and_prints_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
 
-    def fake_build_report(data_dir: Path, out: Path, progress: bool = True) -> Path:
+    def fake_build_report(data_dir: Path, out: Path, progress: bool = True, recordings: object = None) -> Path:
         calls.append((data_dir, out, progress))
         return out
 
@@ -127,7 +127,7 @@ def test_cli_passes_options_and_prints_the_path(tmp_path: Path, monkeypatch: pyt
 
 
 def test_cli_turns_a_report_error_into_exit_code_1(monkeypatch: pytest.MonkeyPatch) -> None:
-    def failing_build_report(data_dir: Path, out: Path, progress: bool = True) -> Path:
+    def failing_build_report(data_dir: Path, out: Path, progress: bool = True, recordings: object = None) -> Path:
         raise ReportError("overview.ipynb failed")
 
     monkeypatch.setattr(report_module, "build_report", failing_build_report)

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from unittest import mock
 
-import semula.core.guard_diff as guard_diff
+import semula.core.guard.diff as guard_diff
 import semula.core.nearmatch as nearmatch
 
 # Every module that builds a SequenceMatcher on the near-match path.
-_MATCHER_MODULES = ("semula.core.guard_diff", "semula.core.guard", "semula.core.guard_edits")
+_MATCHER_MODULES = ("semula.core.guard.diff", "semula.core.guard.check", "semula.core.guard.edits")
 # The lexical proposers (DuckDB, Postgres), which turn the request's text into an index query.
 _PROPOSER_MODULES = ("semula.store.fts", "semula.store.pg_lexical")
 

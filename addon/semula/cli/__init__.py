@@ -8,7 +8,9 @@ from semula.cli.embeddings_cmd import embeddings
 from semula.cli.eval_cmd import eval_command
 from semula.cli.exec_cmd import exec_command
 from semula.cli.proxy_cmd import env, proxy
-from semula.cli.recordings_cmd import export_command, import_command, recordings
+from semula.cli.drift_cmd import drift
+from semula.cli.import_cmd import import_command
+from semula.cli.recordings_cmd import export_command, recordings
 from semula.cli.review_cmd import review
 from semula.cli.store_cmds import config, entries, stats
 
@@ -20,7 +22,7 @@ def main() -> None:
 
 
 for command in (proxy, env, exec_command, entries, config, stats, review, eval_command, embeddings, recordings,
-                export_command, import_command):
+                export_command, import_command, drift):
     main.add_command(command)
 
 try:  # the report needs the `analysis` extra; without it the other commands still work

@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from semula.proxy.admin import AdminError, NoProxy, call, dumps
+from semula.proxy.admin import AdminError, NoProxy, call, dumps, read_admin_info
 from semula.store.selection import masked, open_store, store_spec
 from semula.store.types import StoreError
 
@@ -69,6 +69,31 @@ def run_store_operation(data_dir: Path, method: str, params: dict[str, Any]) -> 
             return json.loads(dumps(run_operation(engine, method, params)))
         except (StoreError, ValueError, KeyError) as e:
             raise click.ClickException(str(e)) from None
+
+
+@contextmanager
+def store_operations(data_dir: Path) -> Iterator[Callable[[str, dict[str, Any]], Any]]:
+    """Several operations, as `run_store_operation` runs one: through the running proxy's admin endpoint,
+    or on the store opened once for all of them and closed afterwards (`semula review web`'s page)."""
+    if store_spec() is None and (info := read_admin_info(data_dir)) is not None:
+        def through_proxy(method: str, params: dict[str, Any]) -> Any:
+            try:
+                return call(data_dir, method, params, info=info)
+            except (AdminError, NoProxy) as e:
+                raise click.ClickException(str(e)) from None
+
+        yield through_proxy
+        return
+    from semula.engine.operations import run_operation
+
+    with open_engine(data_dir, _existing_folder(data_dir)) as engine:
+        def directly(method: str, params: dict[str, Any]) -> Any:
+            try:
+                return json.loads(dumps(run_operation(engine, method, params)))
+            except (StoreError, ValueError, KeyError) as e:
+                raise click.ClickException(str(e)) from None
+
+        yield directly
 
 
 def _existing_folder(data_dir: Path) -> Any:

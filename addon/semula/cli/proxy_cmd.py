@@ -17,6 +17,7 @@ from pathlib import Path
 
 import click
 
+from semula.cli.aws_env import aws_placeholders
 from semula.cli.common import data_dir_option
 from semula.core.modes import Mode
 from semula.providers import DEFAULT_PROVIDER_HOSTS, allow_hosts_regexes
@@ -380,8 +381,10 @@ PROVIDER_KEY_GROUPS: tuple[tuple[str, ...], ...] = (
 
 
 def placeholder_keys(environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
-    """Placeholder API keys for the providers none of whose key variables is set (the group's first name)."""
-    return {group[0]: PLACEHOLDER_KEY for group in PROVIDER_KEY_GROUPS if not any(environ.get(n) for n in group)}
+    """Placeholder API keys for the providers none of whose key variables is set (the group's first name),
+    and placeholder AWS credentials when the user has none (`aws_env.py`)."""
+    keys = {group[0]: PLACEHOLDER_KEY for group in PROVIDER_KEY_GROUPS if not any(environ.get(n) for n in group)}
+    return {**keys, **aws_placeholders(environ)}
 
 
 def namespace_by_key(sets: tuple[str, ...]) -> bool:
@@ -421,6 +424,11 @@ def env(port: int, host: str, confdir: Path, project: str | None, mode: str | No
         for group in PROVIDER_KEY_GROUPS:
             if not any(os.environ.get(n) for n in group):
                 click.echo(_group_line(group))
+        from semula.cli.google_env import ADC_VARIABLE, placeholder_adc_file
+
+        if not os.environ.get(ADC_VARIABLE):  # Vertex AI's clients: placeholder credentials (cli/google_env.py)
+            click.echo(f'if [ -z "${{{ADC_VARIABLE}:-}}" ]; then export '
+                       f'{ADC_VARIABLE}={shlex.quote(str(placeholder_adc_file(confdir)))}; fi')
 
 
 def java_env(port: int, confdir: Path, project: str | None = None, host: str = "127.0.0.1") -> dict[str, str]:

@@ -1,7 +1,8 @@
-"""`semula recordings check|unused`, `semula export` and `semula import`: the committed recordings folder."""
+"""`semula recordings check|unused|stale`, `semula export` and `semula import`: the committed recordings folder."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -21,7 +22,7 @@ folder_argument = click.argument("folder", required=False, type=click.Path(file_
 
 @click.group()
 def recordings() -> None:
-    """Check the recordings folder, and find recordings no call used."""
+    """Check the recordings folder, and find recordings no call used or too old."""
 
 
 @recordings.command("check")
@@ -43,39 +44,85 @@ def recordings_check(folder: Path | None) -> None:
 @recordings.command("unused")
 @folder_argument
 @data_dir_option
-@click.option("--delete", is_flag=True, help="delete the unused recordings (files and entries)")
-def recordings_unused(folder: Path | None, data_dir: Path, delete: bool) -> None:
-    """Recordings that no call of the last run (one proxy process, one `semula exec`) used.
+@click.option("--shard", "shards", multiple=True, type=click.Path(file_okay=False, exists=True, path_type=Path),
+              help="another run's data dir (or its calls dir), e.g. a CI shard's artifact; repeatable")
+@click.option("--run", "runs", multiple=True, help="use these run ids of the call log (default: the last run)")
+@click.option("--delete", is_flag=True, help="delete the unused recordings (files and entries) and unused sidecars")
+@click.option("--fail", is_flag=True, help="exit 1 when any recording or sidecar is unused (a CI gate)")
+@click.option("--json", "as_json", is_flag=True, help="print JSON lines ({entry, file} or {sidecar}) instead of tables")
+def recordings_unused(folder: Path | None, data_dir: Path, shards: tuple[Path, ...], runs: tuple[str, ...],
+                      delete: bool, fail: bool, as_json: bool) -> None:
+    """Recordings that no call of the last run (or of --run ids, or of any --shard) used.
 
     A partial run (pytest -k, one CI shard) leaves recordings that other tests need looking unused:
-    base --delete on a full run.
+    pass every shard's data dir with --shard, and base --delete on all of them.
     """
-    import duckdb
-
+    from semula.recordings import sidecars
     from semula.recordings.folder import RecordingsFolder
-    from semula.store.logread import load_log
-    from semula.store.logschema import CALL_LOG_SCHEMA
+    from semula.recordings.files import contained
+    from semula.recordings.usage import recording_files, shard_of, unused_files
 
     folder = (folder or default_recordings()).resolve()
-    con = duckdb.connect()
-    if not load_log(con, "calls", data_dir / "calls", CALL_LOG_SCHEMA):
-        raise click.ClickException(f"no call log in {data_dir / 'calls'}: run the tests through semula first")
-    run = con.execute("SELECT run_id, min(ts), max(ts), count(*) FROM calls WHERE run_id IS NOT NULL "
-                      "GROUP BY run_id ORDER BY max(ts) DESC LIMIT 1").fetchone()
-    if run is None:
-        raise click.ClickException("the call log has no run ids yet (it predates them): run the tests once more")
-    used = {row[0] for row in con.execute("SELECT DISTINCT entry_id FROM calls WHERE run_id = ? AND entry_id IS NOT NULL",
-                                          [run[0]]).fetchall()}
-    files = RecordingsFolder(folder, data_dir).files
-    unused = sorted((info["entry_id"], rel) for rel, info in files.items() if info["entry_id"] not in used)
-    click.echo(f"based on run {run[0]} ({run[3]} calls, {run[1]:%Y-%m-%d %H:%M} to {run[2]:%H:%M} UTC); "
-               "a partial run (pytest -k, one CI shard) makes recordings other tests need look unused", err=True)
-    print_table(f"{len(unused)} unused recording(s) in {folder}",
-                [{"entry": e, "file": rel} for e, rel in unused], ["entry", "file"])
+    try:
+        evidence = [shard_of(data_dir, runs)] if (runs or not shards) else []
+        evidence += [shard_of(path) for path in shards]
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
+    for shard in evidence:
+        click.echo(f"based on {shard.name} ({shard.calls} calls)", err=True)
+    if len(evidence) == 1:
+        click.echo("a partial run (pytest -k, one CI shard) makes recordings other tests need look unused: "
+                   "pass each shard with --shard", err=True)
+    here = {rel: info["entry_id"] for rel, info in RecordingsFolder(folder, data_dir).files.items()}
+    unused = unused_files(recording_files(folder), here, evidence)
+    orphans = sidecars.unreferenced(folder) if folder.is_dir() else []
+    if as_json:
+        for line in [{"entry": e, "file": rel} for e, rel in unused] + [{"sidecar": rel} for rel in orphans]:
+            click.echo(json.dumps(line))
+    else:
+        print_table(f"{len(unused)} unused recording(s) in {folder}",
+                    [{"entry": e, "file": rel} for e, rel in unused], ["entry", "file"])
+    if orphans and not as_json:
+        print_table(f"{len(orphans)} sidecar(s) no recording refers to", [{"file": rel} for rel in orphans], ["file"])
     if delete:
-        for entry_id, _ in unused:
-            run_store_operation(data_dir, "entries.delete", {"id": entry_id})
-        click.echo(f"deleted {len(unused)} recording(s)")
+        for entry_id, rel in unused:
+            if entry_id is not None:
+                run_store_operation(data_dir, "entries.delete", {"id": entry_id})
+            else:  # not loaded in this data dir: only its file
+                contained(folder, rel).unlink(missing_ok=True)
+        pruned = sidecars.prune(folder)
+        click.echo(f"deleted {len(unused)} recording(s) and {len(pruned)} sidecar(s)")
+    sys.exit(1 if fail and (unused or orphans) else 0)
+
+
+@recordings.command("stale")
+@folder_argument
+@click.option("--max-age", help="older than this is stale (30d, 12h, 2w); default: each project's max_age")
+@click.option("--project", help="only this project's recordings")
+@click.option("--json", "as_json", is_flag=True, help="print JSON lines instead of a table")
+def recordings_stale(folder: Path | None, max_age: str | None, project: str | None, as_json: bool) -> None:
+    """Recordings older than max_age, oldest first, with the SDK and model that made them."""
+    from datetime import UTC, datetime
+
+    from semula.core.expiry import parse_duration
+    from semula.recordings.usage import stale
+
+    folder = folder or default_recordings()
+    if not folder.is_dir():
+        raise click.ClickException(f"no recordings folder at {folder}")
+    if max_age is not None:
+        try:
+            parse_duration(max_age)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--max-age") from None
+    rows, bad = stale(folder, datetime.now(UTC).replace(tzinfo=None), max_age, project)
+    for rel, problem in bad:
+        click.echo(f"{folder / rel}: skipped: {problem}", err=True)
+    if as_json:
+        for row in rows:
+            click.echo(json.dumps(row, ensure_ascii=False))
+        return
+    print_table(f"{len(rows)} stale recording(s) in {folder}", rows, ["file", "age", "max_age", "sdk", "model"])
 
 
 @click.command("export")

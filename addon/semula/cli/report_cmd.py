@@ -32,10 +32,15 @@ import click
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def report(data_dir: Path, out: Path, quiet: bool) -> None:
     """Run the analysis notebooks on the current logs and write one HTML report."""
+    from datetime import UTC, datetime
+
+    from semula.cli.recordings_cmd import default_recordings
+    from semula.recordings.usage import provenance_summary
     from semula.reporting.report import ReportError, build_report
 
+    summary = provenance_summary(default_recordings(), datetime.now(UTC).replace(tzinfo=None))
     try:
-        path = build_report(data_dir, out, progress=not quiet)
+        path = build_report(data_dir, out, progress=not quiet, recordings=summary)
     except ReportError as e:
         raise click.ClickException(str(e)) from e
     click.echo(str(path))

@@ -1,4 +1,4 @@
-"""`semula review list|show|approve|reject`: the human side of the near-match tiers."""
+"""`semula review list|show|approve|reject|web`: the human side of the near-match tiers."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from semula.cli.common import console, data_dir_option, json_option, print_json, print_table, run_store_operation
+from semula.cli.common import (console, data_dir_option, json_option, print_json, print_table, run_store_operation,
+                               store_operations)
 
 
 @click.group()
@@ -98,3 +99,35 @@ def review_reject(candidate_id: int, data_dir: Path) -> None:
     """Reject a candidate: that pairing is never queued or served again."""
     run_store_operation(data_dir, "review.reject", {"id": candidate_id})
     click.echo(f"rejected #{candidate_id}: this pairing will never be queued or served again")
+
+
+@review.command("web")
+@data_dir_option
+@click.option("--project", default=None, help="show this project's candidates first (the page's filter can change it)")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default="a free port")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="the address to listen on; anything but loopback lets other machines try the token")
+@click.option("--no-open", is_flag=True, help="print the URL only; don't open a browser")
+def review_web(data_dir: Path, project: str | None, port: int, host: str, no_open: bool) -> None:
+    """Review in the browser: both requests side by side, changes highlighted, approve/reject (keys a, r, j, k)."""
+    import webbrowser
+
+    from semula.review_web.server import ReviewWeb
+
+    try:
+        web = ReviewWeb(lambda: store_operations(data_dir), host, port, default_project=project,
+                        log=lambda line: click.echo(line, err=True))
+    except OSError as e:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    if not web.loopback:
+        click.echo(f"warning: listening on {host}, not loopback: anyone who can reach it and learns the URL "
+                   "can approve", err=True)
+    click.echo(f"semula review web: {web.url}  (Ctrl-C to stop)", err=False)
+    if not no_open:
+        webbrowser.open(web.url)
+    try:
+        web.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        web.close()

@@ -32,6 +32,7 @@ from semula.cli.proxy_cmd import (
     port_hint,
     port_in_use,
 )
+from semula.cli.google_env import google_placeholder_env
 from semula.core.modes import Mode
 from semula.proxy.admin import read_admin_info
 
@@ -102,6 +103,7 @@ def run_env(mode: str, sets: tuple[str, ...], host: str, port: int, confdir: Pat
     env = client_env(port, confdir, project, host, password)
     if mode == Mode.REPLAY.value and not namespace_by_key(sets):
         env.update(placeholder_keys(environ))
+        env.update(google_placeholder_env(environ, confdir))  # Vertex AI: cli/google_env.py
     return env
 
 

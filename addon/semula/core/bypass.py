@@ -1,7 +1,7 @@
 """Bypass rules: a small, named list. Each returns None or a `Bypass` with its reason.
 
 Scope "all" skips the cache entirely (the call goes upstream and is not recorded). Scope
-"fuzzy" only skips the near-match tiers (lexical, embedding): exact, normalised and alias
+"near" only skips the near-match tiers (lexical, embedding): exact, normalised and alias
 still serve, because exact replay of recorded tests is this tool's purpose.
 """
 
@@ -29,24 +29,24 @@ def temperature_above(request: CanonicalRequest, settings: ProjectSettings) -> B
     if temperature is None and isinstance(config, dict):
         temperature = config.get("temperature")
     if isinstance(temperature, (int, float)) and temperature > settings.bypass_temperature:
-        return Bypass("temperature_above", f"temperature {temperature:g} > {settings.bypass_temperature:g}", "fuzzy")
+        return Bypass("temperature_above", f"temperature {temperature:g} > {settings.bypass_temperature:g}", "near")
     return None
 
 
 def tools_present(request: CanonicalRequest, settings: ProjectSettings) -> Bypass | None:
     if settings.bypass_tools and request.tools:
-        return Bypass("tools_present", "request offers tools and bypass_tools is on", "fuzzy")
+        return Bypass("tools_present", "request offers tools and bypass_tools is on", "near")
     return None
 
 
-FUZZY_RULES: tuple[Callable[[CanonicalRequest, ProjectSettings], Bypass | None], ...] = (
+NEAR_RULES: tuple[Callable[[CanonicalRequest, ProjectSettings], Bypass | None], ...] = (
     temperature_above,
     tools_present,
 )
 
 
-def fuzzy_bypass(request: CanonicalRequest, settings: ProjectSettings) -> Bypass | None:
-    for rule in FUZZY_RULES:
+def near_bypass(request: CanonicalRequest, settings: ProjectSettings) -> Bypass | None:
+    for rule in NEAR_RULES:
         if (found := rule(request, settings)) is not None:
             return found
     return None

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
-from semula.core.bypass import fuzzy_bypass
+from semula.core.bypass import near_bypass
 from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
 from semula.core.decision import Bypass, Decision, Match, decide
 from semula.core.modes import Mode
@@ -91,7 +91,7 @@ class Outcome:
     request_fp: str | None = None
     normalised_fp: str | None = None
     near: NearSearch | None = None
-    fuzzy_bypass_reason: str | None = None
+    near_bypass_reason: str | None = None
     occurrence: int = 1  # sequence mode: which occurrence of this request in its run
     exhausted: str | None = None  # sequence replay refused past the last answer: why
 
@@ -125,7 +125,7 @@ async def cascade(mode: Mode, project: str, request: CanonicalRequest | None, se
         base_normalised = await (offload or _inline)(normalised_fingerprint, request, *settings.fingerprint_inputs)
     normalised_fp = sequenced(base_normalised, n) if base_normalised else None
     near = None
-    fuzzy_reason = None
+    near_reason = None
     exhausted = None
     if lookups is not None and bypass is None and match is None:
         match = lookups.certain(project, request_fp, normalised_fp)
@@ -140,14 +140,14 @@ async def cascade(mode: Mode, project: str, request: CanonicalRequest | None, se
             match, exhausted = _last_answer(lookups, project, base_fp, base_normalised, n, repeats)
         near_allowed = exhausted is None and (n == 1 or mode is Mode.REPLAY)  # auto: a repeat is recorded anew
         if match is None and near_allowed and mode in (Mode.AUTO, Mode.REPLAY) and base_normalised:
-            fuzzy = fuzzy_bypass(request, settings)
-            fuzzy_reason = fuzzy.reason if fuzzy else None
-            near = await lookups.near(NearQuery(project, request, base_fp, base_normalised, settings, fuzzy_reason))
+            skip = near_bypass(request, settings)
+            near_reason = skip.reason if skip else None
+            near = await lookups.near(NearQuery(project, request, base_fp, base_normalised, settings, near_reason))
             match = near.served
     decision = decide(mode, match, bypass, problem)
     if exhausted is not None and decision.action == "refuse":
         decision = replace(decision, reason=exhausted)
-    return Outcome(decision, request_fp, normalised_fp, near, fuzzy_reason, n, exhausted)
+    return Outcome(decision, request_fp, normalised_fp, near, near_reason, n, exhausted)
 
 
 def _last_answer(lookups: Lookups, project: str, request_fp: str, normalised_fp: str | None, n: int,

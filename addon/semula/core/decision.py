@@ -7,8 +7,28 @@ in tests/test_decision.py.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from semula.core.modes import Mode
+
+
+class Kind(StrEnum):
+    """What the cache made of a call (the call log's `decision` column)."""
+
+    HIT = "hit"
+    MISS = "miss"
+    BYPASS = "bypass"
+    ERROR = "error"
+    PASSTHROUGH = "passthrough"
+
+
+class Action(StrEnum):
+    """What the proxy does with the call."""
+
+    SERVE = "serve"  # answer with a recording
+    FORWARD = "forward"  # send it upstream
+    REFUSE = "refuse"  # replay mode: answer with an error that says why
+    ANSWER = "answer"  # a side call in replay: answered locally, never recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,13 +42,13 @@ class Match:
 class Bypass:
     rule: str  # a rule's name, e.g. no_cache_header
     reason: str  # shown in the log: "header x-semula-no-cache"
-    scope: str = "all"  # all: skip the cache; fuzzy: skip only lexical/embedding tiers
+    scope: str = "all"  # all: skip the cache; near: skip only the near-match tiers (lexical, embedding)
 
 
 @dataclass(frozen=True)
 class Decision:
-    decision: str  # hit | miss | bypass | error | passthrough
-    action: str  # serve | forward | refuse
+    decision: Kind
+    action: Action
     tier: str = "none"
     entry_id: int | None = None
     score: float | None = None
@@ -40,25 +60,25 @@ class Decision:
 def decide(mode: Mode, match: Match | None, bypass: Bypass | None = None, store_problem: str | None = None) -> Decision:
     """Decide what to do with one provider call.
 
-    `bypass` is a full bypass (scope "all"); fuzzy-only bypasses never reach here because
+    `bypass` is a full bypass (scope "all"); near-only bypasses never reach here because
     they only remove near-match candidates before `match` is chosen.
     """
     if mode is Mode.PASSTHROUGH:
-        return Decision("passthrough", "forward", reason="passthrough mode: nothing is served or stored")
+        return Decision(Kind.PASSTHROUGH, Action.FORWARD, reason="passthrough mode: nothing is served or stored")
     if bypass is not None:
         if mode is Mode.REPLAY:
-            return Decision("bypass", "refuse", bypass_reason=bypass.reason,
+            return Decision(Kind.BYPASS, Action.REFUSE, bypass_reason=bypass.reason,
                             reason=f"cache bypassed ({bypass.reason}) and replay mode forbids the network")
-        return Decision("bypass", "forward", bypass_reason=bypass.reason, reason=f"cache bypassed: {bypass.reason}")
+        return Decision(Kind.BYPASS, Action.FORWARD, bypass_reason=bypass.reason, reason=f"cache bypassed: {bypass.reason}")
     if store_problem is not None:
         if mode is Mode.REPLAY:
-            return Decision("error", "refuse", reason=f"store unavailable: {store_problem}")
-        return Decision("error", "forward", reason=f"store unavailable, forwarding unrecorded: {store_problem}")
+            return Decision(Kind.ERROR, Action.REFUSE, reason=f"store unavailable: {store_problem}")
+        return Decision(Kind.ERROR, Action.FORWARD, reason=f"store unavailable, forwarding unrecorded: {store_problem}")
     if mode is Mode.RECORD:
-        return Decision("miss", "forward", record=True, reason="record mode: re-recording")
+        return Decision(Kind.MISS, Action.FORWARD, record=True, reason="record mode: re-recording")
     if match is not None:
-        return Decision("hit", "serve", tier=match.tier, entry_id=match.entry_id, score=match.score,
+        return Decision(Kind.HIT, Action.SERVE, tier=match.tier, entry_id=match.entry_id, score=match.score,
                         reason=f"{match.tier} match")
     if mode is Mode.REPLAY:
-        return Decision("miss", "refuse", reason="no recording matches")
-    return Decision("miss", "forward", record=True, reason="no recording matches: recording")
+        return Decision(Kind.MISS, Action.REFUSE, reason="no recording matches")
+    return Decision(Kind.MISS, Action.FORWARD, record=True, reason="no recording matches: recording")

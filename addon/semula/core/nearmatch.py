@@ -8,7 +8,7 @@ lexical tier (and later the embedding tier) finds recordings that are merely
 - serve, when the score reaches the tier's serve threshold, the rest of the
   request (system prompt, earlier turns, tool results, tools, parameters,
   model) is the same, the guard finds no changed number, name, negation, ...,
-  and no fuzzy bypass rule applies;
+  and no near-match bypass rule applies;
 - queue for review, when it is not served but the score reaches the review
   threshold, the same speakers speak in the same order (ADR-0003 SEM-E6) and
   the request has the recording's shape: the same provider, endpoint, stream
@@ -32,9 +32,9 @@ from functools import lru_cache
 
 from semula.core.canonical import CanonicalRequest
 from semula.core.checks import SHAPE_CHECKS, roles_differ, shape_differs
-from semula.core.guard import guard
-from semula.core.guard_edits import edits_change_question, edits_unlisted
-from semula.core.guard_words import NUMBER_WORDS
+from semula.core.guard.check import guard
+from semula.core.guard.edits import edits_change_question, edits_unlisted
+from semula.core.guard.words import NUMBER_WORDS
 from semula.core.normalise import normalise_text, scrub_volatile, words
 from semula.core.settings import ProjectSettings
 
@@ -241,7 +241,7 @@ def unlisted_edit(
     stored_text: str, incoming_text: str, scrub_patterns: Sequence[str] = (), tier: str = "lexical"
 ) -> str | None:
     """None when the two last user texts differ only in known harmless edits
-    (:mod:`semula.core.guard_edits`: fillers, politeness, request frames, articles,
+    (:mod:`semula.core.guard.edits`: fillers, politeness, request frames, articles,
     contractions, spellings, true synonyms), else the first edit that is not.
     Long texts are compared on their differing middles (see :func:`_long_score`)."""
     if stored_text == incoming_text:
@@ -313,7 +313,7 @@ def near_match(
     settings: ProjectSettings,
     tier: str = "lexical",
     score: float | None = None,
-    fuzzy_bypass_reason: str | None = None,
+    near_bypass_reason: str | None = None,
 ) -> Verdict:
     """Whether ``stored``'s recorded answer may be served (or queued) for ``incoming``.
 
@@ -337,8 +337,8 @@ def near_match(
         guard_reason = guard(scrub_volatile(stored_text, patterns), scrub_volatile(incoming_text, patterns))
 
     reason: str | None = None
-    if fuzzy_bypass_reason:
-        reason = f"bypass: {fuzzy_bypass_reason}"
+    if near_bypass_reason:
+        reason = f"bypass: {near_bypass_reason}"
     elif not (incoming.parsed and stored.parsed):
         reason = "request not understood: exact tier only"
     elif not has_words:

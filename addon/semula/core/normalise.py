@@ -316,14 +316,15 @@ VOLATILE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     # Request, trace and message ids: a known prefix, "_" or "-", then six or
-    # more id characters with a digit and a letter (req_8f3a9c21, msg_01XF...,
-    # call_...). All-digit ids (order-123456) are kept: numbers change answers.
+    # more id characters with a digit (req_8f3a9c21, msg_01XF..., call_...), all
+    # digits included (req_52358902): the prefix is what makes it an id. A number
+    # without one (order 52358902, order-123456) is kept: numbers change answers.
     (
         "<id>",
         re.compile(
             r"(?<![0-9A-Za-z])(?i:req|request|requestid|trace|traceid|span|spanid|msg|run|call|chatcmpl|"
             r"cmpl|resp|rs|fc|evt|sess|session|corr|correlation|idem|idempotency|toolu|srvtoolu|batch|"
-            r"thread|asst|txn)[_-](?=[0-9A-Za-z]*[0-9])(?=[0-9A-Za-z]*[A-Za-z])[0-9A-Za-z]{6,}(?![0-9A-Za-z])"
+            r"thread|asst|txn)[_-](?=[0-9A-Za-z]*[0-9])[0-9A-Za-z]{6,}(?![0-9A-Za-z])"
         ),
     ),
     # Bare trace ids and hashes: 16+ hex characters holding both a digit and a
@@ -340,7 +341,7 @@ VOLATILE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 _PROBES: tuple[re.Pattern[str], ...] = (
     re.compile(rf"-{_HEX}{{4}}-{_HEX}{{4}}-"),
     re.compile(r"-\d\d[Tt ]\d\d:|T\d{6}"),
-    re.compile(r"[_-](?=[0-9A-Za-z]*[0-9])(?=[0-9A-Za-z]*[A-Za-z])[0-9A-Za-z]{6}"),
+    re.compile(r"[_-](?=[0-9A-Za-z]*[0-9])[0-9A-Za-z]{6}"),
     re.compile(r"[0-9a-fA-F]{16}"),
 )
 
@@ -364,15 +365,28 @@ def compile_scrub_patterns(patterns: Sequence[str]) -> tuple[re.Pattern[str], ..
     return _compile_cached(tuple(patterns))
 
 
+# The value of a key that names a request or trace id, whatever the value looks like
+# ("request_id: 12345678", '"traceId": "0193a7"', "x-request-id=98765432"): the key says it
+# is an id. Other keys ("order_id: 52358902") are left alone.
+_KEYED_ID = re.compile(
+    r"(?i)(?<![0-9A-Za-z])((?:x-)?(?:amzn-)?(?:parent[_-]?)?(?:request|req|trace|span|run|correlation|corr|"
+    r"idempotency)[_-]?(?:id|key))([\"']?\s*[:=]\s*[\"']?)(?=[0-9A-Za-z_-]*[0-9])[0-9A-Za-z_-]{6,}(?![0-9A-Za-z])"
+)
+_KEYED_ID_PROBE = re.compile(r"(?i)(?:id|key)[\"']?\s*[:=]")
+
+
 def scrub_volatile(text: str, extra_patterns: Sequence[str] = ()) -> str:
     """Replace values that differ on every run with placeholders.
 
     Per-project patterns run first (they are written against the raw prompt)
-    and become ``<scrubbed>``; then UUIDs, timestamps with a time of day and
-    request/trace ids become ``<uuid>``, ``<datetime>`` and ``<id>``.
+    and become ``<scrubbed>``; then the values of request/trace id keys, UUIDs,
+    timestamps with a time of day and request/trace ids become ``<id>``,
+    ``<uuid>``, ``<datetime>`` and ``<id>``.
     """
     for rx in compile_scrub_patterns(extra_patterns):
         text = rx.sub("<scrubbed>", text)
+    if _KEYED_ID_PROBE.search(text):
+        text = _KEYED_ID.sub(r"\1\2<id>", text)
     for (placeholder, rx), probe in zip(VOLATILE_PATTERNS, _PROBES):
         if probe.search(text):
             text = rx.sub(placeholder, text)

@@ -44,7 +44,7 @@ class PairLookups:
         return False
 
     async def near(self, query: NearQuery) -> NearSearch:
-        verdict = near_match(query.request, self.stored, query.settings, fuzzy_bypass_reason=query.bypass_reason)
+        verdict = near_match(query.request, self.stored, query.settings, near_bypass_reason=query.bypass_reason)
         candidate = Candidate(STORED_ID, verdict)
         if verdict.serve:
             return NearSearch(served=Match(verdict.tier, STORED_ID, verdict.score), best=candidate)

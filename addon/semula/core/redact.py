@@ -32,6 +32,7 @@ __all__ = [
     "REDACTED",
     "SECRET_HEADERS",
     "SECRET_QUERY_PARAMS",
+    "SIGNING_HEADERS",
     "clean_headers",
     "clean_query",
     "redact_bytes",
@@ -84,9 +85,14 @@ SECRET_HEADERS: frozenset[str] = frozenset(
         "set-cookie",
         "x-auth-token",
         "ocp-apim-subscription-key",  # Azure API Management gateways
-        "x-amz-security-token",
+        "x-amz-security-token",  # AWS SigV4: the session token
     }
 )
+
+# AWS SigV4 signs every request (`authorization` carries the signature, above); these change on
+# every call (the time, the body's hash, the SDK's retry counters) and never belong in a file.
+SIGNING_HEADERS: frozenset[str] = frozenset({"x-amz-date", "x-amz-content-sha256", "x-amz-user-agent"})
+SIGNING_HEADER_PREFIXES = ("amz-sdk-",)  # amz-sdk-invocation-id, amz-sdk-request
 
 # content-length and content-encoding describe the bytes on the wire; semula
 # stores decoded bodies, so replaying them would be wrong.
@@ -106,7 +112,9 @@ HOP_BY_HOP_HEADERS: frozenset[str] = frozenset(
     }
 )
 
-SECRET_QUERY_PARAMS = frozenset({"key", "api_key", "api-key", "access_token", "token"})
+# x-amz-*: a presigned AWS URL carries its signature and session token in the query.
+SECRET_QUERY_PARAMS = frozenset({"key", "api_key", "api-key", "access_token", "token",
+                                 "x-amz-signature", "x-amz-security-token", "x-amz-credential"})
 
 # Each pattern needs a long run of key characters after its prefix, so prose
 # such as "sk-learn" or "Bearer tokens expire" is left alone.
@@ -119,6 +127,9 @@ _KEY_PATTERNS = (
     r"\bxai-[A-Za-z0-9]{20,}",  # xAI
     r"\bhf_[A-Za-z0-9]{20,}",  # Hugging Face
     r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]+",  # JWTs
+    r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b",  # AWS access key ids (long-term, temporary)
+    r"(?<=Signature=)[0-9a-f]{64}\b",  # an AWS SigV4 signature quoted in an error
+    r"\bya29\.[A-Za-z0-9_\-]{20,}",  # Google OAuth access tokens (Vertex AI), outside a Bearer header too
 )
 # A bearer token: keep the word, drop the token. It must be long and hold a
 # digit, so "Bearer authentication" stays readable.
@@ -168,6 +179,8 @@ def redact_json(value: Any, key: FingerprintKey | None = None) -> Any:
 def _is_dropped_header(name: str) -> bool:
     return (
         name in SECRET_HEADERS
+        or name in SIGNING_HEADERS
+        or name.startswith(SIGNING_HEADER_PREFIXES)
         or name in HOP_BY_HOP_HEADERS
         or name.startswith("proxy-")
         or name.startswith("x-semula-")

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, fields, replace
 from collections.abc import Mapping
 from typing import Any
 
+from semula.core.expiry import POLICIES, parse_duration
+
 PROJECT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 DEFAULT_PROJECT = "default"
 
@@ -58,9 +60,9 @@ class ProjectSettings:
     scrub_keys: tuple[str, ...] = _setting(
         (), "JSON keys whose values are generated on each run (e.g. created_at), scrubbed everywhere")
     ignore_params: tuple[str, ...] = _setting((), "body parameters that never change an answer in this project")
-    bypass_temperature: float = _setting(0.3, "above this temperature the fuzzy tiers (lexical, embedding) are skipped")
+    bypass_temperature: float = _setting(0.3, "above this temperature the near-match tiers (lexical, embedding) are skipped")
     # The peer gateway's rule.
-    bypass_tools: bool = _setting(False, "requests that offer tools skip the fuzzy tiers")
+    bypass_tools: bool = _setting(False, "requests that offer tools skip the near-match tiers")
     lexical_serve_threshold: float = _setting(1.0, "lexical tier (word-overlap Dice, 0..1): serve at or above")
     # Tuned on the odd dev-pair ids (0.6 -> 0.55: recall .906 -> .969, no extra unrelated proposals).
     lexical_review_threshold: float = _setting(0.55, "lexical tier: queue for review at or above")
@@ -70,6 +72,8 @@ class ProjectSettings:
         0.75, "embedding tier (cosine): queue for review at or above; a number or {model: number}")
     embedding_serve_threshold: float | Mapping[str, float] | None = _setting(
         None, "embedding tier: serve at or above (null = never serve); a number or {model: number}")
+    max_age: str | None = _setting(None, "recordings older than this (30d, 12h, 2w) are expired (null = never)")
+    max_age_policy: str = _setting("warn", "an expired recording: warn, fail (refused in replay) or re-record (auto)")
 
     @property
     def fingerprint_inputs(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
@@ -143,6 +147,21 @@ def _scrub_keys(key: str, value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(keys))
 
 
+def _duration(key: str, value: Any) -> str:
+    text = str(value).strip().lower()
+    try:
+        parse_duration(text)
+    except ValueError as e:
+        raise SettingsError(f"{key}: {e}") from None
+    return text
+
+
+def _policy(key: str, value: Any) -> str:
+    if str(value) not in POLICIES:
+        raise SettingsError(f"{key} must be one of {', '.join(POLICIES)}, got {value!r}")
+    return str(value)
+
+
 def _float(key: str, value: Any) -> float:
     return float(value)
 
@@ -175,6 +194,8 @@ PARSERS = {
     "tail_n": _optional(_positive_int),
     "embedding_review_threshold": _per_model(_unit_interval),
     "embedding_serve_threshold": _optional(_per_model(_unit_interval)),
+    "max_age": _optional(_duration),
+    "max_age_policy": _policy,
 }
 assert set(PARSERS) == set(SETTING_KEYS)
 

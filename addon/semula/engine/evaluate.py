@@ -90,8 +90,8 @@ def decide_pair(engine: Engine, project: str, stored: CanonicalRequest, incoming
     elif outcome.near is not None and outcome.near.queued:
         queued = outcome.near.queued[0].verdict
         row.update(outcome="review", tier=queued.tier, score=queued.score)
-    elif outcome.fuzzy_bypass_reason and not verdict:
-        row["reason"] = f"near-match tiers bypassed: {outcome.fuzzy_bypass_reason}"
+    elif outcome.near_bypass_reason and not verdict:
+        row["reason"] = f"near-match tiers bypassed: {outcome.near_bypass_reason}"
     return row
 
 

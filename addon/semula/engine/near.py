@@ -54,7 +54,7 @@ class NearSearcher:
             if entry_id not in stored or paired.get(entry_id) == "rejected":
                 continue  # a rejected pairing is never served or queued again
             verdict = near_match(request, CanonicalRequest.from_json(stored[entry_id]), query.settings,
-                                 tier="lexical", fuzzy_bypass_reason=query.bypass_reason)
+                                 tier="lexical", near_bypass_reason=query.bypass_reason)
             candidates.append(Candidate(entry_id, verdict))
         return candidates, paired
 
@@ -134,6 +134,6 @@ class NearSearcher:
         stored = self.store.canonicals_by_ids([e for e, _ in found])
         return [
             Candidate(entry_id, near_match(request, CanonicalRequest.from_json(stored[entry_id]), settings,
-                                           tier="embedding", score=cosine, fuzzy_bypass_reason=query.bypass_reason))
+                                           tier="embedding", score=cosine, near_bypass_reason=query.bypass_reason))
             for entry_id, cosine in found if entry_id in stored
         ]

@@ -184,12 +184,17 @@ class ReviewQueue:
         incoming = CanonicalRequest.from_json(row["request_canonical"])
         recorded_text = recorded.last_user_text() if recorded else ""
         answer, answer_format = answer_of(entry)
+        own = self._own_recordings(row)
         return {
             **{k: row[k] for k in ("id", "project", "tier", "score", "guard_reason", "reason", "status", "entry_id")},
             "request_shape": shape_json(Shape.of(incoming)),
             "recorded_shape": shape_json(Shape.of(recorded)) if recorded else None,
             "shape_differs": shapes_differ(Shape.of(incoming), Shape.of(recorded)) if recorded else None,
-            "own_recordings": self._own_recordings(row),
+            "own_recordings": own,
+            # for `semula review web`'s field diff, and this request's own answer when it has one
+            "request_system": incoming.system, "recorded_system": recorded.system if recorded else None,
+            "request_params": dict(incoming.params), "recorded_params": dict(recorded.params) if recorded else None,
+            "own_answer": answer_of(self.store.get_entry(own[0]))[0] if own else None,
             "diff": word_diff(recorded_text, incoming.last_user_text()),
             "request_text": incoming.last_user_text(),
             "recorded_text": recorded_text,

@@ -19,8 +19,9 @@ from semula.store.base import RecordingStore, each_canonical
 log = logging.getLogger("semula")
 
 # Bump when `normalised_fingerprint`'s view of a request changes, so stored fingerprints are
-# recomputed. 2: parameters in canonical form (core.params).
-NORMALISED_VIEW = "2"
+# recomputed. 2: parameters in canonical form (core.params). 3: all-digit request/trace ids and
+# the values of id keys (request_id: 12345678) are scrubbed.
+NORMALISED_VIEW = "3"
 # Bump when `searchable_text` changes. 2: the last user text (was: the last text of any role).
 SEARCHABLE_TEXT = "2"
 BATCH = 1000

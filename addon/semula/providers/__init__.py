@@ -1,8 +1,8 @@
 """The provider registry: which adapter reads a request to which host and path.
 
-Hosts are matched exactly or by a ``*.`` wildcard, never by substring, so a
-look-alike host such as ``api.openai.com.evil.net`` is neither intercepted
-nor read as OpenAI.
+Hosts are matched exactly or by a ``*.`` (or ``*-``) wildcard, never by
+substring, so a look-alike host such as ``api.openai.com.evil.net`` is neither
+intercepted nor read as OpenAI.
 """
 
 from __future__ import annotations
@@ -19,8 +19,11 @@ from semula.providers.base import (
     bare_host,
     host_matches,
 )
+from semula.providers.bedrock import BedrockAdapter
+from semula.providers.framing import stream_frames, stream_framer
 from semula.providers.gemini import GeminiAdapter
 from semula.providers.generic import GenericAdapter
+from semula.providers.googleauth import GoogleOAuthAdapter, GoogleTokenPathsAdapter
 from semula.providers.openai import (
     COMPATIBLE_HOSTS,
     COMPATIBLE_PATHS,
@@ -29,6 +32,7 @@ from semula.providers.openai import (
     OpenAIPathAdapter,
 )
 from semula.providers.sidepaths import SideCall, SidePath, side_call
+from semula.providers.vertex import VertexAnthropicAdapter, vertex_gemini
 
 __all__ = [
     "ADAPTERS",
@@ -45,6 +49,8 @@ __all__ = [
     "allow_hosts_regexes",
     "host_matches",
     "side_call_for",
+    "stream_frames",
+    "stream_framer",
 ]
 
 ADAPTERS: tuple[Adapter, ...] = (
@@ -54,10 +60,16 @@ ADAPTERS: tuple[Adapter, ...] = (
     AnthropicAdapter(),
     GeminiAdapter(),
     AzureOpenAIAdapter(),
+    BedrockAdapter(),
+    vertex_gemini(),  # Vertex AI: Gemini and Claude share the hosts, the path tells them apart
+    VertexAnthropicAdapter(),
+    GoogleOAuthAdapter(),  # token exchanges: side calls only (providers/googleauth.py)
+    GoogleTokenPathsAdapter(),
     *(OpenAIAdapter(name, hosts, side_paths=()) for name, hosts in COMPATIBLE_HOSTS.items()),
 )
 # What is intercepted by default: every host an adapter understands, in adapter order.
-DEFAULT_PROVIDER_HOSTS: tuple[str, ...] = tuple(dict.fromkeys(h for a in ADAPTERS for h in a.hosts))
+DEFAULT_PROVIDER_HOSTS: tuple[str, ...] = tuple(dict.fromkeys(h for a in ADAPTERS if a.intercepted_by_default
+                                                            for h in a.hosts))
 GENERIC: Adapter = GenericAdapter()
 # The names a recording's provider can take: a recording file naming another is refused.
 PROVIDER_NAMES: frozenset[str] = frozenset(a.name for a in (*ADAPTERS, GENERIC))
@@ -97,6 +109,9 @@ def allow_hosts_regexes(patterns: Sequence[str]) -> list[str]:
         if pattern.startswith("*."):
             head = r"(?:[^.:/\s]+\.)+"
             pattern = pattern[2:]
+        elif pattern.startswith("*-"):  # one label's head: us-central1-aiplatform.googleapis.com
+            head = r"[^.:/\s]+"
+            pattern = pattern[1:]
         else:
             head = ""
         regexes.append(rf"^{head}{re.escape(pattern)}\.?(?::\d+)?$")

@@ -84,17 +84,20 @@ class AnthropicAdapter(Adapter):
             text, parts = _blocks(item.get("content"), "content")
             parts.extend({k: item[k]} for k in sorted(item) if k not in ("role", "content"))
             messages.append(Message(role=item["role"], text=text, parts=tuple(parts)))
-        model = body.get("model")
         return CanonicalRequest(
             **self.common(raw),
-            model=model if isinstance(model, str) else None,
+            model=self._model(raw, body),
             system=system_text if "system" in body else None,
             messages=tuple(messages),
             tools=tuple(_without_cache_control(t) for t in require_list(body.get("tools"), "tools")),
             params=self.params_of(body, ("model", "messages", "system", "tools")),
-            stream=body.get("stream") is True,
+            stream=self.streams(raw, body),
             body=body,
         )
+
+    def _model(self, raw: RawRequest, body: dict[str, Any]) -> str | None:
+        model = body.get("model")
+        return model if isinstance(model, str) else None
 
     def stream_complete(self, frames: list[bytes]) -> bool:
         for event in reversed(frame_events(frames)):

@@ -77,13 +77,18 @@ def bare_host(host: str) -> str:
 
 
 def host_matches(host: str, patterns: Iterable[str]) -> bool:
-    """Exact or ``*.suffix`` match; ``*.x.com`` needs at least one label before ``.x.com``."""
+    """Exact, ``*.suffix`` or ``*-suffix`` match.
+
+    ``*.x.com`` needs at least one label before ``.x.com``; ``*-aiplatform.googleapis.com`` needs
+    exactly one label's head before ``-aiplatform`` (``us-central1-aiplatform.googleapis.com``), so
+    ``a.b-aiplatform.googleapis.com`` and ``x-aiplatform.googleapis.com.evil.net`` never match."""
     host = bare_host(host)
     for pattern in patterns:
         pattern = pattern.strip().lower().rstrip(".")
-        if pattern.startswith("*."):
-            suffix = pattern[1:]  # ".openai.azure.com"
-            if host.endswith(suffix) and len(host) > len(suffix):
+        if pattern.startswith(("*.", "*-")):
+            suffix = pattern[1:]  # ".openai.azure.com", "-aiplatform.googleapis.com"
+            head = host[: -len(suffix)]
+            if host.endswith(suffix) and head and (pattern[1] == "." or "." not in head):
                 return True
         elif host == pattern:
             return True
@@ -187,6 +192,8 @@ class Adapter:
     # Calls to these hosts that are not model calls (trace uploads): never recorded, answered locally
     # in replay (providers/sidepaths.py).
     side_paths: tuple[SidePath, ...] = ()
+    # False: the hosts serve other APIs too, so they are read only when a project intercepts them.
+    intercepted_by_default: bool = True
 
     def handles(self, host: str, path: str) -> bool:
         return host_matches(host, self.hosts) and self._handles_path(path)
@@ -270,6 +277,10 @@ class Adapter:
 
     def usage_from_frames(self, frames: list[bytes]) -> Usage:
         return Usage()
+
+    def error_headers(self, status: int) -> dict[str, str]:
+        """The headers of the provider's error answers (Bedrock names the error in one)."""
+        return {"content-type": "application/json"}
 
     def error_body(self, status: int, message: str, code: str = "semula_no_recording") -> bytes:
         """OpenAI's error shape, which most OpenAI-compatible clients parse."""

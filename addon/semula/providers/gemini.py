@@ -26,11 +26,13 @@ from semula.providers.base import (
     require_list,
 )
 
-__all__ = ["GeminiAdapter"]
+__all__ = ["GEMINI_PATH", "GeminiAdapter"]
 
-_PATH = re.compile(
-    r"^/v1(?:beta|alpha)?/((?:models|tunedModels)/[^/:]+):"
-    r"(generateContent|streamGenerateContent|countTokens|embedContent|batchEmbedContents)$"
+# The path names the model and the method (named groups `model` and `method`); Vertex AI serves the
+# same bodies under its own paths (providers/vertex.py), so the pattern is the adapter's parameter.
+GEMINI_PATH = re.compile(
+    r"^/v1(?:beta|alpha)?/(?P<model>(?:models|tunedModels)/[^/:]+):"
+    r"(?P<method>generateContent|streamGenerateContent|countTokens|embedContent|batchEmbedContents)$"
 )
 _ROLES = {"model": "assistant", "function": "tool"}
 
@@ -107,18 +109,23 @@ def _usage(chunk: Any) -> Usage | None:
 
 
 class GeminiAdapter(Adapter):
-    name = "gemini"
-    hosts = ("generativelanguage.googleapis.com",)
+    """Gemini's generateContent bodies, on the hosts and under the paths given (Google AI by default)."""
+
+    def __init__(self, name: str = "gemini", hosts: tuple[str, ...] = ("generativelanguage.googleapis.com",),
+                 path: re.Pattern[str] = GEMINI_PATH) -> None:
+        self.name = name
+        self.hosts = hosts
+        self._path = path
 
     def _handles_path(self, path: str) -> bool:
-        return _PATH.match(path) is not None
+        return self._path.match(path) is not None
 
     def _read(self, raw: RawRequest, body: dict[str, Any]) -> CanonicalRequest:
-        m = _PATH.match(raw.path)
+        m = self._path.match(raw.path)
         if m is None:
             raise BodyShapeError(f"unknown endpoint {raw.path}")
-        model = m.group(1).removeprefix("models/")
-        method = m.group(2)
+        model = m.group("model").removeprefix("models/")
+        method = m.group("method")
         if method == "embedContent":
             messages = [_message(body.get("content"))]
             consumed: tuple[str, ...] = ("model", "content")

@@ -76,6 +76,9 @@ _TEXT_PART_TYPES = {"text", "input_text", "output_text"}
 # Responses API items that carry a tool's output, not a model action.
 _TOOL_OUTPUT_SUFFIX = "_output"
 _UNFINISHED_EVENTS = {"response.failed", "response.incomplete", "error"}
+# A stream's terminal event: the Responses API's; a streamed transcription's (`stream=True` on
+# /v1/audio/transcriptions) and a speech answer's with `stream_format="sse"` end so, without `[DONE]`.
+_COMPLETED_EVENTS = {"response.completed", "transcript.text.done", "speech.audio.done"}
 
 
 def _endpoint_kind(path: str) -> str | None:
@@ -219,7 +222,7 @@ class OpenAIAdapter(Adapter):
             kind = event.event or (data.get("type") if isinstance(data, dict) else None)
             if kind in _UNFINISHED_EVENTS or (isinstance(data, dict) and "error" in data and kind is None):
                 return False
-            if kind == "response.completed":
+            if kind in _COMPLETED_EVENTS:
                 completed = True
         if completed:
             return True

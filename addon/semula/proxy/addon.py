@@ -23,7 +23,7 @@ from mitmproxy import ctx, http
 from semula.core.bypass import NO_CACHE_HEADER, no_cache_header
 from semula.core.canonical import CanonicalRequest
 from semula.core.cascade import Candidate, NearSearch, Outcome, cascade
-from semula.core.decision import Bypass, Decision, decide
+from semula.core.decision import Action, Bypass, Decision, Kind, decide
 from semula.core.errorpolicy import replayed_note, unrecordable_status
 from semula.core.explain import miss_message
 from semula.core.fasthit import fast_outcome
@@ -31,15 +31,15 @@ from semula.core.modes import Mode
 from semula.core.redact import FingerprintKey, clean_query, redact_text
 from semula.core.scope import scoped_project
 from semula.core.settings import AddonSettings, ProjectSettings, SettingsError, validate_project
-from semula.recordings.entry import Answer, recording_of
-from semula.providers import DEFAULT_PROVIDER_HOSTS, adapter_for, host_matches
+from semula.core.provenance import provenance_of
+from semula.recordings.entry import Answer, recording_of, semula_version
+from semula.providers import DEFAULT_PROVIDER_HOSTS, adapter_for, host_matches, stream_frames, stream_framer
 from semula.providers.base import Adapter, AdapterError, RawRequest, Usage
-from semula.providers.sse import split_frames
 from semula.proxy import options
 from semula.proxy.bodies import BodyTooLarge, decode_capped, decode_partial
 from semula.proxy.answer import answer_response
 from semula.proxy.calllog import call_row
-from semula.proxy.console import console_line
+from semula.proxy.console import CallLines, console_line
 from semula.proxy.headers import flow_comment, semula_headers
 from semula.proxy.commands import SemulaCommands
 from semula.proxy.fastpath import FastPath
@@ -52,6 +52,7 @@ from semula.proxy.runs import RUN_HEADER, RunCounters
 from semula.proxy.sidecalls import side_outcome
 from semula.proxy.scopes import SCOPE_HEADER
 from semula.proxy.lookups import ProxyLookups
+from semula.proxy.realtime import Realtime, is_upgrade as is_realtime_upgrade
 
 log = logging.getLogger("semula")
 
@@ -69,7 +70,7 @@ class SemulaAddon:
     def __init__(self) -> None:
         self.mode, self.settings = Mode.AUTO, AddonSettings(hosts=DEFAULT_PROVIDER_HOSTS)
         self.commands = SemulaCommands(self)
-        self.addons = [self.commands]  # where mitmproxy collects the semula.* commands
+        self.addons = [self.commands, Realtime(self)]  # mitmproxy collects semula.* commands and Realtime hooks
         self.life = life = Lifecycle(self.commands.dispatch)
         self.store, self.refusals, self.tests, self.run_id = life.store, life.refusals, life.tests, life.run_id
         self._admin_call, self._admin_dispatch = life.admin_call, self.commands.dispatch  # in-process callers
@@ -81,6 +82,7 @@ class SemulaAddon:
         self.pending: dict[tuple[str, str], asyncio.Event] = {}
         self.runs = RunCounters()  # semula_repeats=sequence: occurrences of each request per run
         self.fast = FastPath()  # raw request → the certain-tier hit it had (`core.fasthit`)
+        self.lines = CallLines()  # the console line per call, written once per loop turn
 
     def load(self, loader: Any) -> None:
         limit_arenas()  # before the store's threads start
@@ -100,6 +102,7 @@ class SemulaAddon:
         await self.life.running(self.mode, self.settings)
 
     def done(self) -> None:
+        self.lines.flush()
         self.life.done()
 
     calls = property(lambda self: self.life.calls)  # the call log, once running
@@ -123,7 +126,7 @@ class SemulaAddon:
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         # The host the client asked for, noted before map_remote rewrites the URL.
         host = flow.request.pretty_host.lower()
-        if not _intercepted(host, self.settings.hosts):
+        if not _intercepted(host, self.settings.hosts) or is_realtime_upgrade(flow.request):
             return
         headers = flow.request.headers
         user = header_project = password = None
@@ -237,8 +240,8 @@ class SemulaAddon:
         assert engine is not None and decision.entry_id is not None and state.outcome is not None
         entry = engine.cached_entry(decision.entry_id) or await self.store.run("reading a recording", engine.entry,
                                                                                 decision.entry_id)
-        if entry is None:
-            return False
+        if (not_served := self.life.expiry.not_served(entry, state, self.mode)) is not None:  # gone, or too old
+            return not_served  # True: refused (max_age fail); False: gone, or forwarded and recorded anew
         if state.normalised_fp is None:
             state.outcome = replace(state.outcome, normalised_fp=entry.normalised_fp)
         if engine.review.has_open(state.project, state.normalised_fp):  # an answered request closes its own
@@ -278,7 +281,7 @@ class SemulaAddon:
                                            request_line=f"{flow.request.method} {state.path}"))
         adapter = state.adapter or adapter_for(state.host, state.path)
         body = adapter.error_body(REPLAY_REFUSAL_STATUS, message)
-        headers = {"content-type": "application/json", **semula_headers(decision)}
+        headers = {**adapter.error_headers(REPLAY_REFUSAL_STATUS), **semula_headers(decision)}
         flow.response = http.Response.make(REPLAY_REFUSAL_STATUS, body, headers)
         flow.marked = ":red_circle:"
         state.error = message
@@ -289,7 +292,7 @@ class SemulaAddon:
             return
         # Headers set in `response` no longer reach a streamed client: set them here.
         flow.response.headers.update(semula_headers(state.decision))
-        if flow.response.headers.get("content-type", "").startswith("text/event-stream"):
+        if stream_framer(flow.response.headers.get("content-type", "")) is not None:  # SSE, AWS event-stream
             state.streamed = True
             chunks = state.chunks
 
@@ -342,7 +345,7 @@ class SemulaAddon:
         else:
             body = response.get_content(strict=False) or b""
         adapter = state.adapter or adapter_for(state.host, state.path)
-        frames = split_frames(body) if state.streamed else []
+        frames = stream_frames(response.headers.get("content-type", ""), body) if state.streamed else []
         usage = adapter.usage_from_frames(frames) if state.streamed else adapter.usage_from_body(body)
         entry_id = None
         if client_gone and not (state.streamed and adapter.stream_complete(frames)):
@@ -352,7 +355,7 @@ class SemulaAddon:
             if why_not:
                 state.error = why_not
             else:
-                entry_id = await self._record(state, response, body, usage, upstream_ms)
+                entry_id = await self._record(state, response, body, usage, upstream_ms, flow.request.headers)
                 if entry_id is not None and not state.streamed:  # a streamed answer's headers are gone
                     response.headers["x-semula-entry"] = str(entry_id)
         self._finish(flow, state, upstream_ms=upstream_ms, usage=usage, entry_id=entry_id,
@@ -367,14 +370,15 @@ class SemulaAddon:
         return None
 
     async def _record(self, state: FlowState, response: http.Response, body: bytes, usage: Usage,
-                      upstream_ms: float | None) -> int | None:
+                      upstream_ms: float | None, request_headers: http.Headers) -> int | None:
         assert state.canonical is not None and state.request_fp is not None
         engine = self.store.engine
         if engine is None:
             state.error = f"not recorded: store unavailable ({self.store.problem})"
             return None
+        made_by = provenance_of(request_headers.get("user-agent"), body, state.streamed, semula_version())
         answer = Answer(host=state.host, body=body, status=response.status_code, headers=response.headers.items(),
-                        streamed=state.streamed, usage=usage, upstream_ms=upstream_ms)
+                        streamed=state.streamed, usage=usage, upstream_ms=upstream_ms, provenance=made_by)
         new = recording_of(state.project, state.canonical, state.settings, answer,
                            fingerprints=(state.request_fp, state.normalised_fp))
         entry_id = await self.store.run("recording", engine.record, new, state.started_at, write=True)
@@ -408,7 +412,7 @@ class SemulaAddon:
         if decision.action == "refuse":
             self.refusals.add(state.tag, state.project, state.error or decision.reason or "refused", state.test)
         if self.settings.console_calls:
-            print(console_line(state, row, recorded), flush=True)
+            self.lines.write(console_line(state, row, recorded))
 
 
 @lru_cache(maxsize=1024)
@@ -457,7 +461,7 @@ def _named_candidate(near: NearSearch | None) -> Candidate | None:
 
 
 def _no_outcome() -> Outcome:
-    return Outcome(Decision("error", "forward"))
+    return Outcome(Decision(Kind.ERROR, Action.FORWARD))
 
 
 def _canonicalise(adapter: Adapter, raw: RawRequest, key: FingerprintKey) -> CanonicalRequest:

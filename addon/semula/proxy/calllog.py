@@ -36,7 +36,7 @@ def call_row(state: FlowState, method: str, mode: str, status: int | None, *, up
         "provider": provider, "host": state.host, "method": method, "path": _logged_path(state.path),
         "model": model, "mode": mode,
         "decision": decision.decision, "tier": decision.tier, "score": decision.score, "entry_id": entry_id,
-        "bypass_reason": decision.bypass_reason or (state.outcome.fuzzy_bypass_reason if state.outcome else None),
+        "bypass_reason": decision.bypass_reason or (state.outcome.near_bypass_reason if state.outcome else None),
         "streamed": state.streamed, "status": status,
         "decision_ms": state.decision_ms, "upstream_ms": upstream_ms,
         "recorded_upstream_ms": state.served.upstream_ms if served else None,

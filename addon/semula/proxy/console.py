@@ -6,8 +6,10 @@ surrogate is written as its escape, in the call lines and in semula's log messag
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
+import sys
 from typing import Any
 
 from semula.proxy.flowstate import FlowState
@@ -54,3 +56,28 @@ def console_line(state: FlowState, row: dict[str, Any], recorded: bool) -> str:
     status = row["status"] if row["status"] is not None else ("cut" if state.cut else "no response")
     return terminal_safe(f"semula: {state.project} {row['provider']} {row['method']} {state.host}{row['path']} → "
                          f"{decision.decision}{tier}{entry_text}{extra} · {status} · {took}")
+
+
+class CallLines:
+    """The call lines, written together once per turn of the event loop.
+
+    A flushed write is a system call, and one per call was the largest cost of a hit after the response
+    itself: lines that end in the same turn go out in one write, in order, before the loop waits again.
+    """
+
+    def __init__(self) -> None:
+        self._pending: list[str] = []
+
+    def write(self, line: str) -> None:
+        self._pending.append(line)
+        if len(self._pending) == 1:
+            try:
+                asyncio.get_running_loop().call_soon(self.flush)
+            except RuntimeError:  # no loop (a test calling a hook directly): at once
+                self.flush()
+
+    def flush(self) -> None:
+        lines, self._pending = self._pending, []
+        if lines:
+            sys.stdout.write("\n".join(lines) + "\n")
+            sys.stdout.flush()

@@ -23,6 +23,7 @@ from semula.core.modes import Mode
 from semula.core.settings import AddonSettings
 from semula.proxy.admin import AdminServer, fallback_admin_dir, read_admin_info
 from semula.proxy.console import TERMINAL_SAFE_LOG
+from semula.proxy.expiry import ExpiryGate
 from semula.proxy.refusals import Refusals
 from semula.proxy.scopes import CurrentTests
 from semula.recordings.files import remember_user_umask
@@ -47,6 +48,7 @@ class Lifecycle:
         self.admin: AdminServer | None = None
         self.refusals = Refusals()  # replay refusals, numbered: the pytest plugin asks for them
         self.tests = CurrentTests()  # the test each run tag is in: the pytest plugin says so
+        self.expiry = ExpiryGate()  # a project's max_age on hits (each expired one is warned about once)
         self.is_running = False
         self.run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
 

@@ -14,7 +14,7 @@ from functools import lru_cache
 from mitmproxy import http
 
 from semula.core.cascade import Outcome
-from semula.core.decision import Decision
+from semula.core.decision import Action, Decision, Kind
 from semula.core.modes import Mode
 from semula.providers import ADAPTERS, GENERIC, SideCall, SidePath, side_call_for
 from semula.providers.sidepaths import compile_side_paths
@@ -23,7 +23,7 @@ from semula.proxy.flowstate import FlowState
 
 __all__ = ["ANSWER", "side_outcome"]
 
-ANSWER = "answer"  # the decision's action when semula itself answers (replay of a side call)
+ANSWER = Action.ANSWER  # the decision's action when semula itself answers (replay of a side call)
 
 
 @lru_cache(maxsize=16)
@@ -46,11 +46,11 @@ def side_outcome(flow: http.HTTPFlow, mode: Mode, state: FlowState, patterns: tu
 def _decision(mode: Mode, found: SideCall) -> Decision:
     reason = found.reason
     if mode is Mode.REPLAY:
-        return Decision("bypass", ANSWER, bypass_reason=reason,
+        return Decision(Kind.BYPASS, ANSWER, bypass_reason=reason,
                         reason=f"{reason}: answered by semula ({found.path.status}), replay never reaches the network")
     if mode is Mode.PASSTHROUGH:
-        return Decision("bypass", "forward", bypass_reason=reason, reason=f"{reason}: passthrough mode")
-    return Decision("bypass", "forward", bypass_reason=reason, reason=f"{reason}: forwarded unrecorded")
+        return Decision(Kind.BYPASS, Action.FORWARD, bypass_reason=reason, reason=f"{reason}: passthrough mode")
+    return Decision(Kind.BYPASS, Action.FORWARD, bypass_reason=reason, reason=f"{reason}: forwarded unrecorded")
 
 
 def _answer(found: SideCall, decision: Decision) -> http.Response:

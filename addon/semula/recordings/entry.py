@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
+from importlib import metadata
 from typing import Any
 
 from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
@@ -12,7 +14,17 @@ from semula.core.repeats import occurrence_of, sequenced
 from semula.core.redact import FingerprintKey, clean_headers, clean_query, redact_bytes, redact_json, redact_text
 from semula.core.settings import ProjectSettings
 from semula.providers.base import Usage
+from semula.providers.bedrock import redacted_stream
 from semula.store.types import NewEntry
+
+
+@cache
+def semula_version() -> str:
+    """The installed semula's version, as recordings' provenance names it."""
+    try:
+        return metadata.version("semula")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def searchable_text(request: CanonicalRequest, scrub_patterns: Sequence[str]) -> str:
@@ -49,6 +61,15 @@ class Answer:
     streamed: bool = False
     usage: Usage | None = None
     upstream_ms: float | None = None
+    provenance: dict[str, str] | None = None  # `core.provenance.provenance_of`, or a file's (with recorded_at)
+
+
+def _redacted_body(body: bytes) -> bytes:
+    """The answer without API-key-like strings; an AWS event-stream answer is redacted message by
+    message (a chunk's base64 model JSON too) and re-encoded, so its lengths and CRCs stay right."""
+    if body[:1] == b"\x00":  # an event stream's first byte (a message under 16 MiB): a JSON or SSE body never
+        return redacted_stream(body, redact_bytes) or redact_bytes(body)
+    return redact_bytes(body)
 
 
 def recording_of(project: str, request: CanonicalRequest, settings: ProjectSettings, answer: Answer, *,
@@ -71,7 +92,7 @@ def recording_of(project: str, request: CanonicalRequest, settings: ProjectSetti
         endpoint=request.endpoint, model=request.model, request_fp=request_fp,
         normalised_fp=normalised_fp, canonical=request.to_json(),
         last_text=searchable_text(request, settings.scrub_patterns),
-        status=answer.status, headers=clean_headers(answer.headers), body=redact_bytes(answer.body),
+        status=answer.status, headers=clean_headers(answer.headers), body=_redacted_body(answer.body),
         streamed=answer.streamed, prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
-        upstream_ms=answer.upstream_ms,
+        upstream_ms=answer.upstream_ms, provenance=answer.provenance,
     )

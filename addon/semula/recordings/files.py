@@ -193,14 +193,19 @@ def write_atomically(path: Path, text: str, mode: int = 0o666) -> None:
     the data dir's own files pass 0o600. The temporary file is created exclusively and never
     through a link, and the rename replaces a link at `path` rather than writing through it.
     """
+    write_bytes_atomically(path, text.encode("utf-8"), mode)
+
+
+def write_bytes_atomically(path: Path, data: bytes, mode: int = 0o666) -> None:
+    """`write_atomically` for bytes (a sidecar)."""
     make_directories(path.parent)
     tmp = path.with_name(f"{TEMP_PREFIX}{secrets.token_hex(6)}-{path.name}")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(tmp, flags, mode)
     try:
         os.fchmod(fd, mode & ~user_umask())
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -48,7 +48,9 @@ from semula.recordings.files import (
     scan,
     write_atomically,
 )
-from semula.recordings.format import Recording, RecordingFileError, dumps, loads, relative_path
+from semula.recordings import sidecars
+from semula.recordings.format import Recording, RecordingFileError, dumps_with_sidecars, loads, relative_path
+from semula.recordings.sidecars import SidecarRef
 from semula.recordings.shared import SharedReport, check_shared, load_settings, load_shared
 from semula.store.base import RecordingStore
 from semula.store.types import Entry, NewEntry, StoreError
@@ -89,7 +91,8 @@ class SyncReport:
 
 
 def recording_from_entry(entry: Entry) -> Recording:
-    recorded_at = entry.updated_at or entry.created_at
+    provenance = dict(entry.provenance or {})
+    recorded_at = provenance.pop("recorded_at", None) or entry.updated_at or entry.created_at
     return Recording(
         project=entry.project, provider=entry.provider, host=entry.host, method=entry.method,
         endpoint=entry.endpoint, model=entry.model, request=entry.canonical, status=entry.status,
@@ -97,7 +100,7 @@ def recording_from_entry(entry: Entry) -> Recording:
         prompt_tokens=entry.prompt_tokens, completion_tokens=entry.completion_tokens,
         upstream_ms=entry.upstream_ms,
         recorded_at=recorded_at.isoformat() if isinstance(recorded_at, datetime) else recorded_at,
-        occurrence=occurrence_of(entry.request_fp),
+        occurrence=occurrence_of(entry.request_fp), provenance=provenance or None,
     )
 
 
@@ -109,13 +112,13 @@ def relpath_of(entry: Entry) -> str:
 
 
 def entry_from_file(raw: bytes, settings_for: Callable[[str], ProjectSettings],
-                    key: FingerprintKey | None) -> NewEntry:
+                    key: FingerprintKey | None, sidecar: Callable[[SidecarRef], bytes] | None = None) -> NewEntry:
     """A recording file's bytes as the entry the store gets: validated, and redacted like live traffic.
 
     The loader and `semula recordings check` both run this, so check fails exactly where loading would.
     Raises RecordingFileError (or SettingsError, UnicodeDecodeError) naming the problem.
     """
-    recording = loads(raw.decode("utf-8"))
+    recording = loads(raw.decode("utf-8"), sidecar=sidecar)
     settings = settings_for(validate_project(recording.project))
     try:
         request = CanonicalRequest.from_json(redacted_request(recording.request, key))
@@ -123,8 +126,14 @@ def entry_from_file(raw: bytes, settings_for: Callable[[str], ProjectSettings],
         raise RecordingFileError(f"request: {e!r:.80}") from None
     answer = Answer(host=recording.host, body=recording.body, status=recording.status, headers=recording.headers,
                     streamed=recording.streamed, usage=Usage(recording.prompt_tokens, recording.completion_tokens),
-                    upstream_ms=recording.upstream_ms)
+                    upstream_ms=recording.upstream_ms, provenance=file_provenance(recording))
     return recording_of(recording.project, request, settings, answer, occurrence=recording.occurrence)
+
+
+def file_provenance(recording: Recording) -> dict[str, str] | None:
+    """What the store keeps of a file's provenance: its recorded_at too, so a load is not a re-recording."""
+    out = {**(recording.provenance or {}), **({"recorded_at": recording.recorded_at} if recording.recorded_at else {})}
+    return out or None
 
 
 def claim(entry: NewEntry) -> str:
@@ -146,7 +155,8 @@ def check(root: Path, settings_for: Callable[[str], ProjectSettings] | None = No
             bad.append((found.rel, found.problem))
             continue
         try:
-            entry = entry_from_file(read_capped(found.path, max_bytes), settings_for, key)
+            entry = entry_from_file(read_capped(found.path, max_bytes), settings_for, key,
+                                    sidecars.resolver(root, found.rel, max_bytes))
         except LOAD_ERRORS as e:
             bad.append((found.rel, str(e)))
             continue
@@ -231,11 +241,13 @@ class RecordingsFolder:
 
     def write(self, entry: Entry, save: bool = True) -> Path:
         rel = relpath_of(entry)
-        text = dumps(recording_from_entry(entry))
+        text, blobs = dumps_with_sidecars(recording_from_entry(entry), sidecars.threshold())
         try:
             path = contained(self.root, rel)
             make_directories(path.parent)
             path = contained(self.root, rel)  # again: a link planted while the directories were made
+            for _, data in blobs:  # first: the file never refers to a sidecar not there yet
+                sidecars.write(self.root, rel.rpartition("/")[0], data)
             write_atomically(path, text)
             self._ensure_ignores()
         except OSError:
@@ -280,6 +292,8 @@ class RecordingsFolder:
             except OSError as e:
                 log.error("semula: recording file %s was not deleted: %s", self.root / rel, e)
             del self.files[rel]
+        for directory in {rel.rpartition("/")[0] for rel in gone}:  # the sidecars only they referred to
+            sidecars.prune(self.root, directory)
         if gone:
             self._save_manifest()
         return gone
@@ -406,7 +420,8 @@ class RecordingsFolder:
                 self._remember(item.rel, item.path, digest, known["entry_id"], known["claim"])
                 report.unchanged += 1
                 return known["claim"]
-            return item, digest, entry_from_file(raw, settings_for, key)
+            return item, digest, entry_from_file(raw, settings_for, key,
+                                                 sidecars.resolver(self.root, item.rel, self.max_bytes))
         except LOAD_ERRORS as e:
             self._bad(report, item.rel, str(e))
             return None

@@ -4,8 +4,10 @@ Pure: a store entry in, a JSON document out, and back. The envelope's keys are s
 the file ends with a newline (LF); the response body keeps its own key order and content, so
 what is replayed is what was recorded. A JSON body is stored as JSON, an SSE body as its
 frames in text (joined, they give back the exact bytes) plus a readable answer text, anything
-else as base64. Fingerprints are not stored: they are recomputed from the request on load,
-so a new fingerprint version never strands old recordings.
+else as base64; a body that is neither JSON nor SSE and larger than the sidecar threshold is a
+reference to a sidecar file beside the recording (`sidecars`), never inlined. Fingerprints are
+not stored: they are recomputed from the request on load, so a new fingerprint version never
+strands old recordings.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ import json
 import re
 import unicodedata
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from semula.core.settings import PROJECT_NAME
 from semula.providers import PROVIDER_NAMES
 from semula.recordings import validate
+from semula.recordings.eventframes import body_of_messages, payloads, readable_messages
+from semula.recordings.sidecars import SidecarRef, ref_for
 
 FORMAT = "semula-recording/1"
 SLUG_WORDS = 8
@@ -53,6 +58,8 @@ class Recording:
     upstream_ms: float | None
     recorded_at: str | None
     occurrence: int = 1  # semula_repeats=sequence: the n-th answer to this request in a run
+    # Who made it: user_agent (the client SDK, redacted), answered_model, semula (its version).
+    provenance: dict[str, str] | None = None
 
 
 # ---------------------------------------------------------------- the file's path
@@ -155,7 +162,13 @@ def _layout(value: Any, body: bytes) -> str | None:
     return None
 
 
-def body_fields(body: bytes, streamed: bool) -> dict[str, Any]:
+def body_fields(body: bytes, streamed: bool, sidecar_above: int | None = None) -> dict[str, Any]:
+    """The response's body fields; `sidecar_above`: a non-JSON, non-SSE body larger than this many bytes
+    becomes `body_sidecar`, a reference to its bytes (which the caller writes). An AWS event-stream
+    body is `body_eventstream`, its messages readable (`eventframes.py`)."""
+    # Event-stream first: its CRCs make a false match impossible, and binary frames can be valid UTF-8.
+    if streamed and (messages := readable_messages(body)) is not None:
+        return {"body_eventstream": messages, "answer_text": "".join(_texts(payloads(messages)))}
     if streamed and (frames := _sse_frames(body)) is not None:
         return {"body_sse": frames, "answer_text": answer_text(body, frames)}
     ok, value = _json_body(body)
@@ -163,13 +176,22 @@ def body_fields(body: bytes, streamed: bool) -> dict[str, Any]:
         return {"body_json": value, "body_layout": layout, "answer_text": answer_text(body, None)}
     if ok:  # JSON in another layout: keep its exact bytes, and show the answer
         return {"body_text": body.decode("utf-8"), "answer_text": answer_text(body, None)}
+    if sidecar_above is not None and len(body) > sidecar_above:
+        return {"body_sidecar": ref_for(body).to_json()}
     try:
         return {"body_text": body.decode("utf-8")}
     except UnicodeDecodeError:
         return {"body_base64": base64.b64encode(body).decode("ascii")}
 
 
-def body_from(response: dict[str, Any]) -> bytes:
+def body_from(response: dict[str, Any], sidecar: Callable[[SidecarRef], bytes] | None = None) -> bytes:
+    if "body_sidecar" in response:
+        ref = SidecarRef.from_json(response["body_sidecar"], "response.body_sidecar")
+        if sidecar is None:
+            raise RecordingFileError(f"refers to sidecar {ref.file}, and was read without its folder")
+        return sidecar(ref)
+    if "body_eventstream" in response:
+        return body_of_messages(response["body_eventstream"])
     if "body_sse" in response:
         return "".join(response["body_sse"]).encode("utf-8")
     if "body_json" in response:
@@ -181,7 +203,7 @@ def body_from(response: dict[str, Any]) -> bytes:
         return response["body_text"].encode("utf-8")
     if "body_base64" in response:
         return base64.b64decode(response["body_base64"], validate=True)
-    raise RecordingFileError("response has no body_json, body_sse, body_text or body_base64")
+    raise RecordingFileError("response has no body_json, body_sse, body_eventstream, body_text or body_base64")
 
 
 # ---------------------------------------------------------------- the document
@@ -196,9 +218,15 @@ def _sorted(value: Any) -> Any:
 
 
 def dumps(recording: Recording) -> str:
-    """The file's text: sorted envelope, the body as recorded, LF line endings, a final newline."""
+    """The file's text: sorted envelope, the body as recorded (inline), LF line endings, a final newline."""
+    return dumps_with_sidecars(recording, None)[0]
+
+
+def dumps_with_sidecars(recording: Recording, sidecar_above: int | None) -> tuple[str, list[tuple[SidecarRef, bytes]]]:
+    """The file's text, and the sidecars it refers to (written beside it, before it)."""
     response = {"status": recording.status, "headers": [f"{name}: {value}" for name, value in recording.headers]}
-    body = body_fields(recording.body, recording.streamed)
+    body = body_fields(recording.body, recording.streamed, sidecar_above)
+    sidecars = [(ref_for(recording.body), recording.body)] if "body_sidecar" in body else []
     envelope = _sorted({
         "format": FORMAT, "project": recording.project, "provider": recording.provider, "host": recording.host,
         "method": recording.method, "endpoint": recording.endpoint, "model": recording.model,
@@ -207,10 +235,11 @@ def dumps(recording: Recording) -> str:
         "upstream_ms": recording.upstream_ms, "recorded_at": recording.recorded_at,
         "response": {**response, "answer_text": body.get("answer_text")},
         **({"occurrence": recording.occurrence} if recording.occurrence > 1 else {}),
+        **({"provenance": recording.provenance} if recording.provenance else {}),
     })
     # The body goes in last and unsorted: its key order is part of what was recorded.
     envelope["response"] = {**envelope["response"], **{k: v for k, v in body.items() if k != "answer_text"}}
-    return json.dumps(envelope, ensure_ascii=False, indent=2) + "\n"
+    return json.dumps(envelope, ensure_ascii=False, indent=2) + "\n", sidecars
 
 
 def _headers(lines: list[Any]) -> list[tuple[str, str]]:
@@ -239,9 +268,11 @@ def parse(text: str) -> Any:
         raise RecordingFileError(f"nested deeper than {validate.MAX_DEPTH} levels") from None
 
 
-def loads(text: str, providers: frozenset[str] | None = None) -> Recording:
+def loads(text: str, providers: frozenset[str] | None = None,
+          sidecar: Callable[[SidecarRef], bytes] | None = None) -> Recording:
     """Parse and validate a recording file; a bad file raises RecordingFileError naming the line or field
-    and the problem. `providers`: the names a file's provider may take (default: the adapter registry's)."""
+    and the problem. `providers`: the names a file's provider may take (default: the adapter registry's).
+    `sidecar` reads a referenced sidecar's checked bytes (`sidecars.resolver`)."""
     data = parse(text)
     if not isinstance(data, dict):
         raise RecordingFileError("line 1: a recording is a JSON object")
@@ -254,7 +285,7 @@ def loads(text: str, providers: frozenset[str] | None = None) -> Recording:
         raise RecordingFileError(problem)
     response, usage = data["response"], data.get("usage") or {}
     try:
-        body = body_from(response)
+        body = body_from(response, sidecar)
     except (ValueError, TypeError, RecursionError) as e:
         raise RecordingFileError(f"response body: {e}") from None
     return Recording(
@@ -265,4 +296,5 @@ def loads(text: str, providers: frozenset[str] | None = None) -> Recording:
         streamed=bool(data.get("streamed")), prompt_tokens=usage.get("prompt_tokens"),
         completion_tokens=usage.get("completion_tokens"), upstream_ms=data.get("upstream_ms"),
         recorded_at=data.get("recorded_at"), occurrence=data.get("occurrence", 1),
+        provenance=data.get("provenance") or None,
     )

@@ -15,6 +15,7 @@ from typing import Any
 
 from semula.core.httpfields import header_problem
 from semula.core.settings import PROJECT_NAME
+from semula.recordings.sidecars import reference_problem
 
 MAX_DEPTH = 128  # nesting of the whole document; a real request's JSON schemas stay far below this
 MAX_COUNT = 10**12  # token counts
@@ -22,7 +23,10 @@ MAX_MS = 10**9  # upstream_ms: eleven days
 MAX_OCCURRENCE = 10**6
 _HOST = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9-]{1,63})*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$")
 _METHOD = re.compile(r"^[A-Z]{1,16}$")
-BODY_FIELDS = ("body_json", "body_sse", "body_text", "body_base64")
+BODY_FIELDS = ("body_json", "body_sse", "body_eventstream", "body_text", "body_base64", "body_sidecar")
+MAX_PROVENANCE_CHARS = 512
+MAX_PROVENANCE_KEYS = 16
+_PROVENANCE_KEY = re.compile(r"^[a-z][a-z0-9_]{0,31}$")  # user_agent, answered_model, semula, and later ones
 
 
 class Invalid(ValueError):
@@ -128,6 +132,12 @@ def _response(response: Any) -> None:
     if bodies[0] == "body_sse":
         if not isinstance(body, list) or not all(isinstance(frame, str) for frame in body):
             raise Invalid("response.body_sse is not a list of text frames")
+    elif bodies[0] == "body_eventstream":  # each message is checked as it is encoded (eventframes.py)
+        if not isinstance(body, list) or not all(isinstance(message, dict) for message in body):
+            raise Invalid("response.body_eventstream is not a list of message objects")
+    elif bodies[0] == "body_sidecar":
+        if (bad := reference_problem(body, "response.body_sidecar")) is not None:
+            raise Invalid(bad)
     elif bodies[0] != "body_json":
         _text(body, f"response.{bodies[0]}")
     _text(response.get("body_layout"), "response.body_layout", optional=True)
@@ -182,5 +192,18 @@ def check(data: Any, providers: frozenset[str]) -> None:
     occurrence = data.get("occurrence", 1)
     if not _is_int(occurrence) or not 1 <= occurrence <= MAX_OCCURRENCE:
         raise Invalid(f"occurrence {occurrence!r:.60} is not a whole number from 1 to {MAX_OCCURRENCE}")
+    _provenance(data.get("provenance"))
     _request(data.get("request"), provider)
     _response(data.get("response"))
+
+
+def _provenance(value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, dict) or len(value) > MAX_PROVENANCE_KEYS or not all(
+            isinstance(k, str) and _PROVENANCE_KEY.match(k) for k in value):
+        raise Invalid(f"provenance is not an object of at most {MAX_PROVENANCE_KEYS} lower-case names and texts")
+    for key, text in value.items():
+        _text(text, f"provenance.{key}", optional=True)
+        if text is not None and (len(text) > MAX_PROVENANCE_CHARS or any(c in text for c in "\r\n\x00")):
+            raise Invalid(f"provenance.{key} is over {MAX_PROVENANCE_CHARS} characters or holds CR, LF or NUL")

@@ -218,12 +218,13 @@ def execute_notebooks(
     return run_sync(run_all)()
 
 
-def build_report(data_dir: Path, out: Path, progress: bool = True) -> Path:
+def build_report(data_dir: Path, out: Path, progress: bool = True, recordings: dict[str, Any] | None = None) -> Path:
     """Execute every analysis notebook on `data_dir`'s logs and write one self-contained HTML file.
 
     Works on an empty or missing log (the report says there is nothing yet). If a
     notebook fails the report is still written, showing the error, and then
-    ReportError is raised so a CI job notices.
+    ReportError is raised so a CI job notices. `recordings`: the folder's ages and SDKs
+    (`recordings.usage.provenance_summary`), shown when given.
     """
     try:
         import nbformat
@@ -242,7 +243,7 @@ def build_report(data_dir: Path, out: Path, progress: bool = True) -> Path:
         bar.advance(total - bar.completed)  # cells skipped after a failure
         bar.describe(f"writing {out.name}")
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(render_html(runs, data_dir), encoding="utf-8")
+        out.write_text(render_html(runs, data_dir, recordings), encoding="utf-8")
 
     failed = [run for run in runs if run.error]
     if failed:
@@ -331,7 +332,23 @@ def _notebook_body(run: NotebookRun) -> str:
     return body
 
 
-def render_html(runs: list[NotebookRun], data_dir: Path) -> str:
+def _recordings_section(summary: dict[str, Any] | None) -> str:
+    """The recordings' ages and the SDK versions that made them (from the files' provenance)."""
+    if not summary or not summary.get("recordings"):
+        return ""
+    ages = "".join(f'<tr><td>{_esc(label)}</td><td class="num">{count:,}</td></tr>'
+                   for label, count in summary["ages"])
+    sdks = "".join(f'<tr><td class="txt">{_esc(row["sdk"])}</td><td class="num">{row["recordings"]:,}</td>'
+                   f'<td>{_esc(row["oldest"])}</td></tr>' for row in summary["sdks"][:20])
+    return ('<section class="notebook" id="recordings"><h2>Recordings: ages and SDKs</h2>'
+            f'<p class="meta">{summary["recordings"]:,} recording(s) in <code>{_esc(summary["folder"])}</code>; '
+            "<code>semula recordings stale</code> lists the expired ones.</p>"
+            f'<table class="semula"><tr><th>recorded</th><th>recordings</th></tr>{ages}</table>'
+            '<table class="semula"><tr><th>SDK (user-agent)</th><th>recordings</th><th>oldest</th></tr>'
+            f"{sdks}</table></section>")
+
+
+def render_html(runs: list[NotebookRun], data_dir: Path, recordings: dict[str, Any] | None = None) -> str:
     """One page: headline cards, then each executed notebook with its code hidden."""
     overview = next((run.results for run in runs if run.filename == "overview.ipynb"), None)
     banners = []
@@ -361,5 +378,5 @@ def render_html(runs: list[NotebookRun], data_dir: Path) -> str:
         f'<header><h1>Is the cache doing its job?</h1><div class="meta">semula report · logs in '
         f"<code>{_esc(data_dir)}</code> · generated {generated} · Python {sys.version.split()[0]}</div>"
         f'<div class="cards">{_cards(runs)}</div>{"".join(banners)}</header>'
-        f"<nav>{nav}</nav><main>{sections}</main></body></html>\n"
+        f"<nav>{nav}</nav><main>{_recordings_section(recordings)}{sections}</main></body></html>\n"
     )

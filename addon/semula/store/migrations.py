@@ -139,12 +139,19 @@ def _m005_close_cross_shape_candidates(con: duckdb.DuckDBPyConnection) -> None:
                     "WHERE id = ? AND status = 'open'", [reason, _now(), candidate_id])
 
 
+def _m006_provenance(con: duckdb.DuckDBPyConnection) -> None:
+    """Where a recording came from (user-agent, answered model, semula version, a file's recorded_at): one
+    JSON text column, NULL for the recordings made before it."""
+    con.execute("ALTER TABLE entries ADD COLUMN provenance VARCHAR")
+
+
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_core", _m001_core),
     ("002_review", _m002_review),
     ("003_embeddings", _m003_embeddings),
     ("004_meta", _m004_meta),
     ("005_close_cross_shape_candidates", _m005_close_cross_shape_candidates),
+    ("006_provenance", _m006_provenance),
 )
 
 
@@ -177,4 +184,6 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
             raise
         con.commit()
         applied.append(name)
+    if applied:  # DuckDB cannot replay an ALTER TABLE from its WAL after a crash: keep DDL out of it
+        con.execute("CHECKPOINT")
     return applied

@@ -125,9 +125,7 @@ class ParquetLog:
         folder = self.directory / f"date={date}"
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         folder.mkdir(mode=0o700, exist_ok=True)
-        clean = [clean_row(row, self.schema) for row in rows]
-        columns = {name: [row.get(name) for row in clean] for name in self.schema.names}
-        table = pa.Table.from_pydict(columns, schema=self.schema)
+        table = _table(rows, self.schema)
         stamp = datetime.now(UTC).strftime("%H%M%S%f")
         final = folder / f"part-{stamp}-{uuid.uuid4().hex[:8]}.parquet"
         temp = folder / f".{final.name}.tmp"
@@ -142,6 +140,21 @@ class ParquetLog:
         if self.last_error is not None and not self._held:
             log.warning("semula: %s is writable again", self.directory)
             self.last_error = None
+
+
+# What Arrow raises for a value its column does not take (a string in an integer column, an integer
+# out of range, a lone surrogate): the rows are then cleaned one value at a time.
+_REJECTED = (pa.ArrowException, UnicodeError, OverflowError, TypeError, ValueError)
+
+
+def _table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    """The rows as a table: converted by Arrow in one go, and cleaned value by value (in Python, holding the
+    interpreter lock the event loop needs) only when Arrow refuses one."""
+    try:
+        return pa.Table.from_pylist(rows, schema=schema)
+    except _REJECTED:
+        clean = [clean_row(row, schema) for row in rows]
+        return pa.Table.from_pydict({name: [row[name] for row in clean] for name in schema.names}, schema=schema)
 
 
 def clean_row(row: dict[str, Any], schema: pa.Schema) -> dict[str, Any]:

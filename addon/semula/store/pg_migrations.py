@@ -142,11 +142,17 @@ def _m004_close_cross_shape_candidates(con: psycopg.Connection) -> None:
                     [reason, candidate_id])
 
 
+def _m005_provenance(con: psycopg.Connection) -> None:
+    """Where a recording came from, as JSON text (NULL before it): the same column as DuckDB's."""
+    con.execute("ALTER TABLE entries ADD COLUMN provenance TEXT")
+
+
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_core", _m001_core),
     ("002_lexical", _m002_lexical),
     ("003_changes", _m003_changes),
     ("004_close_cross_shape_candidates", _m004_close_cross_shape_candidates),
+    ("005_provenance", _m005_provenance),
 )
 
 

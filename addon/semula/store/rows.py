@@ -15,7 +15,7 @@ from semula.store.types import Entry, NewEntry
 RECORDED = tuple(f.name for f in fields(NewEntry))  # the columns a recording writes, in field order
 KEY = ("project", "request_fp")  # what makes a recording unique: re-recording it updates the row
 WRITTEN = tuple(c for c in RECORDED if c not in KEY)  # what re-recording overwrites
-_JSON = ("canonical", "headers")  # kept as JSON text
+_JSON = ("canonical", "headers", "provenance")  # kept as JSON text (provenance may be NULL)
 ENTRY_COLUMNS = ", ".join(("id", *RECORDED, "created_at", "updated_at"))
 CANDIDATE_COLUMNS = (
     "id, project, tier, score, guard_reason, reason, request_fp, request_normalised_fp, request_canonical, "
@@ -28,7 +28,7 @@ _CANDIDATE_NAMES = [c.strip() for c in CANDIDATE_COLUMNS.split(",")]
 def column_value(new: NewEntry, column: str) -> object:
     """`new`'s value for `column` as the stores write it."""
     value = getattr(new, column)
-    return json.dumps(value, ensure_ascii=False) if column in _JSON else value
+    return json.dumps(value, ensure_ascii=False) if column in _JSON and value is not None else value
 
 
 def written_values(new: NewEntry, columns: tuple[str, ...] = WRITTEN) -> list[object]:
@@ -40,6 +40,7 @@ def entry_from_row(row: tuple) -> Entry:
     values = dict(zip(ENTRY_NAMES, row))
     values["canonical"] = json.loads(values["canonical"])
     values["headers"] = [tuple(h) for h in json.loads(values["headers"])]
+    values["provenance"] = json.loads(values["provenance"]) if values.get("provenance") else None
     values["body"] = bytes(values["body"]) if values["body"] is not None else b""
     return Entry(**values)
 

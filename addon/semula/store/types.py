@@ -38,6 +38,8 @@ class NewEntry:
     prompt_tokens: int | None
     completion_tokens: int | None
     upstream_ms: float | None
+    # Where it came from: user_agent, answered_model, semula (version); a loaded file's recorded_at.
+    provenance: dict[str, str] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,7 +14,9 @@ Spelled-out and digit numbers compare by value ("five ideas" = "5 ideas").
 It errs towards refusing: a refusal sends the candidate to review, where a
 person decides; a wrong serve breaks a test in a confusing way. Words in
 scripts without letter case (CJK, Arabic, ...) cannot be told apart from
-names, so any change in them refuses. The word lists are English only.
+names, so any change in them refuses; a script no language table covers says so.
+The word lists: English in :mod:`~semula.core.guard.words`, sixteen languages in
+:mod:`~semula.core.guard.languages`.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from difflib import SequenceMatcher
 
-from semula.core.guard_diff import MAX_CHANGED_TOKENS, TextDiff, text_diff
-from semula.core.guard_tokens import Feature
-from semula.core.guard_words import NEGATING_PREFIXES, PREFIX_SWAPS, SYMBOL_TOKENS
+from semula.core.guard.diff import MAX_CHANGED_TOKENS, TextDiff, text_diff
+from semula.core.guard.lexicons import COVERED_SCRIPTS, NEGATING_PREFIXES as TABLE_NEGATING_PREFIXES
+from semula.core.guard.lexicons import NEGATING_SUFFIXES, script_of
+from semula.core.guard.tokens import Feature
+from semula.core.guard.words import NEGATING_PREFIXES, PREFIX_SWAPS, SYMBOL_TOKENS
 from semula.core.text import symbol_tokens
 
 __all__ = [
@@ -41,7 +45,9 @@ __all__ = [
     "identifiers_differ",
     "negation_differs",
     "numbers_differ",
+    "quantifiers_differ",
     "quoted_differ",
+    "uncovered_script_differs",
     "symbols_differ",
     "text_diff",
     "units_differ",
@@ -71,8 +77,15 @@ def dates_differ(d: TextDiff) -> str | None:
 
 
 def numbers_differ(d: TextDiff) -> str | None:
-    """Digits, decimals, percentages, ordinals and spelled-out numbers, by value."""
-    return _compare("number", *d.changed("number"))
+    """Digits, decimals, percentages, ordinals and spelled-out numbers, by value, in every
+    language of the tables. A word that is a number only sometimes ("un", "ein", "bir", "on")
+    counts only against another number: "un chat" / "deux chats" differ by the number two
+    alone, "un" / "une" / "le" never, and "on" in "3 titles on travel" is not ten."""
+    reason = _compare("number", *d.changed("number"))
+    if reason is not None:
+        return reason
+    weak_stored, weak_incoming = d.changed("weak_number")
+    return _compare("number", weak_stored, weak_incoming) if weak_stored and weak_incoming else None
 
 
 def units_differ(d: TextDiff) -> str | None:
@@ -89,14 +102,105 @@ def units_differ(d: TextDiff) -> str | None:
 
 
 def negation_differs(d: TextDiff) -> str | None:
-    """A negator (not, no, never, without, n't, except, ...) gained or lost, or a
-    word set against its negated form (happy/unhappy, lock/unlock, breaking/non-breaking)."""
+    """A negator gained, lost or changed in kind, in any language of the tables (not, nicht,
+    ne … pas, не, 不, ない, 않다, لا, नहीं, ...: "not" → "never" counts, "not" → "nicht" does
+    not), or a word set against its negated form by an affix (happy/unhappy, möglich/
+    unmöglich, platny/bezpłatny, geliyor/gelmiyor, şekerli/şekersiz)."""
     stored, incoming = d.changed("negation")
-    if len(stored) != len(incoming):
-        more, side = (stored, "stored") if len(stored) > len(incoming) else (incoming, "incoming")
-        return f"negation: '{more[0].text}' only in {side}"
+    # Counted over the whole texts: "je sais pas" and "je ne sais pas" hold one negation each,
+    # though only the "ne" changed.
+    all_stored, all_incoming = d.stored.features["negation"], d.incoming.features["negation"]
+    only_stored = Counter(f.value for f in all_stored) - Counter(f.value for f in all_incoming)
+    only_incoming = Counter(f.value for f in all_incoming) - Counter(f.value for f in all_stored)
+    stored = [f for f in stored if f.value in only_stored] or [f for f in all_stored if f.value in only_stored]
+    incoming = [f for f in incoming if f.value in only_incoming] or [
+        f for f in all_incoming if f.value in only_incoming
+    ]
+    if only_stored and only_incoming:
+        a = next(f.text for f in stored if f.value in only_stored)
+        b = next(f.text for f in incoming if f.value in only_incoming)
+        return f"negation: {a}→{b}"
+    if only_stored or only_incoming:
+        more, side = (stored, "stored") if only_stored else (incoming, "incoming")
+        word = next(f.text for f in more if f.value in (only_stored or only_incoming))
+        return f"negation: '{word}' only in {side}"
     for x, y in _prefixed_pairs(*d.changed_words, _NEGATION_PARTNERS):
         return f"negation: {x}→{y}"
+    for x, y in _suffixed_pairs(*d.changed_words):
+        return f"negation: {x}→{y}"
+    return None
+
+
+_VOWELS = frozenset("aeıioöuüyâîû")
+
+
+def _suffixed_pairs(a_words: frozenset[str], b_words: frozenset[str]) -> Iterable[tuple[str, str]]:
+    """(x, y) where both share a stem of 3+ letters and one continues with a negating suffix
+    the other lacks: Turkish "yaptı"/"yapmadı", "bekliyor"/"beklemiyor", "care"/"careless"."""
+    if not NEGATING_SUFFIXES:
+        return
+    by_stem: dict[str, list[str]] = {}  # indexed by the first three letters: no quadratic scan
+    for y in b_words:
+        by_stem.setdefault(y[:3], []).append(y)
+    for x in a_words:
+        for y in by_stem.get(x[:3], ()):
+            n = len(_common_prefix(x, y))
+            if n < 3 or x == y:
+                continue
+            rx, ry = x[n:], y[n:]
+            if max(len(rx), len(ry)) > 12:
+                continue
+            if _negated_rest(ry) and not _negated_rest(rx):
+                yield x, y
+            elif _negated_rest(rx) and not _negated_rest(ry):
+                yield x, y
+
+
+def _negated_rest(rest: str) -> bool:
+    if rest.startswith(NEGATING_SUFFIXES):
+        return True
+    return rest[:1] in _VOWELS and rest[1:].startswith(NEGATING_SUFFIXES) and rest[1:2] == "m"
+
+
+def _common_prefix(x: str, y: str) -> str:
+    n = 0
+    while n < len(x) and n < len(y) and x[n] == y[n]:
+        n += 1
+    return x[:n]
+
+
+# Quantifiers whose mere presence changes a short question ("delete only the logs").
+_STRONG_QUANTIFIERS = frozenset({"all", "each", "none", "neither", "both", "only"})
+# A rewording drops "some" or "any" freely; only a small edit is judged by what it adds.
+_SMALL_EDIT_TOKENS = 6
+
+
+def quantifiers_differ(d: TextDiff) -> str | None:
+    """A quantifier swapped (all/some/none/each/both/few/many/most/only, alle, tous, todos, все,
+    所有, すべて, 모든, كل, सभी, ...: "all users" is not "some users"), or a strong one (all, each,
+    none, both, only) gained or lost in a small edit."""
+    stored, incoming = d.changed("quantifier")
+    if stored and incoming:
+        return _compare("quantifier", stored, incoming, sep="→")
+    if len(d.stored_changed) + len(d.incoming_changed) > _SMALL_EDIT_TOKENS:
+        return None
+    strong = [f for f in stored + incoming if f.value in _STRONG_QUANTIFIERS]
+    if strong:
+        return f"quantifier: '{strong[0].text}' only in {'stored' if stored else 'incoming'}"
+    return None
+
+
+def uncovered_script_differs(d: TextDiff) -> str | None:
+    """A changed word in a script no language table covers (Thai, Greek, Hebrew, ...): the
+    guard cannot tell a negation or a number there from a synonym, so it never serves it."""
+    for side in (d.stored, d.incoming):
+        changed = d.stored_changed if side is d.stored else d.incoming_changed
+        for i in sorted(changed):
+            if side.cores[i].isascii():
+                continue
+            for ch in side.cores[i]:
+                if ch.isalpha() and (script := script_of(ch)) not in COVERED_SCRIPTS:
+                    return f"script not covered ({script.title()}): '{side.cores[i]}' changed, cannot judge the edit"
     return None
 
 
@@ -110,7 +214,7 @@ def _partners(swaps: Iterable[tuple[str, str]]) -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
-_NEGATION_PARTNERS = _partners(("", p) for p in NEGATING_PREFIXES)
+_NEGATION_PARTNERS = _partners(("", p) for p in NEGATING_PREFIXES | TABLE_NEGATING_PREFIXES)
 _SWAP_PARTNERS = _partners(PREFIX_SWAPS)
 
 
@@ -123,7 +227,7 @@ def _prefixed_pairs(
     for first, second, flip in ((a_words, b_words, False), (b_words, a_words, True)):
         for word in first:
             for n in lengths:
-                if len(word) - n < 3 or word[:n] not in partners:
+                if len(word) - n < (3 if word.isascii() else 2) or word[:n] not in partners:
                     continue
                 for q in partners[word[:n]]:
                     other = q + word[n:]
@@ -213,7 +317,12 @@ def word_order_differs(d: TextDiff) -> str | None:
     "USD to EUR" vs "EUR to USD") score 1.0 as multisets, yet ask different things."""
     stored, incoming = d.changed_words
     moved = sorted(stored - FUNCTION_WORDS)
-    return f"word order: '{moved[0]}' moved" if moved and stored == incoming else None
+    if not moved or stored != incoming:
+        return None
+    negators = {f.text.casefold() for f in d.changed("negation")[0]}
+    if negator := next((w for w in moved if w in negators), None):
+        return f"negation moved: '{negator}'"
+    return f"word order: '{moved[0]}' moved"
 
 
 GUARD_CHECKS: tuple[Callable[[TextDiff], str | None], ...] = (
@@ -222,7 +331,9 @@ GUARD_CHECKS: tuple[Callable[[TextDiff], str | None], ...] = (
     units_differ,
     negation_differs,
     antonyms_differ,
+    quantifiers_differ,
     alternatives_differ,
+    uncovered_script_differs,
     entities_differ,
     identifiers_differ,
     quoted_differ,

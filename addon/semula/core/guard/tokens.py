@@ -2,8 +2,8 @@
 
 Split from the guard's checks so that each stays small: this module knows
 nothing of dates, numbers or names, only how a text becomes the tokens that
-:mod:`semula.core.guard_features` finds values in and
-:mod:`semula.core.guard_diff` compares.
+:mod:`semula.core.guard.features` finds values in and
+:mod:`semula.core.guard.diff` compares.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from semula.core.guard_words import SYMBOL_TOKENS, UNITS_EXACT
+from semula.core.guard.words import SYMBOL_TOKENS, UNITS_EXACT
 from semula.core.text import UNSPACED_CHAR, UNSPACED_RANGES
 
 __all__ = ["Analysis", "Feature", "core_words", "covered", "prepare", "token_span", "tokenised"]
@@ -30,7 +30,7 @@ _PRE = str.maketrans(
 )
 # Scripts written without spaces (and Thai): one token per character.
 _RAW_TOKEN = re.compile(rf"[{UNSPACED_RANGES}]|[^\s{UNSPACED_RANGES}]+")
-_LEAD_STRIP = "\"'([{<`*~>"
+_LEAD_STRIP = "\"'([{<`*~>¿¡"
 _TRAIL_STRIP = ".,;:!?()]}>\"'`*~…؟،。、"
 # Tokens whose letter case can carry meaning: identifiers, paths, flags, file
 # names, camelCase, letter+digit mixes, printf codes and the bit/byte units.

@@ -1,8 +1,8 @@
 """The values the guard compares, found in a tokenised text.
 
 Dates, numbers, units, negations, antonyms, alternatives, names, identifiers
-and quotes: each extractor turns an :class:`~semula.core.guard_tokens.Analysis`
-into :class:`~semula.core.guard_tokens.Feature` values that the checks in
+and quotes: each extractor turns an :class:`~semula.core.guard.tokens.Analysis`
+into :class:`~semula.core.guard.tokens.Feature` values that the checks in
 :mod:`semula.core.guard` compare side by side. Kept apart from the checks
 because extraction is most of the guard's code and all of its regexes.
 """
@@ -14,13 +14,13 @@ from collections.abc import Callable, Hashable
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
-from semula.core.guard_tokens import Analysis, Feature, core_words, covered, token_span, tokenised
-from semula.core.guard_words import (
+from semula.core.guard.multilingual import meanings, negations, table_features
+from semula.core.guard.tokens import Analysis, Feature, core_words, covered, token_span, tokenised
+from semula.core.guard.words import (
     ALTERNATIVE_LEXICON,
     AMBIGUOUS_MONTHS,
     ANTONYM_LEXICON,
     MONTHS,
-    NEGATORS,
     NEVER_NAMES,
     NUMBER_SCALES,
     NUMBER_WORDS,
@@ -315,13 +315,6 @@ def _units(a: Analysis) -> list[Feature]:
 # =================================================================== polarity
 
 
-def _negations(a: Analysis) -> list[Feature]:
-    out = []
-    for i, low in enumerate(a.keys):
-        if low in NEGATORS or low.endswith("n't") or low.startswith("non-"):
-            out.append(Feature(i, i + 1, "negation", a.cores[i]))
-    return out
-
 
 def _lexicon_extractor(lexicon: dict[str, tuple[tuple[int, int], ...]]) -> Callable[[Analysis], list[Feature]]:
     def extract(a: Analysis) -> list[Feature]:
@@ -411,12 +404,34 @@ def _quotes(a: Analysis) -> list[Feature]:
     return out
 
 
+_english_antonyms = _lexicon_extractor(ANTONYM_LEXICON)
+
+
+def _all_dates(a: Analysis) -> list[Feature]:
+    """English dates, then month and weekday names from the language tables."""
+    found = _dates(a)
+    a.features["date"] = tuple(found)
+    found += table_features(a, "month", ("date",)) + table_features(a, "weekday", ("date",))
+    return sorted(found, key=lambda f: f.start)
+
+
+def _all_numbers(a: Analysis) -> list[Feature]:
+    """English digits and number words, then the tables' number words and ordinals."""
+    found = _numbers(a)
+    a.features["number"] = tuple(found)
+    found += table_features(a, "number", ("date", "number"))
+    return sorted(found, key=lambda f: f.start)
+
+
 _EXTRACTORS: tuple[tuple[str, Callable[[Analysis], list[Feature]]], ...] = (
-    ("date", _dates),
-    ("number", _numbers),
+    ("meaning", meanings),
+    ("date", _all_dates),
+    ("number", _all_numbers),
+    ("weak_number", lambda a: table_features(a, "weak_number", ("date", "number"))),
     ("unit", _units),
-    ("negation", _negations),
-    ("antonym", _lexicon_extractor(ANTONYM_LEXICON)),
+    ("negation", negations),
+    ("antonym", lambda a: _english_antonyms(a) + table_features(a, "antonym")),
+    ("quantifier", lambda a: table_features(a, "quantifier")),
     ("alternative", _lexicon_extractor(ALTERNATIVE_LEXICON)),
     ("entity", _entities),
     ("identifier", _identifiers),

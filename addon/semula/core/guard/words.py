@@ -1,6 +1,6 @@
 """The guard's word lists: opposites, alternatives, negators, number words, months, units.
 
-English only. Kept apart from the guard's logic (semula/core/guard*.py) so the lists can grow
+English only. Kept apart from the guard's logic (semula/core/guard/) so the lists can grow
 without the checks moving; each list is written as plain text and expanded with simple
 inflections.
 """

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import cached_property
 
-from semula.core.guard_features import analyse
-from semula.core.guard_tokens import Analysis, Feature, core_words, prepare
+from semula.core.guard.features import analyse
+from semula.core.guard.tokens import Analysis, Feature, core_words, prepare
 from semula.core.text import common_prefix, common_suffix
 
 __all__ = ["MAX_CHANGED_TOKENS", "TextDiff", "text_diff"]

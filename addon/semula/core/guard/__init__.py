@@ -1,0 +1,56 @@
+"""The hard guard: refuse a near-match whose changed words carry the answer.
+
+The lexical and embedding tiers both call :func:`guard` on the last user texts
+(:mod:`semula.core.nearmatch`). Parts: ``tokens`` (how a text becomes tokens),
+``features`` (the values found in them: dates, numbers, negations, ...),
+``diff`` (which tokens changed), ``check`` (the named checks), ``edits`` (the
+harmless-edit lists of the lexical tier), ``words`` (the English word lists)
+and ``languages`` (one data table per language). Pure: may import only
+``semula.core`` modules.
+"""
+
+from __future__ import annotations
+
+from semula.core.guard.check import (
+    GUARD_CHECKS,
+    MAX_CHANGED_TOKENS,
+    Feature,
+    TextDiff,
+    alternatives_differ,
+    antonyms_differ,
+    dates_differ,
+    entities_differ,
+    guard,
+    identifiers_differ,
+    negation_differs,
+    numbers_differ,
+    quantifiers_differ,
+    quoted_differ,
+    symbols_differ,
+    text_diff,
+    uncovered_script_differs,
+    units_differ,
+    word_order_differs,
+)
+
+__all__ = [
+    "GUARD_CHECKS",
+    "MAX_CHANGED_TOKENS",
+    "Feature",
+    "TextDiff",
+    "alternatives_differ",
+    "antonyms_differ",
+    "dates_differ",
+    "entities_differ",
+    "guard",
+    "identifiers_differ",
+    "negation_differs",
+    "numbers_differ",
+    "quantifiers_differ",
+    "quoted_differ",
+    "symbols_differ",
+    "text_diff",
+    "uncovered_script_differs",
+    "units_differ",
+    "word_order_differs",
+]

@@ -1,0 +1,127 @@
+"""`semula drift` end to end: send each selected recording again, compare, and (`--update`) re-record in place.
+
+A re-recording goes through the proxy's own path (`recording_of`: redaction, cleaned headers; the
+error policy and a stream's terminal event decide whether it may be recorded) and is written to the
+same file, so a pull request's diff shows exactly what the provider changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from semula.core.canonical import CanonicalRequest
+from semula.core.errorpolicy import unrecordable_status
+from semula.core.provenance import provenance_of
+from semula.core.redact import FingerprintKey, redact_text
+from semula.core.settings import ProjectSettings
+from semula.drift import compare
+from semula.drift.select import Selected
+from semula.drift.send import Live, NoKey, auth_header, send
+from semula.providers import adapter_for
+from semula.providers.sse import split_frames
+from semula.recordings.entry import Answer, recording_of, semula_version
+from semula.recordings.files import contained, write_atomically
+from semula.recordings.folder import LOAD_ERRORS, entry_from_file, recording_from_entry
+from semula.recordings.format import answer_text, dumps
+from semula.store.types import Entry, NewEntry
+
+
+@dataclass
+class Row:
+    rel: str
+    provider: str
+    outcome: str  # same, drifted, updated, skipped, error
+    reason: str = ""
+    drift: compare.Drift | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.rel, "provider": self.provider, "outcome": self.outcome, "reason": self.reason,
+                **({"drift": compare.to_json(self.drift)} if self.drift else {})}
+
+
+@dataclass(frozen=True)
+class DriftOptions:
+    base_url: str | None = None
+    extra_headers: tuple[tuple[str, str], ...] = ()
+    max_tokens: int | None = None
+    min_similarity: float = compare.TEXT_DRIFT_BELOW
+    update: bool = False
+
+
+def answer_of(status: int, body: bytes, streamed: bool, adapter: Any) -> compare.Answer:
+    frames = split_frames(body) if streamed else []
+    usage = adapter.usage_from_frames(frames) if streamed else adapter.usage_from_body(body)
+    text = answer_text(body, [f.decode("utf-8", "replace") for f in frames] if streamed else None)
+    return compare.Answer(status=status, body=body, streamed=streamed, frames=tuple(frames), text=redact_text(text),
+                          prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
+
+
+def check_all(root: Path, items: list[Selected], client: httpx.Client, options: DriftOptions, now: datetime,
+              environ: Mapping[str, str], progress: Callable[[Row], None] = lambda row: None) -> list[Row]:
+    rows: list[Row] = []
+    used = 0
+    for item in items:
+        recording = item.recording
+        if options.max_tokens is not None and used >= options.max_tokens:
+            row = Row(item.rel, recording.provider, "skipped", f"over --max-tokens ({used} used)")
+        else:
+            row = _check_one(root, item, client, options, now, environ)
+            if row.drift is not None:
+                used += sum(n or 0 for n in row.drift.usage[1])
+        rows.append(row)
+        progress(row)
+    return rows
+
+
+def _check_one(root: Path, item: Selected, client: httpx.Client, options: DriftOptions, now: datetime,
+               environ: Mapping[str, str]) -> Row:
+    recording = item.recording
+    try:
+        auth = auth_header(recording.provider, environ)
+    except NoKey as e:
+        return Row(item.rel, recording.provider, "skipped", str(e))
+    try:
+        live = send(client, recording, auth, options.base_url, list(options.extra_headers))
+    except ValueError as e:
+        return Row(item.rel, recording.provider, "skipped", str(e))
+    except httpx.HTTPError as e:
+        return Row(item.rel, recording.provider, "error", redact_text(f"{type(e).__name__}: {e}")[:200])
+    adapter = adapter_for(recording.host, recording.endpoint)
+    live_streamed = dict((k.lower(), v) for k, v in live.headers).get("content-type", "").startswith(
+        "text/event-stream")
+    drift = compare.compare(answer_of(recording.status, recording.body, recording.streamed, adapter),
+                            answer_of(live.status, live.body, live_streamed, adapter), options.min_similarity)
+    row = Row(item.rel, recording.provider, "drifted" if drift.drifted else "same", drift=drift)
+    if drift.drifted and options.update:
+        row.outcome, row.reason = _rerecord(root, item, live, live_streamed, adapter, now)
+    return row
+
+
+def _rerecord(root: Path, item: Selected, live: Live, streamed: bool, adapter: Any, now: datetime) -> tuple[str, str]:
+    """Write the live answer over the recording's file; (outcome, reason)."""
+    recording = item.recording
+    if why_not := unrecordable_status(live.status, False, live.body):
+        return "drifted", why_not.replace("--set semula_record_errors=true", "re-record by hand")
+    frames = split_frames(live.body) if streamed else []
+    if streamed and not adapter.stream_complete(frames):
+        return "drifted", "not recorded: the stream ended without its terminal event"
+    usage = adapter.usage_from_frames(frames) if streamed else adapter.usage_from_body(live.body)
+    provenance = provenance_of((recording.provenance or {}).get("user_agent"), live.body, streamed, semula_version())
+    answer = Answer(host=recording.host, body=live.body, status=live.status, headers=live.headers, streamed=streamed,
+                    usage=usage, upstream_ms=round(live.upstream_ms, 1), provenance=provenance)
+    new = recording_of(recording.project, CanonicalRequest.from_json(recording.request), ProjectSettings(), answer,
+                       occurrence=recording.occurrence)
+    entry = Entry(**{f.name: getattr(new, f.name) for f in fields(NewEntry)}, created_at=now)
+    text = dumps(recording_from_entry(entry))
+    try:
+        entry_from_file(text.encode(), lambda _project: ProjectSettings(), FingerprintKey.generate())
+        write_atomically(contained(root, item.rel), text)
+    except LOAD_ERRORS as e:
+        return "drifted", f"not updated: {e}"
+    return "updated", "re-recorded in place"

@@ -1,0 +1,192 @@
+"""The Realtime edge: mitmproxy's WebSocket hooks for `/v1/realtime` and `/openai/realtime` upgrades.
+
+A part the addon holds (in its `addons`, so mitmproxy calls these hooks after the addon's own). In
+auto and record a conversation goes upstream and is recorded when it ends cleanly (a conversation
+cannot be matched before it starts: its first client message comes after the handshake); in replay
+the upgrade goes to the local answerer (`realtime_answerer.py`) and never upstream. Each
+conversation leaves one call-log row and one console line, like an HTTP call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from mitmproxy import http
+from mitmproxy.websocket import WebSocketMessage
+from wsproto.frame_protocol import Opcode
+
+from semula.core.modes import Mode
+from semula.core.redact import redact_text
+from semula.providers import host_matches
+from semula.proxy.console import terminal_safe
+from semula.proxy.realtime_answerer import TOKEN_HEADER, Answerer, Played
+from semula.realtime import folder
+from semula.realtime.conversation import (
+    CLEAN_CLOSE_CODES, Message, ReplaySession, conversation_of, realtime_path, url_key,
+)
+
+log = logging.getLogger("semula")
+
+PROVIDER = "openai-realtime"
+
+# Credentials a replayed upgrade never carries to the answerer (the recording never holds them either).
+SECRET_HEADERS = ("authorization", "api-key", "openai-organization", "openai-project")
+INSECURE_KEY_PROTOCOL = "openai-insecure-api-key."
+
+
+def is_upgrade(request: http.Request) -> bool:
+    return request.headers.get("upgrade", "").lower() == "websocket" and realtime_path(request.path)
+
+
+@dataclass
+class Live:
+    """One Realtime connection in flight."""
+
+    project: str
+    host: str
+    path: str  # path and query as the client sent them (may hold a key: never logged as is)
+    started_at: datetime
+    record: bool = False
+    start: float = 0.0  # when the handshake finished (time.time(), like mitmproxy's message timestamps)
+    messages: list[Message] = field(default_factory=list)
+    played: Played | None = None
+    token: str = ""  # the answerer's session for it (replay)
+
+
+class Realtime:
+    """The hooks; `addon` is the SemulaAddon that holds this part (its mode, settings and logs)."""
+
+    def __init__(self, addon: Any) -> None:
+        self.addon = addon
+        self.live: dict[str, Live] = {}
+        self.answerer = Answerer()
+
+    def done(self) -> None:
+        self.answerer.close()
+
+    def requestheaders(self, flow: http.HTTPFlow) -> None:
+        host = flow.request.pretty_host.lower()  # before map_remote rewrites it
+        if not is_upgrade(flow.request) or not host_matches(host, self.addon.settings.hosts):
+            return
+        addon = self.addon
+        project = addon.conn_projects.get(flow.client_conn.id) or addon.settings.default_project
+        self.live[flow.id] = Live(project, host, flow.request.path, datetime.now(UTC))
+
+    async def request(self, flow: http.HTTPFlow) -> None:
+        live = self.live.get(flow.id)
+        if live is None or flow.response is not None:
+            self.live.pop(flow.id, None)
+            return
+        mode = self.addon.mode
+        if mode is Mode.REPLAY:
+            await self._to_answerer(flow, live)
+        else:
+            live.record = mode in (Mode.AUTO, Mode.RECORD) and not self.addon.settings.read_only
+
+    async def _to_answerer(self, flow: http.HTTPFlow, live: Live) -> None:
+        settings = self.addon.settings
+        root = folder.root_of(settings.recordings, settings.data_dir)
+        recordings = await asyncio.to_thread(folder.load, root, live.project)
+        try:
+            port = await asyncio.to_thread(self.answerer.port)
+        except OSError as e:  # replay never goes upstream: refuse the upgrade, keep serving
+            log.warning("semula: realtime replay refused on %s: %s", live.host, e)
+            flow.response = http.Response.make(503, f"semula: {e}\n", {"content-type": "text/plain"})
+            self.live.pop(flow.id, None)
+            return
+        live.token, live.played = self.answerer.expect(ReplaySession.open(recordings, url_key(live.path)))
+        request = flow.request
+        request.scheme, request.host, request.port = "http", "127.0.0.1", port
+        request.path = url_key(live.path)  # no api_key query
+        for name in SECRET_HEADERS:
+            request.headers.pop(name, None)
+        protocols = [p.strip() for p in request.headers.get("sec-websocket-protocol", "").split(",") if p.strip()]
+        kept = [p for p in protocols if not p.startswith(INSECURE_KEY_PROTOCOL)]
+        if kept != protocols:
+            request.headers["sec-websocket-protocol"] = ", ".join(kept)
+            if not kept:
+                del request.headers["sec-websocket-protocol"]
+        request.headers[TOKEN_HEADER] = live.token
+
+    def websocket_start(self, flow: http.HTTPFlow) -> None:
+        if (live := self.live.get(flow.id)) is not None:
+            live.start = time.time()
+
+    def websocket_message(self, flow: http.HTTPFlow) -> None:
+        live = self.live.get(flow.id)
+        if live is None or not live.record or flow.websocket is None:
+            return
+        message: WebSocketMessage = flow.websocket.messages[-1]
+        at_ms = max(0.0, (message.timestamp - live.start) * 1000)
+        if message.type == Opcode.TEXT:
+            live.messages.append(Message(message.from_client, at_ms, text=message.text))
+        else:
+            live.messages.append(Message(message.from_client, at_ms, data=message.content))
+
+    async def websocket_end(self, flow: http.HTTPFlow) -> None:
+        live = self.live.pop(flow.id, None)
+        if live is None or flow.websocket is None:
+            return
+        code = flow.websocket.close_code
+        if live.played is not None:
+            await self._replayed(live, live.played, code)
+        elif live.record:
+            await self._recorded(live, code)
+        else:
+            self._log(live, "passthrough", "none", code, note=None, recorded=False)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        live = self.live.pop(flow.id, None)
+        if live is not None and flow.websocket is None:  # the handshake failed (upstream unreachable…)
+            self.answerer.sessions.pop(live.token, None)
+            message = redact_text(str(flow.error)) if flow.error else "connection error"
+            self._log(live, "miss" if live.played is None else "error", "none", None, note=message, recorded=False)
+
+    async def _replayed(self, live: Live, played: Played, code: int | None) -> None:
+        await asyncio.to_thread(played.done.wait, 2)  # the answerer's side of the same close
+        if played.miss is not None:
+            log.warning("semula: realtime replay miss on %s%s (project %s) after %d client messages: %s", live.host,
+                        url_key(live.path), live.project, played.answered, played.miss)
+            self._log(live, "miss", "none", code, note=played.miss, recorded=False)
+        else:
+            self._log(live, "hit", "exact", code, note=f"{played.answered} client messages answered",
+                      recorded=False)
+
+    async def _recorded(self, live: Live, code: int | None) -> None:
+        if code not in CLEAN_CLOSE_CODES or not any(m.from_client for m in live.messages):
+            self._log(live, "miss", "none", code, note=f"not recorded: closed with code {code}", recorded=False)
+            return
+        conversation = conversation_of(live.project, live.host, live.path, live.messages, code,
+                                       live.started_at.replace(tzinfo=None).isoformat(timespec="seconds"))
+        settings = self.addon.settings
+        try:
+            await asyncio.to_thread(folder.write, folder.root_of(settings.recordings, settings.data_dir),
+                                    conversation)
+        except OSError as e:
+            log.warning("semula: realtime conversation on %s not recorded: %s", live.host, e)
+            self._log(live, "miss", "none", code, note=f"not recorded: {e}", recorded=False)
+            return
+        clients = sum(m.from_client for m in live.messages)
+        self._log(live, "miss", "none", code, note=f"{clients} client messages", recorded=True)
+
+    def _log(self, live: Live, decision: str, tier: str, code: int | None, *, note: str | None,
+             recorded: bool) -> None:
+        addon, path, provider = self.addon, live.path.split("?", 1)[0], PROVIDER
+        model = dict(p.split("=", 1) for p in url_key(live.path).partition("?")[2].split("&") if "=" in p).get("model")
+        row = {"ts": live.started_at, "project": live.project, "provider": provider, "host": live.host,
+               "method": "GET", "path": redact_text(path), "model": model, "mode": addon.mode.value,
+               "decision": decision, "tier": tier, "streamed": True, "status": 101 if code is not None else None,
+               "recorded": recorded,
+               "error": redact_text(note) if note and decision == "miss" and not recorded else None,
+               "fast": False, "run_id": addon.run_id}
+        if addon.calls is not None:
+            addon.calls.append(row)
+        if addon.settings.console_calls:
+            extra = (" · recorded" if recorded else "") + (f" · {note}" if note else "")
+            print(terminal_safe(f"semula: {live.project} {provider} GET {live.host}{path} → {decision}"
+                                f"{' ' + tier if tier != 'none' else ''}{extra} · close {code}"), flush=True)

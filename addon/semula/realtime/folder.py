@@ -1,0 +1,77 @@
+"""Where Realtime recordings live, and the only code here that reads or writes them.
+
+In the recordings folder they sit in `_realtime/<project>/` (the leading `_` keeps them out of the
+request/answer scan, like `_aliases/`), each `<slug>-<hash>.json` beside its audio sidecar; with the
+folder off they go to the data dir's `realtime/<project>/`. Paths are built only from a validated
+project name and a hash, and checked to stay under the root; files are read as regular files under
+the size cap, and a bad one is skipped with one log line naming why.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from pathlib import Path
+
+from semula.core.settings import PROJECT_NAME
+from semula.realtime import fileformat
+from semula.realtime.conversation import Conversation
+from semula.recordings import sidecars
+from semula.recordings.files import (
+    UnsafePath, contained, make_directories, max_file_bytes, read_capped, write_atomically,
+)
+from semula.recordings.format import RecordingFileError
+
+log = logging.getLogger("semula")
+
+FOLDER_DIR = "_realtime"  # inside the recordings folder
+DATA_DIR = "realtime"  # inside the data dir, when the recordings folder is off
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def root_of(recordings: str | None, data_dir: str) -> Path:
+    return Path(recordings) / FOLDER_DIR if recordings else Path(data_dir) / DATA_DIR
+
+
+def file_name(conversation: Conversation) -> str:
+    model = dict(p.split("=", 1) for p in conversation.url.partition("?")[2].split("&") if "=" in p).get("model", "")
+    slug = _SLUG.sub("-", f"realtime {model}".lower()).strip("-")[:48]
+    return f"{slug}-{conversation.identity[:12]}.json"
+
+
+def write(root: Path, conversation: Conversation) -> Path:
+    """Write the conversation (its sidecar first), replacing an earlier recording of the same one."""
+    if not PROJECT_NAME.match(conversation.project):
+        raise UnsafePath(f"{conversation.project!r} is not a project name")
+    text, audio = fileformat.dumps(conversation, sidecars.ref_for)
+    if audio:
+        sidecars.write(root, conversation.project, audio)
+    path = contained(root, f"{conversation.project}/{file_name(conversation)}")
+    make_directories(path.parent)
+    write_atomically(path, text)
+    return path
+
+
+def load(root: Path, project: str) -> list[Conversation]:
+    """Every loadable recording of `project`, newest file first; a bad file is skipped with a log line."""
+    if not PROJECT_NAME.match(project):
+        return []
+    try:
+        directory = contained(root, project)
+        entries = [e for e in os.scandir(directory) if e.name.endswith(".json") and not e.name.startswith((".", "_"))]
+    except (OSError, UnsafePath):
+        return []
+    loaded: list[tuple[float, Conversation]] = []
+    for entry in entries:
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                raise RecordingFileError("not a regular file (links and devices are never read)")
+            text = read_capped(Path(entry.path), max_file_bytes()).decode()
+            conversation = fileformat.loads(text, sidecars.resolver(root, f"{project}/{entry.name}"))
+            if conversation.project != project:
+                raise RecordingFileError(f"its project is {conversation.project!r}, not the folder's {project!r}")
+            loaded.append((entry.stat(follow_symlinks=False).st_mtime, conversation))
+        except (RecordingFileError, UnicodeDecodeError, OSError, UnsafePath) as e:
+            log.warning("semula: realtime recording %s skipped: %s", entry.path, e)
+    return [c for _, c in sorted(loaded, key=lambda pair: -pair[0])]

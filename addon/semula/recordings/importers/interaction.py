@@ -1,0 +1,135 @@
+"""One HTTP exchange read from a foreign recording, before it is judged: what every reader yields."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+MAX_BODY_BYTES = 256 * 1024 * 1024  # a decoded body over this is not imported (a decompression bomb, a dump)
+
+
+@dataclass(frozen=True)
+class Interaction:
+    """A request and its answer, as bytes on the wire (bodies maybe still content-encoded)."""
+
+    source: str  # where it came from, for the report: "cassette.yaml#3"
+    method: str
+    url: str
+    request_headers: tuple[tuple[str, str], ...]
+    request_body: bytes
+    status: int
+    response_headers: tuple[tuple[str, str], ...]
+    response_body: bytes
+    upstream_ms: float | None = None
+    started_at: datetime | None = None  # naive UTC, when the source knows it
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """An entry of a foreign file that is not an HTTP exchange a reader understands."""
+
+    source: str
+    reason: str
+
+
+class BadEntry(ValueError):
+    """Raised by a reader's helpers: the message is the per-entry reason."""
+
+
+def header_pairs(value: object) -> tuple[tuple[str, str], ...]:
+    """Headers as (name, value) pairs from the shapes tools store: {name: [values]}, {name: value},
+    [[name, value]], [{"name": .., "value": ..}] (HAR)."""
+    pairs: list[tuple[str, str]] = []
+    if value is None:
+        return ()
+    if isinstance(value, dict):
+        for name, values in value.items():
+            for item in values if isinstance(values, list) else [values]:
+                pairs.append((_text(name, "header name"), _text(item, "header value")))
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, dict) and "name" in item:
+                pairs.append((_text(item["name"], "header name"), _text(item.get("value", ""), "header value")))
+            elif isinstance(item, (list, tuple)) and len(item) == 2:
+                pairs.append((_text(item[0], "header name"), _text(item[1], "header value")))
+            else:
+                raise BadEntry(f"a header is not a name and a value: {item!r:.60}")
+    else:
+        raise BadEntry(f"headers are a {type(value).__name__}, not a mapping or a list")
+    return tuple(pairs)
+
+
+def _text(value: object, what: str) -> str:
+    if isinstance(value, bytes):
+        return value.decode("latin-1")
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise BadEntry(f"{what} is a {type(value).__name__}")
+
+
+def folded(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Repeated names folded with ", " in first-seen order: what mitmproxy's `Headers.items()` gives
+    the proxy when it records."""
+    out: dict[str, tuple[str, list[str]]] = {}
+    for name, value in headers:
+        out.setdefault(name.lower(), (name, []))[1].append(value)
+    return [(name, ", ".join(values)) for name, values in out.values()]
+
+
+def header(headers: Iterable[tuple[str, str]], name: str) -> str:
+    return next((v for k, v in headers if k.lower() == name), "")
+
+
+def body_bytes(value: object, what: str) -> bytes:
+    """A body stored as text or bytes (None: empty)."""
+    if value is None:
+        return b""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogateescape")
+    raise BadEntry(f"{what} is a {type(value).__name__}, not text")
+
+
+def decoded(body: bytes, encoding: str, cap: int = MAX_BODY_BYTES) -> bytes:
+    """The body without its content-encoding (gzip, deflate, br, zstd), at most `cap` bytes.
+
+    Tools disagree on whether they store the wire bytes or the decoded ones under the encoding's
+    header (vcrpy keeps gzip bytes, HAR keeps text): a body that does not decode is taken as decoded.
+    """
+    if len(body) > cap:
+        raise BadEntry(f"a body of {len(body) // 2**20} MB is over the {cap // 2**20} MB import cap")
+    for coding in reversed([c.strip().lower() for c in encoding.split(",") if c.strip()]):
+        try:
+            body = _inflate(body, coding, cap)
+        except BadEntry:
+            raise
+        except Exception:  # zlib.error, brotli.error, zstd's: not encoded after all
+            return body
+    return body
+
+
+def _inflate(data: bytes, coding: str, cap: int) -> bytes:
+    if coding in ("identity", "none"):
+        return data
+    if coding in ("gzip", "x-gzip", "deflate"):
+        z = zlib.decompressobj(47 if coding != "deflate" or data[:1] == b"\x78" else -15)
+        out = z.decompress(data, cap + 1)
+        if not z.eof and len(out) <= cap:
+            raise ValueError("truncated")
+    elif coding == "br":
+        import brotli
+
+        decompressor = brotli.Decompressor()
+        out = decompressor.process(data, output_buffer_limit=cap + 1)
+    elif coding == "zstd":
+        from mitmproxy.net.encoding import decode
+
+        out = decode(data, "zstd") or b""
+    else:
+        raise ValueError(f"unknown content-encoding {coding}")
+    if len(out) > cap:
+        raise BadEntry(f"the body inflates beyond the {cap // 2**20} MB import cap")
+    return out

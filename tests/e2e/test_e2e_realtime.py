@@ -1,0 +1,180 @@
+"""The OpenAI Realtime client over WebSocket, recorded in auto and replayed offline, end to end.
+
+One auto proxy relays the `openai` SDK's realtime client (`client.realtime.connect`, two text
+turns) to a fake Realtime server (tests/fake_realtime.py, TLS WebSockets) and records the
+conversation when the client closes it. A fresh replay proxy, with the provider gone and a clean
+copy of the recordings folder, answers the same conversation from the recording through its local
+answerer: the same server events byte for byte and no connection to the fake. A second turn that
+changed ends the session with close code 4000 and a reason saying what differs. The planted key
+(bearer header, `api_key` query, `openai-insecure-api-key.` subprotocol) is in no file and no
+console line.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+from websockets.exceptions import ConnectionClosedError
+
+from conftest import ProxyFactory
+from e2e_helpers import FakeProvider, ProxyHandle, ssl_context
+from fake_realtime import FakeRealtime, synthetic_pcm
+
+pytestmark = pytest.mark.e2e
+
+KEY = "sk-realtime-planted-0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+TURNS = ("Hello there, realtime", "What did I just say?")
+AZURE = "semula-test.openai.azure.com"
+
+
+def converse_audio(proxy: ProxyHandle, seconds: float = 1.0) -> list[bytes]:
+    """An audio turn: 100 ms appends of 24 kHz PCM16, a commit, and the spoken answer's deltas."""
+    client = openai.OpenAI(api_key=KEY, base_url="https://api.openai.com/v1", max_retries=0)
+    received: list[bytes] = []
+    pcm = synthetic_pcm(seconds)
+    options: Any = {"proxy": proxy.proxy_url, "ssl": ssl_context(proxy.ca_path), "open_timeout": 20}
+    with client.realtime.connect(model="gpt-realtime", websocket_connection_options=options) as connection:
+        received.append(connection.recv_bytes())
+        connection.session.update(session={"type": "realtime", "output_modalities": ["audio"]})
+        for start in range(0, len(pcm), 4800):
+            connection.input_audio_buffer.append(audio=base64.b64encode(pcm[start:start + 4800]).decode())
+        connection.input_audio_buffer.commit()
+        connection.response.create()
+        while json.loads(received[-1])["type"] != "response.done":
+            received.append(connection.recv_bytes())
+    return received
+
+
+def converse(proxy: ProxyHandle, turns: tuple[str, ...] = TURNS, azure: bool = False) -> list[bytes]:
+    """The server events the SDK received, raw, over a whole conversation the client closes itself."""
+    client = (openai.AzureOpenAI(api_key=KEY, api_version="2025-04-01-preview", azure_endpoint=f"https://{AZURE}",
+                                 max_retries=0) if azure else
+              openai.OpenAI(api_key=KEY, base_url="https://api.openai.com/v1", max_retries=0))
+    received: list[bytes] = []
+    options: Any = {"proxy": proxy.proxy_url, "ssl": ssl_context(proxy.ca_path), "open_timeout": 20,
+                    "subprotocols": ["realtime", f"openai-insecure-api-key.{KEY}"]}
+    with client.realtime.connect(model="gpt-realtime", extra_query={"api_key": KEY},
+                                 websocket_connection_options=options) as connection:
+        received.append(connection.recv_bytes())  # session.created
+        connection.session.update(session={"type": "realtime", "output_modalities": ["text"]})
+        for text in turns:
+            connection.conversation.item.create(item={"type": "message", "role": "user",
+                                                      "content": [{"type": "input_text", "text": text}]})
+            connection.response.create()
+            while True:
+                received.append(connection.recv_bytes())
+                if json.loads(received[-1])["type"] == "response.done":
+                    break
+    return received
+
+
+@pytest.fixture(scope="module")
+def fake_realtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeRealtime]:
+    server = FakeRealtime.start(tmp_path_factory.mktemp("realtime-certs"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def recorded(module_proxy_factory: ProxyFactory, fake_provider: FakeProvider, fake_realtime: FakeRealtime,
+             tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    recordings = tmp_path_factory.mktemp("realtime") / "recordings"
+    # the provider hosts already go to the fake provider; its realtime path goes on to the WebSocket fake
+    route = f"map_remote=|//127.0.0.1:{fake_provider.port}/v1/realtime|//127.0.0.1:{fake_realtime.port}/v1/realtime"
+    azure = f"map_remote=|//{AZURE}/|//127.0.0.1:{fake_realtime.port}/"
+    proxy = module_proxy_factory("auto", extra_args=("--recordings", str(recordings), "--set", route, "--set", azure))
+    events = converse(proxy)
+    assert proxy.pump.wait_for(lambda s: "→ miss · recorded · 5 client messages" in s,
+                               20), proxy.describe()
+    azure_events = converse(proxy, azure=True)
+    assert proxy.pump.wait_for(lambda s: f"GET {AZURE}/openai/realtime → miss · recorded" in s, 20), proxy.describe()
+    clean = tmp_path_factory.mktemp("realtime-clean") / "recordings"
+    shutil.copytree(recordings, clean)
+    return {"proxy": proxy, "events": events, "azure_events": azure_events, "recordings": clean,
+            "connections": fake_realtime.connections}
+
+
+@pytest.fixture(scope="module")
+def replay(module_proxy_factory: ProxyFactory, recorded: dict[str, Any]) -> ProxyHandle:
+    return module_proxy_factory("replay", upstream="gone", extra_args=("--recordings", str(recorded["recordings"])))
+
+
+def test_auto_records_the_conversation_readable_with_its_events(recorded: dict[str, Any]) -> None:
+    types = [json.loads(e)["type"] for e in recorded["events"]]
+    assert types[:2] == ["session.created", "session.updated"] and types.count("response.done") == 2
+    assert "response.output_text.delta" in types and recorded["connections"] == 2
+    folder = recorded["recordings"] / "_realtime" / "default"
+    files = {json.loads(p.read_text())["host"]: p for p in folder.glob("*.json")}
+    assert set(files) == {"api.openai.com", AZURE}
+    azure_url = json.loads(files[AZURE].read_text())["url"]
+    assert azure_url == "/openai/realtime?api-version=2025-04-01-preview&deployment=gpt-realtime"
+    document = json.loads(files["api.openai.com"].read_text())
+    assert document["url"] == "/v1/realtime?model=gpt-realtime"
+    assert [m["json"]["type"] for m in document["messages"] if m["from"] == "client"] == [
+        "session.update", "conversation.item.create", "response.create", "conversation.item.create",
+        "response.create"]
+
+
+def test_replay_answers_offline_with_the_same_events(replay: ProxyHandle, recorded: dict[str, Any],
+                                                     fake_realtime: FakeRealtime) -> None:
+    assert converse(replay) == recorded["events"]  # byte for byte, ids included
+    assert fake_realtime.connections == recorded["connections"]
+    assert replay.pump.wait_for(lambda s: "openai-realtime GET api.openai.com/v1/realtime → hit exact" in s, 20), \
+        replay.describe()
+    assert converse(replay, azure=True) == recorded["azure_events"]
+    assert fake_realtime.connections == recorded["connections"]
+
+
+def test_a_changed_turn_ends_the_session_with_the_reason(replay: ProxyHandle, recorded: dict[str, Any],
+                                                         fake_realtime: FakeRealtime) -> None:
+    with pytest.raises(ConnectionClosedError) as closed:
+        converse(replay, (TURNS[0], "Something else entirely"))
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 4000
+    assert closed.value.rcvd.reason.startswith("semula: no recording for this turn: client message 4: "
+                                               "$.item.content[0].text")
+    assert replay.pump.wait_for(lambda s: "realtime replay miss" in s and "Something else entirely" in s, 20), \
+        replay.describe()
+    assert fake_realtime.connections == recorded["connections"]
+
+
+def test_the_key_never_reaches_disk_or_console(replay: ProxyHandle, recorded: dict[str, Any]) -> None:
+    converse(replay)
+    proxies = [recorded["proxy"], replay]
+    for proxy in proxies:
+        assert proxy.pump.wait_for(lambda s: "hit exact" in s or "recorded" in s, 20)
+    roots = [recorded["recordings"], *(p.data_dir for p in proxies), *(p.data_dir.parent for p in proxies)]
+    for root in roots:
+        for path in Path(root).rglob("*"):
+            if path.is_file():
+                assert KEY.encode() not in path.read_bytes(), path
+    for proxy in proxies:
+        assert KEY not in proxy.output()
+
+
+def test_audio_goes_to_one_sidecar_and_replays_byte_exact(recorded: dict[str, Any], replay: ProxyHandle,
+                                                         fake_realtime: FakeRealtime) -> None:
+    events = converse_audio(recorded["proxy"])
+    assert any(json.loads(e)["type"] == "response.output_audio.delta" for e in events)
+    # session.update + 10 appends + commit + response.create
+    assert recorded["proxy"].pump.wait_for(lambda s: "recorded · 13 client messages" in s, 20)
+    source = recorded["proxy"].argv[recorded["proxy"].argv.index("--recordings") + 1]
+    folder = Path(source) / "_realtime" / "default"
+    sidecars = list(folder.glob("*.bin"))
+    assert len(sidecars) == 1 and sidecars[0].stat().st_size == 48000 + 24000  # 1 s in, 0.5 s out, decoded
+    target = recorded["recordings"] / "_realtime" / "default"
+    (audio_file,) = [p for p in folder.glob("*.json") if not (target / p.name).exists()]
+    assert audio_file.stat().st_size < 20_000 and "AAAA" not in audio_file.read_text()
+    for path in (audio_file, sidecars[0]):
+        shutil.copy(path, target / path.name)
+    connections = fake_realtime.connections
+    assert converse_audio(replay) == events
+    assert fake_realtime.connections == connections

@@ -1,0 +1,99 @@
+"""proxy/realtime: the WebSocket hooks on mitmproxy's own test flows (no process, no network)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from mitmproxy import http
+from mitmproxy.test import tflow
+from mitmproxy.websocket import WebSocketData, WebSocketMessage
+from wsproto.frame_protocol import Opcode
+
+from semula.core.modes import Mode
+from semula.proxy.realtime import Realtime, is_upgrade
+from semula.proxy.realtime_answerer import TOKEN_HEADER
+from semula.realtime import folder
+
+KEY = "sk-hooks-planted-00112233445566778899aabbccdd"
+
+
+def part(mode: Mode, tmp_path: Path) -> tuple[Realtime, Any]:
+    settings = SimpleNamespace(hosts=("api.openai.com",), default_project="default", read_only=False,
+                               recordings=str(tmp_path / "recs"), data_dir=str(tmp_path / "data"),
+                               console_calls=False)
+    # calls: a list has the one method of the call log the part uses (`append`)
+    addon = SimpleNamespace(mode=mode, settings=settings, conn_projects={}, calls=[], run_id="r1")
+    return Realtime(addon), addon
+
+
+def upgrade(path: str = f"/v1/realtime?model=gpt-realtime&api_key={KEY}") -> http.HTTPFlow:
+    flow = tflow.tflow()
+    flow.request.host, flow.request.port, flow.request.scheme, flow.request.path = "api.openai.com", 443, "https", path
+    flow.request.headers.update({"upgrade": "websocket", "connection": "Upgrade", "authorization": f"Bearer {KEY}",
+                                 "sec-websocket-protocol": f"realtime, openai-insecure-api-key.{KEY}"})
+    return flow
+
+
+def test_only_realtime_upgrades_are_taken() -> None:
+    assert is_upgrade(upgrade().request)
+    plain = upgrade()
+    del plain.request.headers["upgrade"]
+    assert not is_upgrade(plain.request) and not is_upgrade(upgrade("/v1/chat/completions").request)
+
+
+def test_replay_points_the_upgrade_at_the_answerer_without_credentials(tmp_path: Path) -> None:
+    realtime, _ = part(Mode.REPLAY, tmp_path)
+    flow = upgrade()
+    realtime.requestheaders(flow)
+    try:
+        asyncio.run(realtime.request(flow))
+        request = flow.request
+        assert (request.scheme, request.host) == ("http", "127.0.0.1")
+        assert request.path == "/v1/realtime?model=gpt-realtime"
+        assert KEY not in str(request.headers) and request.headers["sec-websocket-protocol"] == "realtime"
+        assert request.headers[TOKEN_HEADER] in realtime.answerer.sessions
+    finally:
+        realtime.done()
+
+
+def talk(realtime: Realtime, flow: http.HTTPFlow, close_code: int) -> None:
+    realtime.requestheaders(flow)
+    asyncio.run(realtime.request(flow))
+    flow.websocket = WebSocketData()
+    realtime.websocket_start(flow)
+    for from_client, event in ((False, {"type": "session.created"}), (True, {"type": "response.create"}),
+                               (False, {"type": "response.done"})):
+        flow.websocket.messages.append(WebSocketMessage(Opcode.TEXT, from_client, json.dumps(event).encode()))
+        realtime.websocket_message(flow)
+    flow.websocket.close_code = close_code
+    asyncio.run(realtime.websocket_end(flow))
+
+
+def test_auto_records_a_cleanly_closed_conversation_and_logs_it(tmp_path: Path) -> None:
+    realtime, addon = part(Mode.AUTO, tmp_path)
+    talk(realtime, upgrade(), 1000)
+    (loaded,) = folder.load(folder.root_of(addon.settings.recordings, ""), "default")
+    assert [m.from_client for m in loaded.messages] == [False, True, False]
+    assert loaded.url == "/v1/realtime?model=gpt-realtime"
+    (row,) = addon.calls
+    assert row["recorded"] and row["provider"] == "openai-realtime" and row["model"] == "gpt-realtime"
+    for path in tmp_path.rglob("*"):
+        assert not path.is_file() or KEY.encode() not in path.read_bytes()
+
+
+def test_a_dropped_conversation_is_not_recorded(tmp_path: Path) -> None:
+    realtime, addon = part(Mode.AUTO, tmp_path)
+    talk(realtime, upgrade(), 1006)
+    assert folder.load(folder.root_of(addon.settings.recordings, ""), "default") == []
+    (row,) = addon.calls
+    assert not row["recorded"] and row["error"] == "not recorded: closed with code 1006"
+
+
+def test_passthrough_records_nothing(tmp_path: Path) -> None:
+    realtime, addon = part(Mode.PASSTHROUGH, tmp_path)
+    talk(realtime, upgrade(), 1000)
+    assert not (tmp_path / "recs").exists() and addon.calls[0]["decision"] == "passthrough"
