@@ -51,6 +51,7 @@ __all__ = [
     "symbols_differ",
     "text_diff",
     "units_differ",
+    "word_order_differs",
 ]
 
 # =================================================================== checks

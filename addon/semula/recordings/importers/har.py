@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from semula.recordings.importers.interaction import BadEntry, Interaction, Unreadable, body_bytes, header_pairs
+from semula.recordings.importers.interaction import (BadEntry, Interaction, Unreadable, body_bytes, each_entry,
+                                                    header_pairs)
 
 
 def read(path: Path, data: bytes) -> Iterator[Interaction | Unreadable]:
@@ -28,12 +29,7 @@ def read(path: Path, data: bytes) -> Iterator[Interaction | Unreadable]:
     if not isinstance(entries, list):
         yield Unreadable(path.name, "not a HAR file: no log.entries list")
         return
-    for n, entry in enumerate(entries, 1):
-        source = f"{path.name}#{n}"
-        try:
-            yield _interaction(source, entry)
-        except BadEntry as e:
-            yield Unreadable(source, str(e))
+    yield from each_entry(path.name, entries, _interaction)
 
 
 def _interaction(source: str, entry: Any) -> Interaction:

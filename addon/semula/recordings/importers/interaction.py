@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -36,6 +36,18 @@ class Unreadable:
 
 class BadEntry(ValueError):
     """Raised by a reader's helpers: the message is the per-entry reason."""
+
+
+
+def each_entry(file_name: str, items: list[object], convert: Callable[[str, object], Interaction]
+               ) -> Iterator[Interaction | Unreadable]:
+    """`convert` applied to every entry of one file; an entry it refuses is named (`file#n`) with the reason."""
+    for n, item in enumerate(items, 1):
+        source = f"{file_name}#{n}"
+        try:
+            yield convert(source, item)
+        except BadEntry as e:
+            yield Unreadable(source, str(e))
 
 
 def header_pairs(value: object) -> tuple[tuple[str, str], ...]:

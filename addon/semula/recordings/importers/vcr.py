@@ -16,7 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from semula.recordings.importers.interaction import BadEntry, Interaction, Unreadable, body_bytes, header_pairs
+from semula.recordings.importers.interaction import (BadEntry, Interaction, Unreadable, body_bytes, each_entry,
+                                                    header_pairs)
 
 
 def read(path: Path, data: bytes) -> Iterator[Interaction | Unreadable]:
@@ -30,12 +31,7 @@ def read(path: Path, data: bytes) -> Iterator[Interaction | Unreadable]:
     if not isinstance(interactions, list):
         yield Unreadable(path.name, "not a VCR cassette: no `interactions` list")
         return
-    for n, item in enumerate(interactions, 1):
-        source = f"{path.name}#{n}"
-        try:
-            yield interaction(source, item)
-        except BadEntry as e:
-            yield Unreadable(source, str(e))
+    yield from each_entry(path.name, interactions, interaction)
 
 
 def _load(path: Path, data: bytes) -> Any:
