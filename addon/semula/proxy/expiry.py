@@ -11,7 +11,7 @@ import logging
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from semula.core.decision import Decision
+from semula.core.decision import Action, Decision, Kind
 from semula.core.expiry import age_seconds, verdict
 from semula.core.modes import Mode
 from semula.proxy.flowstate import FlowState
@@ -51,8 +51,8 @@ class ExpiryGate:
             return None
         hit = state.outcome.decision
         if found.action == "refuse":
-            decision = Decision("error", "refuse", tier=hit.tier, entry_id=hit.entry_id, reason=found.reason)
+            decision = Decision(Kind.ERROR, Action.REFUSE, tier=hit.tier, entry_id=hit.entry_id, reason=found.reason)
         else:
-            decision = Decision("miss", "forward", record=True, reason=found.reason)
+            decision = Decision(Kind.MISS, Action.FORWARD, record=True, reason=found.reason)
         state.outcome = replace(state.outcome, decision=decision)
         return found.action == "refuse"

@@ -84,8 +84,18 @@ class Answerer:
 
     def close(self) -> None:
         if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._server.close)
-            self._loop.call_soon_threadsafe(self._loop.stop)
+            asyncio.run_coroutine_threadsafe(self._shut_down(), self._loop)
+
+    async def _shut_down(self) -> None:
+        """Close the server and its connections (their close handshakes awaited, a few seconds at most), then
+        end the answerer's loop: stopping it at once left the server's closing coroutine never run."""
+        try:
+            self._server.close()
+            await asyncio.wait_for(self._server.wait_closed(), 5)
+        except TimeoutError:
+            pass
+        finally:
+            asyncio.get_running_loop().stop()
 
     async def _handle(self, ws: Any) -> None:
         from websockets.exceptions import ConnectionClosed
