@@ -75,6 +75,14 @@ def converse(proxy: ProxyHandle, turns: tuple[str, ...] = TURNS, azure: bool = F
     return received
 
 
+def converse_or_explain(proxy: ProxyHandle, fake: FakeRealtime, azure: bool = False) -> list[bytes]:
+    try:
+        return converse(proxy, azure=azure)
+    except Exception as e:
+        raise AssertionError(f"{type(e).__name__}: {e}; the fake saw {fake.connections} connections "
+                             f"({fake.paths}); {proxy.describe()}") from e
+
+
 @pytest.fixture(scope="module")
 def fake_realtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeRealtime]:
     server = FakeRealtime.start(tmp_path_factory.mktemp("realtime-certs"))
@@ -91,11 +99,13 @@ def recorded(module_proxy_factory: ProxyFactory, fake_provider: FakeProvider, fa
     # the provider hosts already go to the fake provider; its realtime path goes on to the WebSocket fake
     route = f"map_remote=|//127.0.0.1:{fake_provider.port}/v1/realtime|//127.0.0.1:{fake_realtime.port}/v1/realtime"
     azure = f"map_remote=|//{AZURE}/|//127.0.0.1:{fake_realtime.port}/"
-    proxy = module_proxy_factory("auto", extra_args=("--recordings", str(recordings), "--set", route, "--set", azure))
-    events = converse(proxy)
+    # mitmproxy's connection lines (info) in the output, so a stalled handshake shows where it stopped
+    proxy = module_proxy_factory("auto", extra_args=("--recordings", str(recordings), "--set", route, "--set", azure,
+                                                     "--set", "termlog_verbosity=info"))
+    events = converse_or_explain(proxy, fake_realtime)
     assert proxy.pump.wait_for(lambda s: "→ miss · recorded · 5 client messages" in s,
                                20), proxy.describe()
-    azure_events = converse(proxy, azure=True)
+    azure_events = converse_or_explain(proxy, fake_realtime, azure=True)
     assert proxy.pump.wait_for(lambda s: f"GET {AZURE}/openai/realtime → miss · recorded" in s, 20), proxy.describe()
     clean = tmp_path_factory.mktemp("realtime-clean") / "recordings"
     shutil.copytree(recordings, clean)
