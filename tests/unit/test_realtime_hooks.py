@@ -16,6 +16,7 @@ from wsproto.frame_protocol import Opcode
 from semula.core.modes import Mode
 from semula.proxy.realtime import Realtime, is_upgrade
 from semula.proxy.realtime_answerer import TOKEN_HEADER
+from semula.proxy.scopes import CurrentTests
 from semula.realtime import folder
 
 KEY = "sk-hooks-planted-00112233445566778899aabbccdd"
@@ -26,7 +27,8 @@ def part(mode: Mode, tmp_path: Path) -> tuple[Realtime, Any]:
                                recordings=str(tmp_path / "recs"), data_dir=str(tmp_path / "data"),
                                console_calls=False)
     # calls: a list has the one method of the call log the part uses (`append`)
-    addon = SimpleNamespace(mode=mode, settings=settings, conn_projects={}, calls=[], run_id="r1")
+    addon = SimpleNamespace(mode=mode, settings=settings, conn_projects={}, conn_tags={}, tests=CurrentTests(),
+                            calls=[], run_id="r1")
     return Realtime(addon), addon
 
 
@@ -97,3 +99,11 @@ def test_passthrough_records_nothing(tmp_path: Path) -> None:
     realtime, addon = part(Mode.PASSTHROUGH, tmp_path)
     talk(realtime, upgrade(), 1000)
     assert not (tmp_path / "recs").exists() and addon.calls[0]["decision"] == "passthrough"
+
+
+def test_the_project_header_names_the_project_and_never_goes_upstream(tmp_path: Path) -> None:
+    realtime, _ = part(Mode.AUTO, tmp_path)
+    flow = upgrade()
+    flow.request.headers["x-semula-project"] = "voice-agent"
+    realtime.requestheaders(flow)
+    assert realtime.live[flow.id].project == "voice-agent" and "x-semula-project" not in flow.request.headers

@@ -163,3 +163,15 @@ def test_deleting_a_recording_keeps_a_sidecar_another_still_refers_to(tmp_path: 
     folder.delete(ids[1])
     assert not sidecar.exists()
     store.close()
+
+
+def test_a_realtime_conversation_keeps_its_audio_sidecar_from_pruning(tmp_path: Path) -> None:
+    """`_realtime/<project>/` is outside the recordings scan, yet its files' sidecars are referenced."""
+    audio = b"\x01\x02" * 40_000
+    here = tmp_path / "_realtime" / "default"
+    here.mkdir(parents=True)
+    ref = sidecars.write(tmp_path / "_realtime", "default", audio)
+    (here / "realtime-gpt-abc.json").write_text(json.dumps({"version": 1, "audio_sidecar": ref.to_json()}))
+    assert sidecars.unreferenced(tmp_path) == [] and sidecars.prune(tmp_path) == []
+    (here / "realtime-gpt-abc.json").unlink()
+    assert sidecars.prune(tmp_path) == [f"_realtime/default/{ref.file}"]

@@ -29,7 +29,6 @@ from semula.core.explain import miss_message
 from semula.core.fasthit import fast_outcome
 from semula.core.modes import Mode
 from semula.core.redact import FingerprintKey, clean_query, redact_text
-from semula.core.scope import scoped_project
 from semula.core.settings import AddonSettings, ProjectSettings, SettingsError, validate_project
 from semula.core.provenance import provenance_of
 from semula.recordings.entry import Answer, recording_of, semula_version
@@ -39,6 +38,7 @@ from semula.proxy import options
 from semula.proxy.bodies import BodyTooLarge, decode_capped, decode_partial
 from semula.proxy.answer import answer_response
 from semula.proxy.calllog import call_row
+from semula.proxy.caller import caller_of
 from semula.proxy.console import CallLines, console_line
 from semula.proxy.headers import flow_comment, semula_headers
 from semula.proxy.commands import SemulaCommands
@@ -48,20 +48,15 @@ from semula.proxy.identity import keyed_project, proxy_credentials
 from semula.proxy.lifecycle import Lifecycle
 from semula.proxy.malloc import limit_arenas, start_trimming
 from semula.proxy.refusals import tag_of
-from semula.proxy.runs import RUN_HEADER, RunCounters
+from semula.proxy.runs import RunCounters
 from semula.proxy.sidecalls import side_outcome
-from semula.proxy.scopes import SCOPE_HEADER
 from semula.proxy.lookups import ProxyLookups
 from semula.proxy.realtime import Realtime, is_upgrade as is_realtime_upgrade
 
 log = logging.getLogger("semula")
 
-PROJECT_HEADER = "x-semula-project"
 REPLAY_REFUSAL_STATUS = 404  # a 4xx that SDKs do not retry (not 408/409/429)
 BIG_BODY_BYTES = 256 * 1024  # larger request bodies are parsed and fingerprinted off the event loop
-# The headers semula reads and strips before the call goes on (as raw lower-case names).
-CONTROL_HEADERS = frozenset(n.encode() for n in ("proxy-authorization", PROJECT_HEADER, NO_CACHE_HEADER, RUN_HEADER,
-                                                  SCOPE_HEADER))
 
 
 class SemulaAddon:
@@ -128,24 +123,11 @@ class SemulaAddon:
         host = flow.request.pretty_host.lower()
         if not _intercepted(host, self.settings.hosts) or is_realtime_upgrade(flow.request):
             return
-        headers = flow.request.headers
-        user = header_project = password = None
-        no_cache, run, scope = False, "", ""
-        if any(name.lower() in CONTROL_HEADERS for name, _ in headers.fields):  # one pass: usually none
-            # plain-HTTP proxying sends Proxy-Authorization per request
-            user, password = proxy_credentials(headers.get("proxy-authorization"))
-            header_project = headers.get(PROJECT_HEADER)
-            no_cache = NO_CACHE_HEADER in headers
-            run, scope = headers.get(RUN_HEADER, ""), headers.get(SCOPE_HEADER, "")
-            for name in ("proxy-authorization", PROJECT_HEADER, NO_CACHE_HEADER, RUN_HEADER, SCOPE_HEADER):
-                if name in headers:
-                    del headers[name]
-        project = self.conn_projects.get(flow.client_conn.id) or user or header_project or self.settings.default_project
-        tag = self.conn_tags.get(flow.client_conn.id) or tag_of(password)
-        test = self.tests.for_flow(tag, scope, run)  # its test: scopes recordings, repeats and refusals
-        project = scoped_project(project, test.scope)
-        self.flows[flow.id] = FlowState(host=host, project=project, no_cache=no_cache,
-                                        path=flow.request.path.split("?", 1)[0], run=test.run, tag=tag, test=test.test)
+        caller = caller_of(flow, self.conn_projects, self.conn_tags, self.tests, self.settings.default_project)
+        test = caller.test
+        self.flows[flow.id] = FlowState(host=host, project=caller.project, no_cache=caller.no_cache,
+                                        path=flow.request.path.split("?", 1)[0], run=test.run, tag=caller.tag,
+                                        test=test.test)
 
     async def request(self, flow: http.HTTPFlow) -> None:
         state = self.flows.get(flow.id)

@@ -23,6 +23,7 @@ from wsproto.frame_protocol import Opcode
 from semula.core.modes import Mode
 from semula.core.redact import redact_text
 from semula.providers import host_matches
+from semula.proxy.caller import caller_of
 from semula.proxy.console import terminal_safe
 from semula.proxy.realtime_answerer import TOKEN_HEADER, Answerer, Played
 from semula.realtime import folder
@@ -73,9 +74,9 @@ class Realtime:
         host = flow.request.pretty_host.lower()  # before map_remote rewrites it
         if not is_upgrade(flow.request) or not host_matches(host, self.addon.settings.hosts):
             return
-        addon = self.addon
-        project = addon.conn_projects.get(flow.client_conn.id) or addon.settings.default_project
-        self.live[flow.id] = Live(project, host, flow.request.path, datetime.now(UTC))
+        addon = self.addon  # the project header, proxy user and per-test scope, as for an HTTP call
+        caller = caller_of(flow, addon.conn_projects, addon.conn_tags, addon.tests, addon.settings.default_project)
+        self.live[flow.id] = Live(caller.project, host, flow.request.path, datetime.now(UTC))
 
     async def request(self, flow: http.HTTPFlow) -> None:
         live = self.live.get(flow.id)
@@ -154,8 +155,9 @@ class Realtime:
                         url_key(live.path), live.project, played.answered, played.miss)
             self._log(live, "miss", "none", code, note=played.miss, recorded=False)
         else:
+            chosen = played.session.chosen
             self._log(live, "hit", "exact", code, note=f"{played.answered} client messages answered",
-                      recorded=False)
+                      recorded=False, identity=chosen.identity if chosen else None)
 
     async def _recorded(self, live: Live, code: int | None) -> None:
         if code not in CLEAN_CLOSE_CODES or not any(m.from_client for m in live.messages):
@@ -172,10 +174,12 @@ class Realtime:
             self._log(live, "miss", "none", code, note=f"not recorded: {e}", recorded=False)
             return
         clients = sum(m.from_client for m in live.messages)
-        self._log(live, "miss", "none", code, note=f"{clients} client messages", recorded=True)
+        self._log(live, "miss", "none", code, note=f"{clients} client messages", recorded=True,
+                  identity=conversation.identity)
 
     def _log(self, live: Live, decision: str, tier: str, code: int | None, *, note: str | None,
-             recorded: bool) -> None:
+             recorded: bool, identity: str | None = None) -> None:
+        """One call-log row and console line; `identity` names the recording used or written (for `unused`)."""
         addon, path, provider = self.addon, live.path.split("?", 1)[0], PROVIDER
         model = dict(p.split("=", 1) for p in url_key(live.path).partition("?")[2].split("&") if "=" in p).get("model")
         row = {"ts": live.started_at, "project": live.project, "provider": provider, "host": live.host,
@@ -183,7 +187,7 @@ class Realtime:
                "decision": decision, "tier": tier, "streamed": True, "status": 101 if code is not None else None,
                "recorded": recorded,
                "error": redact_text(note) if note and decision == "miss" and not recorded else None,
-               "fast": False, "run_id": addon.run_id}
+               "fast": False, "run_id": addon.run_id, "request_fp": identity}
         if addon.calls is not None:
             addon.calls.append(row)
         if addon.settings.console_calls:

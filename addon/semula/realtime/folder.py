@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from semula.core.settings import PROJECT_NAME
@@ -55,6 +56,42 @@ def write(root: Path, conversation: Conversation) -> Path:
 
 def load(root: Path, project: str) -> list[Conversation]:
     """Every loadable recording of `project`, newest file first; a bad file is skipped with a log line."""
+    loaded = []
+    for found in _read(root, project):
+        if found.problem is not None:
+            log.warning("semula: realtime recording %s skipped: %s", root / found.rel, found.problem)
+        elif found.conversation is not None:
+            loaded.append((found.mtime, found.conversation))
+    return [c for _, c in sorted(loaded, key=lambda pair: -pair[0])]
+
+
+@dataclass(frozen=True)
+class Found:
+    """One recording file under the root (`rel`: `<project>/<name>.json`): its conversation, or why not."""
+
+    rel: str
+    conversation: Conversation | None
+    problem: str | None
+    mtime: float = 0.0
+
+
+def files(root: Path) -> list[Found]:
+    """Every recording file of every project under the root, loaded or with its problem: for
+    `semula recordings check` and `unused`. A directory that is not a project name is a problem too."""
+    try:
+        projects = sorted(e.name for e in os.scandir(root) if not e.name.startswith("."))
+    except OSError:
+        return []
+    out: list[Found] = []
+    for project in projects:
+        if not PROJECT_NAME.match(project) or not (root / project).is_dir() or (root / project).is_symlink():
+            out.append(Found(project, None, "not a project directory (a project name, not a link)"))
+            continue
+        out.extend(_read(root, project))
+    return out
+
+
+def _read(root: Path, project: str) -> list[Found]:
     if not PROJECT_NAME.match(project):
         return []
     try:
@@ -62,16 +99,17 @@ def load(root: Path, project: str) -> list[Conversation]:
         entries = [e for e in os.scandir(directory) if e.name.endswith(".json") and not e.name.startswith((".", "_"))]
     except (OSError, UnsafePath):
         return []
-    loaded: list[tuple[float, Conversation]] = []
-    for entry in entries:
+    out = []
+    for entry in sorted(entries, key=lambda e: e.name):
+        rel = f"{project}/{entry.name}"
         try:
             if not entry.is_file(follow_symlinks=False):
                 raise RecordingFileError("not a regular file (links and devices are never read)")
             text = read_capped(Path(entry.path), max_file_bytes()).decode()
-            conversation = fileformat.loads(text, sidecars.resolver(root, f"{project}/{entry.name}"))
+            conversation = fileformat.loads(text, sidecars.resolver(root, rel))
             if conversation.project != project:
                 raise RecordingFileError(f"its project is {conversation.project!r}, not the folder's {project!r}")
-            loaded.append((entry.stat(follow_symlinks=False).st_mtime, conversation))
+            out.append(Found(rel, conversation, None, entry.stat(follow_symlinks=False).st_mtime))
         except (RecordingFileError, UnicodeDecodeError, OSError, UnsafePath) as e:
-            log.warning("semula: realtime recording %s skipped: %s", entry.path, e)
-    return [c for _, c in sorted(loaded, key=lambda pair: -pair[0])]
+            out.append(Found(rel, None, str(e)))
+    return out

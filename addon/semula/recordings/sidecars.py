@@ -201,7 +201,31 @@ def referenced_names(root: Path, directory: str | None = None) -> dict[str, set[
             doc = json.loads(read_capped(found.path, max_file_bytes()).decode("utf-8"))
         except (OSError, ValueError, RecursionError):
             continue
-        names[here] |= {v["file"] for _, v in references(doc) if isinstance(v, dict) and isinstance(v.get("file"), str)}
+        names[here] |= _names_in(doc)
+    if directory is None:  # folders the recordings scan skips (`_realtime/<project>/`) refer to sidecars too
+        for here in _directories(root):
+            if here.startswith("_") and here not in names:
+                names[here] = _referenced_in(root / here)
+    return names
+
+
+def _names_in(doc: Any) -> set[str]:
+    return {v["file"] for _, v in references(doc) if isinstance(v, dict) and isinstance(v.get("file"), str)}
+
+
+def _referenced_in(directory: Path) -> set[str]:
+    """The sidecar names the JSON files of one directory (not below it) refer to, read leniently."""
+    names: set[str] = set()
+    try:
+        entries = [e for e in os.scandir(directory) if e.name.endswith(".json") and not e.name.startswith(".")]
+    except OSError:
+        return names
+    for entry in entries:
+        try:
+            if entry.is_file(follow_symlinks=False):
+                names |= _names_in(json.loads(read_capped(Path(entry.path), max_file_bytes()).decode("utf-8")))
+        except (OSError, ValueError, RecursionError):
+            continue
     return names
 
 
