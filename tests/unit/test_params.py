@@ -16,12 +16,16 @@ PATHS = {"openai": ("api.openai.com", "/v1/chat/completions"),
          "responses": ("api.openai.com", "/v1/responses"),
          "groq": ("api.groq.com", "/openai/v1/chat/completions"),
          "anthropic": ("api.anthropic.com", "/v1/messages"),
-         "gemini": ("generativelanguage.googleapis.com", "/v1beta/models/gemini-2.0-flash:generateContent")}
+         "gemini": ("generativelanguage.googleapis.com", "/v1beta/models/gemini-2.0-flash:generateContent"),
+         "vertex-gemini": ("us-central1-aiplatform.googleapis.com", "/v1/projects/p1/locations/us-central1/"
+                           "publishers/google/models/gemini-2.0-flash:generateContent"),
+         "vertex-anthropic": ("us-east5-aiplatform.googleapis.com", "/v1/projects/p1/locations/us-east5/"
+                              "publishers/anthropic/models/claude-sonnet-4:rawPredict")}
 
 
 def request(kind: str, text: str = "Name three rivers in Spain", **params):
     host, path = PATHS[kind]
-    if kind == "gemini":
+    if kind in ("gemini", "vertex-gemini"):
         body = {"contents": [{"role": "user", "parts": [{"text": text}]}], **params}
     elif kind == "responses":
         body = {"model": "gpt-4o-mini", "input": text, **params}
@@ -49,6 +53,20 @@ SAME = [
      {"tool_config": {"function_calling_config": {"mode": "ANY"}}}),
     ("gemini", {"generationConfig": {"candidateCount": 1, "temperature": 0}}, {"generationConfig": {"temperature": 0}}),
     ("gemini", {"generationConfig": {"candidateCount": 1}}, {}),
+    ("openai", {"service_tier": "auto"}, {}),
+    ("openai", {"response_format": {"type": "text"}}, {}),
+    ("openai", {"tool_choice": "none"}, {}),  # no tools: "none" is the default
+    ("openai", {"temperature": None, "seed": None}, {}),  # null: left unset
+    ("anthropic", {"temperature": None}, {}),
+    ("responses", {"truncation": "disabled", "service_tier": "auto"}, {}),
+    ("gemini", {"generationConfig": {"responseMimeType": "text/plain"}}, {}),
+    ("gemini", {"generation_config": {"response_mime_type": "text/plain", "temperature": 0}},
+     {"generationConfig": {"temperature": 0}}),
+    # Vertex serves Gemini's and Anthropic's bodies: their rules apply
+    ("vertex-gemini", {"generationConfig": {"maxOutputTokens": 50}}, {"generation_config": {"max_output_tokens": 50}}),
+    ("vertex-gemini", {"generationConfig": {"candidateCount": 1}}, {}),
+    ("vertex-anthropic", {"temperature": 1.0}, {}),
+    ("vertex-anthropic", {"temperature": 0.0}, {"temperature": 0}),
 ]
 
 DIFFERENT = [
@@ -60,6 +78,14 @@ DIFFERENT = [
     ("groq", {"n": 1}, {}),
     ("anthropic", {"temperature": 0.5}, {}),
     ("anthropic", {"top_p": 1}, {}),  # no documented default
+    ("vertex-anthropic", {"temperature": 0.5}, {}),
+    ("openai", {"service_tier": "flex"}, {}),
+    ("responses", {"truncation": "auto"}, {}),
+    ("openai", {"response_format": {"type": "json_object"}}, {}),
+    ("openai", {"tool_choice": "required"}, {}),
+    ("openai", {"temperature": 0}, {"temperature": None}),
+    ("gemini", {"generationConfig": {"responseMimeType": "application/json"}}, {}),
+    ("vertex-gemini", {"generationConfig": {"temperature": 1}}, {}),
     ("gemini", {"generationConfig": {"temperature": 1}}, {}),  # model-dependent default
     ("gemini", {"generationConfig": {"maxOutputTokens": 50}}, {"generation_config": {"max_output_tokens": 20}}),
     ("gemini", {"generationConfig": {"candidateCount": 1}}, {"generationConfig": {"candidateCount": 2}}),
@@ -114,3 +140,21 @@ def test_gemini_field_names(params, expected):
 def test_numbers_are_canonical_at_any_depth_and_floats_stay_floats():
     assert canonical_params("mistral", "/v1/chat/completions", {"a": [1.0, {"b": 2.50}], "c": 1e300, "d": True}) == \
         {"a": [1, {"b": 2.5}], "c": 1e300, "d": True}
+
+
+def test_the_responses_text_format_at_its_default() -> None:
+    assert canonical_params("openai", "/v1/responses", {"text": {"format": {"type": "text"}}}) == {}
+    schema = {"format": {"type": "json_schema", "name": "x", "schema": {"type": "object"}}}
+    assert canonical_params("openai", "/v1/responses", {"text": schema}) == {"text": schema}
+
+
+def test_tool_choice_at_its_default_for_the_tools_declared() -> None:
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    assert canonical_params("openai", "/v1/chat/completions", {"tool_choice": "auto"}, tools=True) == {}
+    assert canonical_params("openai", "/v1/chat/completions", {"tool_choice": "auto"}, tools=False) == {
+        "tool_choice": "auto"}  # without tools "auto" is not the default ("none" is)
+    assert canonical_params("anthropic", "/v1/messages", {"tool_choice": {"type": "auto"}}, tools=True) == {}
+    assert canonical_params("anthropic", "/v1/messages", {"tool_choice": {"type": "any"}}, tools=True) == {
+        "tool_choice": {"type": "any"}}
+    first = request("openai", tools=tools, tool_choice="auto")
+    assert normalised_fingerprint(first) == normalised_fingerprint(request("openai", tools=tools))

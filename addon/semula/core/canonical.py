@@ -205,7 +205,7 @@ def _params(c: CanonicalRequest, ignore_params: Sequence[str]) -> dict[str, Any]
     stay faithful to the body as sent, and a stored request's normalised fingerprint can be
     recomputed when this form changes.
     """
-    return canonical_params(c.provider, c.endpoint, c.params, ignore_params)
+    return canonical_params(c.provider, c.endpoint, c.params, ignore_params, tools=bool(c.tools))
 
 
 def _tail(messages: tuple[Message, ...], tail_n: int | None) -> tuple[int, tuple[Message, ...]]:

@@ -21,17 +21,27 @@ __all__ = ["DEFAULTS", "canonical_params", "canonical_number"]
 # Documented defaults, per provider (and endpoint kind for OpenAI).
 # OpenAI Chat Completions API reference: "n ... Defaults to 1", "temperature ... Defaults to 1",
 # "top_p ... Defaults to 1", "presence_penalty ... Defaults to 0", "frequency_penalty ...
-# Defaults to 0", "logprobs ... Defaults to false", "parallel_tool_calls ... Defaults to true".
+# Defaults to 0", "logprobs ... Defaults to false", "parallel_tool_calls ... Defaults to true",
+# "service_tier ... Defaults to 'auto'"; response_format's default is plain text ({"type": "text"}).
+# (`store` never matters: core.canonical.NEVER_MATTERS.)
 _OPENAI_CHAT = {"n": 1, "temperature": 1, "top_p": 1, "presence_penalty": 0, "frequency_penalty": 0,
-                "logprobs": False, "parallel_tool_calls": True}
+                "logprobs": False, "parallel_tool_calls": True, "service_tier": "auto",
+                "response_format": {"type": "text"}}
 # OpenAI Responses API reference: temperature and top_p "Defaults to 1", parallel_tool_calls
-# "Defaults to true".
-_OPENAI_RESPONSES = {"temperature": 1, "top_p": 1, "parallel_tool_calls": True}
+# "Defaults to true", truncation "Defaults to disabled", service_tier
+# "Defaults to 'auto'", text.format "The default format is { "type": "text" }".
+_OPENAI_RESPONSES = {"temperature": 1, "top_p": 1, "parallel_tool_calls": True, "truncation": "disabled",
+                     "service_tier": "auto", "text": {"format": {"type": "text"}}}
 # Anthropic Messages API reference: temperature "Defaults to 1.0".
 _ANTHROPIC = {"temperature": 1}
-# Gemini GenerationConfig reference: candidateCount "If unset, this will default to 1".
+# Gemini GenerationConfig reference: candidateCount "If unset, this will default to 1",
+# responseMimeType "text/plain: (default) Text output".
 # (Gemini's temperature, topP, topK and maxOutputTokens defaults depend on the model: kept.)
-_GEMINI_GENERATION = {"candidateCount": 1}
+_GEMINI_GENERATION = {"candidateCount": 1, "responseMimeType": "text/plain"}
+# tool_choice's default depends on the tools: OpenAI "none is the default when no tools are present.
+# auto is the default if tools are present"; Anthropic's is auto ({"type": "auto"}).
+_TOOL_CHOICE_DEFAULT = {"openai": ({"type": "auto"}, "auto"), "azure": ({"type": "auto"}, "auto"),
+                        "anthropic": ({"type": "auto"},)}
 
 DEFAULTS: dict[str, Mapping[str, Any]] = {
     "openai/chat": _OPENAI_CHAT,
@@ -41,6 +51,12 @@ DEFAULTS: dict[str, Mapping[str, Any]] = {
     "anthropic/messages": _ANTHROPIC,
     "gemini/generationConfig": _GEMINI_GENERATION,
 }
+
+# Providers that serve another's request body, and whose parameters therefore mean the same:
+# Vertex AI takes Gemini's generateContent body and Anthropic's Messages body (`providers/vertex.py`).
+# The tables stay here, keyed by name, not in the adapters: the normalised view is computed from a
+# stored request long after its adapter ran, and must not depend on which adapters were imported.
+FAMILY = {"vertex-gemini": "gemini", "vertex-anthropic": "anthropic"}
 
 # Gemini objects whose own field names come in both spellings. Field *values* that hold
 # user-named keys (responseSchema properties, function parameters) are never renamed.
@@ -84,8 +100,16 @@ def _endpoint_kind(provider: str, endpoint: str) -> str:
             return "responses"
         return ""
     if provider == "anthropic":
-        return "messages" if endpoint.endswith("/v1/messages") else ""
+        return "messages" if endpoint.endswith(("/v1/messages", ":rawPredict", ":streamRawPredict")) else ""
     return ""
+
+
+def _default_tool_choice(provider: str, choice: Any, tools: bool) -> bool:
+    if provider not in _TOOL_CHOICE_DEFAULT:
+        return False
+    if tools:
+        return any(choice == default for default in _TOOL_CHOICE_DEFAULT[provider])
+    return provider in ("openai", "azure") and choice == "none"
 
 
 def _without_defaults(params: dict[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
@@ -94,11 +118,15 @@ def _without_defaults(params: dict[str, Any], defaults: Mapping[str, Any]) -> di
 
 
 def canonical_params(provider: str, endpoint: str, params: Mapping[str, Any],
-                     ignore: Iterable[str] = ()) -> dict[str, Any]:
+                     ignore: Iterable[str] = (), tools: bool = False) -> dict[str, Any]:
     """`params` with numbers, Gemini's field names and documented defaults in one form,
-    minus the top-level parameters named in `ignore` (in either Gemini spelling)."""
+    minus the top-level parameters named in `ignore` (in either Gemini spelling). A top-level
+    `null` is the parameter left unset; `tools`: the request declares tools (tool_choice's default)."""
+    provider = FAMILY.get(provider, provider)
     ignored = set(ignore)
-    out = canonical_number({k: v for k, v in params.items() if k not in ignored})
+    out = canonical_number({k: v for k, v in params.items() if k not in ignored and v is not None})
+    if "tool_choice" in out and _default_tool_choice(provider, out["tool_choice"], tools):
+        del out["tool_choice"]
     if provider == "gemini":
         ignored |= {_camel(name) for name in ignored}
         out = {k: v for k, v in _gemini_names(out).items() if k not in ignored}

@@ -20,8 +20,10 @@ log = logging.getLogger("semula")
 
 # Bump when `normalised_fingerprint`'s view of a request changes, so stored fingerprints are
 # recomputed. 2: parameters in canonical form (core.params). 3: all-digit request/trace ids and
-# the values of id keys (request_id: 12345678) are scrubbed.
-NORMALISED_VIEW = "3"
+# the values of id keys (request_id: 12345678) are scrubbed. 4: Vertex's Gemini and Anthropic bodies
+# get their providers' parameter rules (core.params.FAMILY); more documented defaults
+# (service_tier, response_format, tool_choice, responseMimeType) and a top-level null as unset.
+NORMALISED_VIEW = "4"
 # Bump when `searchable_text` changes. 2: the last user text (was: the last text of any role).
 SEARCHABLE_TEXT = "2"
 BATCH = 1000
