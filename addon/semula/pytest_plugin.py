@@ -103,6 +103,7 @@ class SemulaPlugin:
     admin_problem: str = ""
     shown: int = 0  # status lines already in the report header
     admin_info: dict[str, Any] | None = None  # the proxy's admin.json, read once
+    admin: Any = None  # an AdminClient: one kept-alive connection for the 3-4 calls of every test
 
     @classmethod
     def start(cls, config: pytest.Config) -> SemulaPlugin:
@@ -203,14 +204,13 @@ class SemulaPlugin:
 
     def _enter(self, test: str | None) -> bool:
         """Tell the proxy which test this tag's calls now belong to (None: none); False if it cannot be told."""
-        from semula.proxy.admin import AdminError, NoProxy, call
+        from semula.proxy.admin import AdminError, NoProxy
         from semula.proxy.scopes import CurrentTests
 
         if not self.tracking:
             return False
         try:
-            call(self.proxy.data_dir, CurrentTests.METHOD, {"tag": self.tag, "test": test, "scope": self.proxy.scope},
-                 timeout=10, info=self.admin_info)
+            self._admin().call(CurrentTests.METHOD, {"tag": self.tag, "test": test, "scope": self.proxy.scope})
         except (AdminError, NoProxy) as e:  # an older proxy reused: refusals go to whichever test runs
             self.tracking = False
             self.admin_problem = self.admin_problem or f"semula: the proxy cannot be told which test runs ({e})"
@@ -245,18 +245,27 @@ class SemulaPlugin:
         return answer["refusals"]
 
     def _refusals_since(self, after: int | None) -> dict[str, Any]:
-        from semula.proxy.admin import AdminError, NoProxy, call, read_admin_info
+        from semula.proxy.admin import AdminError, NoProxy
 
         # The session's tag also finds its workers' calls; untagged calls (a client given another proxy URL)
         # belong to no test, and the process that prints the summary lists them.
         params = {"after": after, "tag": self.tag or None, "untagged": not self.worker}
         try:
-            self.admin_info = self.admin_info or read_admin_info(self.proxy.data_dir)
-            return call(self.proxy.data_dir, "refusals.since", params, timeout=10, info=self.admin_info)
+            return self._admin().call("refusals.since", params)
         except (AdminError, NoProxy) as e:
             # An older proxy reused, or admin off: misses still get the clear 404, tests are not failed here.
             self.admin_problem = f"semula: cannot ask the proxy for refusals ({e}); replay misses do not fail tests"
             return {"last": None, "refusals": []}
+
+    def _admin(self) -> Any:
+        from semula.proxy.admin import AdminClient, NoProxy, read_admin_info
+
+        if self.admin is None:
+            self.admin_info = self.admin_info or read_admin_info(self.proxy.data_dir)
+            if self.admin_info is None:
+                raise NoProxy(str(self.proxy.data_dir))
+            self.admin = AdminClient(self.proxy.data_dir, self.admin_info)
+        return self.admin
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         self.shown = len(self.status_lines)
@@ -287,6 +296,8 @@ class SemulaPlugin:
                 terminalreporter.write_line(f"- project {refusal.get('project')}{where}: {refusal['message']}")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.admin is not None:
+            self.admin.close()
         if self.session is not None:  # the session never got to its end (a usage error, say)
             self.session.stop()
             self.session = None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import http.client
 import json
 import os
 import secrets
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 ADMIN_FILE = "admin.json"
+IDLE_SECONDS = 30  # a kept-alive admin connection idle this long is closed by the proxy
 
 
 class AdminError(Exception):
@@ -153,6 +155,12 @@ class AdminServer:
         token = self.token
 
         class Handler(BaseHTTPRequestHandler):
+            # Keep-alive: a caller that asks often (the pytest plugin, 3-4 calls per test) keeps one
+            # connection; an idle one is closed after `timeout` seconds and the client reconnects.
+            protocol_version = "HTTP/1.1"
+            timeout = IDLE_SECONDS
+            disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall
+
             def log_message(self, *args: Any) -> None:  # keep the proxy's console clean
                 pass
 
@@ -237,6 +245,49 @@ def call(data_dir: Path | str, method: str, params: dict[str, Any] | None = None
         raise AdminError(f"the proxy's admin endpoint refused the call: HTTP {e.code}") from e
     except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
         raise NoProxy(f"{data_dir}: admin endpoint not answering ({e})") from e
-    if not payload.get("ok"):
-        raise AdminError(payload.get("error") or "unknown error")
+    return _result(payload)
+
+
+def _result(payload: Any) -> Any:
+    if not isinstance(payload, dict) or not payload.get("ok"):
+        raise AdminError((payload.get("error") if isinstance(payload, dict) else None) or "unknown error")
     return payload["result"]
+
+
+class AdminClient:
+    """One kept-alive connection to a proxy's admin endpoint, for a caller that asks often.
+
+    Only for idempotent methods (which test runs, refusals since N): a call on a reused connection
+    that the proxy closed while idle is sent once more on a fresh one."""
+
+    def __init__(self, data_dir: Path | str, info: dict[str, Any], timeout: float = 10.0) -> None:
+        self.data_dir, self.info, self.timeout = data_dir, info, timeout
+        self._connection: http.client.HTTPConnection | None = None
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        body = dumps({"method": method, "params": params or {}})
+        headers = {"authorization": f"Bearer {self.info['token']}", "content-type": "application/json"}
+        for attempt in (1, 2):
+            reused = self._connection is not None
+            connection = self._connection or http.client.HTTPConnection("127.0.0.1", self.info["port"],
+                                                                          timeout=self.timeout)
+            try:
+                connection.request("POST", "/rpc", body, headers)
+                response = connection.getresponse()
+                payload, status = json.loads(response.read()), response.status
+            except (OSError, http.client.HTTPException, ValueError) as e:
+                connection.close()
+                self._connection = None
+                if reused and attempt == 1 and not isinstance(e, TimeoutError):
+                    continue  # closed while idle: once more, on a new connection
+                raise NoProxy(f"{self.data_dir}: admin endpoint not answering ({e})") from e
+            self._connection = connection
+            if status != 200 and not isinstance(payload, dict):
+                raise AdminError(f"the proxy's admin endpoint refused the call: HTTP {status}")
+            return _result(payload)
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
