@@ -129,6 +129,27 @@ def ms_since(t0: float) -> float:
 # --- child processes: fake provider and proxies -----------------------------------------------
 
 
+def run_in_work_dir(body: Any, prefix: str, keep: bool, stopping: str) -> int:
+    """`body(procs, work)` with its child processes always stopped and its work dir removed (unless
+    `keep`); SIGTERM and Ctrl-C stop them too (exit 130, `stopping` logged)."""
+    procs, work = Processes(), Path(tempfile.mkdtemp(prefix=prefix))
+    previous = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        return body(procs, work)
+    except KeyboardInterrupt:
+        log(f"interrupted: {stopping}")
+        return 130
+    finally:
+        procs.stop_all()
+        signal.signal(signal.SIGTERM, previous)
+        if keep:
+            log(f"work dir kept: {work}")
+        else:
+            import shutil
+
+            shutil.rmtree(work, ignore_errors=True)
+
+
 class Processes:
     """Every child a benchmark starts, so that all of them are stopped on any exit."""
 

@@ -15,12 +15,9 @@ import json
 import os
 import pickle
 import random
-import shutil
-import signal
 import ssl
 import statistics
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -442,20 +439,11 @@ def main(argv: list[str] | None = None) -> int:
     import mitmproxy.version
 
     info = common.machine(mitmproxy=mitmproxy.version.VERSION, httpx=httpx.__version__)
-    procs, work = common.Processes(), Path(tempfile.mkdtemp(prefix="semula-bench-"))
-    previous = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    try:
+
+    def body(procs: common.Processes, work: Path) -> int:
         data = measure(args, procs, work)
         common.finish("replay", {"command": " ".join(["scripts/bench_replay.py", *sys.argv[1:]]),
                                  "machine": info, **data}, args.out, args.json, args.quick)
         return 1 if any(r["failures"] for r in data["runs"]) else 0
-    except KeyboardInterrupt:
-        log("interrupted: stopping the proxies")
-        return 130
-    finally:
-        procs.stop_all()
-        signal.signal(signal.SIGTERM, previous)
-        if args.keep:
-            log(f"work dir kept: {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+
+    return common.run_in_work_dir(body, "semula-bench-", args.keep, "stopping the proxies")

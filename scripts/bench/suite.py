@@ -15,12 +15,9 @@ import json
 import os
 import re
 import resource
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -241,9 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     import vcr
 
     info = common.machine(mitmproxy=mitmproxy.version.VERSION, openai=openai.__version__, vcrpy=vcr.__version__)
-    procs, work = common.Processes(), Path(tempfile.mkdtemp(prefix="semula-bench-suite-"))
-    previous = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    try:
+
+    def body(procs: common.Processes, work: Path) -> int:
         data = {"benchmark": "suite", "command": " ".join(["scripts/bench_suite.py", *sys.argv[1:]]),
                 "machine": info, **measure(args, procs, work)}
         out = args.out or common.RESULTS / ("suite.md" if args.tests == 500 else f"suite-{args.tests}.md")
@@ -251,13 +247,5 @@ def main(argv: list[str] | None = None) -> int:
         out.write_text(render(data), encoding="utf-8")
         log(f"wrote {out} (+ .json)")
         return 0
-    except KeyboardInterrupt:
-        log("interrupted: stopping the fake provider")
-        return 130
-    finally:
-        procs.stop_all()
-        signal.signal(signal.SIGTERM, previous)
-        if args.keep:
-            log(f"work dir kept: {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+
+    return common.run_in_work_dir(body, "semula-bench-suite-", args.keep, "stopping the fake provider")
