@@ -25,8 +25,8 @@ from typing import Any
 
 import duckdb
 
-from semula.store.logread import HIT_RATE_COLUMNS, load_log
-from semula.store.logschema import CALL_LOG_SCHEMA, REVIEW_LOG_SCHEMA
+from semula.calllog.reader import HIT_RATE_COLUMNS, load_log
+from semula.calllog.schema import CALL_LOG_SCHEMA, REVIEW_LOG_SCHEMA
 
 __all__ = ["HIT_RATE_COLUMNS", "Logs", "Table", "data_dir_from_env", "emit_results", "open_logs", "query",
            "setup_plots", "show", "time_axis"]

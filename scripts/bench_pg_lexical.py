@@ -45,7 +45,7 @@ def main() -> int:
     args = parser.parse_args()
     size, n_queries = (2_000, 100) if args.quick else (10_000, 200)
     trgm_queries = 30  # pg_trgm costs seconds a query at this size: a sample is enough to rank it
-    from semula.store.pg_store import PgStore
+    from semula.store.postgres.store import PgStore
 
     vocab, prompts, entries = common.workload(size)
     rng = random.Random(7)
@@ -73,7 +73,7 @@ def main() -> int:
             duck_by_fp = {e.request_fp: duck_ids[e.request_fp] for e in entries}
             duck_q = [(duck_by_fp[entries[i].request_fp], texts[i]) for i in picks]
             pg_q = [(pg_ids[i], texts[i]) for i in picks]
-            from semula.store.pg_lexical import QUERY_LEXEMES, PgLexical
+            from semula.store.postgres.lexical import QUERY_LEXEMES, PgLexical
 
             pg_lexical, pg_all_lexemes = pg.lexical_index(), PgLexical(pg, query_lexemes=10_000)
 

@@ -20,7 +20,7 @@ from bench.common import machine  # noqa: E402
 from entries import chat, new_entry  # noqa: E402
 from semula.core.settings import ProjectSettings  # noqa: E402
 from semula.recordings.folder import RecordingsFolder  # noqa: E402
-from semula.store.duckdb_store import Store  # noqa: E402
+from semula.store.selection import open_store  # noqa: E402
 
 ANSWER = {"id": "chatcmpl-x", "object": "chat.completion", "model": "gpt-4o-mini",
           "choices": [{"index": 0, "message": {"role": "assistant", "content": "An answer of a few words. " * 8},
@@ -36,7 +36,7 @@ def main() -> int:
     body = json.dumps(ANSWER).encode()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        store = Store.open(tmp / "local")
+        store = open_store(None, tmp / "local")
         for i in range(args.entries):
             prompt = f"Question {i}: summarise ticket {i * 7919 % 100003} for the {i % 13}th team, briefly."
             store.upsert_entry(new_entry(chat(prompt), "bench", body=body))
@@ -45,7 +45,7 @@ def main() -> int:
         export_s = time.perf_counter() - started
         store.close()
         size = sum(p.stat().st_size for p in (tmp / "rec").rglob("*.json"))
-        fresh = Store.open(tmp / "ci")
+        fresh = open_store(None, tmp / "ci")
         started = time.perf_counter()
         first = RecordingsFolder(tmp / "rec", tmp / "ci").sync(fresh, lambda p: settings)
         cold_s = time.perf_counter() - started

@@ -62,7 +62,7 @@ def main() -> None:
     finally:
         pg_helpers.discard(server)
     out += ["## Why proposals can differ", "",
-            "- DuckDB's FTS query uses only the 6 rarest query terms (`store/fts.py`); Postgres ORs the 8 longest lexemes and "
+            "- DuckDB's FTS query uses only the 6 rarest query terms (`store/duckdb/fts.py`); Postgres ORs the 8 longest lexemes and "
             "ranks by `ts_rank`, so a pair sharing only common words can be proposed by one and not the other.",
             "- The stopword lists differ (DuckDB's FTS `english` list vs Postgres's Snowball `english` list): "
             "a word one drops, the other may match on.",

@@ -29,7 +29,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from semula.store.logschema import (
+from semula.calllog.schema import (
     CALL_LOG_SCHEMA,
     CALL_LOG_SCHEMA_VERSION,
     REVIEW_LOG_SCHEMA,

@@ -1,6 +1,6 @@
 """The pytest plugin (entry point `pytest11: semula`): `pytest --semula=replay` runs the suite through semula.
 
-One proxy for the session — the one `semula exec` starts, from the same code (cli/session.py) —,
+One proxy for the session — the one `semula exec` starts, from the same code (session/run.py) —,
 the client environment in os.environ for the tests and their subprocesses, a summary line at the
 end, a `semula_project` marker, and in replay mode a miss fails the test that made it, with semula's
 explanation. Without `--semula` the plugin only registers its options and marker.
@@ -107,9 +107,8 @@ class SemulaPlugin:
 
     @classmethod
     def start(cls, config: pytest.Config) -> SemulaPlugin:
-        from semula.cli.common import default_data_dir
-        from semula.cli.proxy_cmd import extra_host_sets, recordings_sets
-        from semula.cli.session import SessionError, open_session
+        from semula.session.clientenv import extra_host_sets, recordings_sets
+        from semula.session.run import SessionError, default_data_dir, open_session
 
         mode = config.getoption("semula_mode")
         host, port = config.getoption("semula_host"), config.getoption("semula_port")
@@ -150,13 +149,13 @@ class SemulaPlugin:
     # --- the environment -------------------------------------------------------------------
 
     def client_env(self) -> dict[str, str]:
-        from semula.cli.session import run_env
+        from semula.session.run import run_env
 
         p = self.proxy
         return run_env(p.mode, tuple(p.sets), p.host, p.port, Path(p.confdir), os.environ, *self.credentials())
 
     def proxy_url(self, project: str) -> str:
-        from semula.cli.proxy_cmd import proxy_url
+        from semula.session.clientenv import proxy_url
 
         return proxy_url(self.proxy.host, self.proxy.port, *self.credentials(project))
 

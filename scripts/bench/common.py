@@ -476,19 +476,19 @@ def workload(n: int) -> tuple[Vocabulary, list[str], list[Any]]:
 
 def seeded_store(data_dir: Path | str, entries: list[Any]) -> tuple[Any, dict[str, int], float]:
     """A store holding `entries`, their ids by request_fp, and the seconds that took."""
-    from semula.store.duckdb_store import Store
+    from semula.store.selection import open_store
 
     t0 = time.perf_counter()
     from semula.core.canonical import FINGERPRINT_VERSION
 
-    store = Store.open(data_dir)
+    store = open_store(None, data_dir)
     bulk_insert(store, entries)
     store.set_fingerprint_version(FINGERPRINT_VERSION)  # made by this code: nothing for the engine to redo
     return store, dict(store.con.execute("SELECT request_fp, id FROM entries").fetchall()), time.perf_counter() - t0
 
 
 def bulk_insert(store: Any, entries: list[Any]) -> None:
-    """One INSERT of the values `Store.upsert_entry` writes for each NewEntry (`Cache.record` costs
+    """One INSERT of the values `DuckDBStore.upsert_entry` writes for each NewEntry (`Cache.record` costs
     10-40 ms a row; the benchmarks then check that the rows are served as exact hits)."""
     store.upsert_entries(entries)
 

@@ -37,7 +37,7 @@ def rebuilding() -> bool:
 
 def retrieval(cache: Any, queries: list[tuple[int, str]]) -> dict[str, Any]:
     """Retrieval alone on paraphrase texts: the in-memory postings (shipped) against `fts.BM25_SQL`."""
-    from semula.store.fts import BM25_SQL, MAX_QUERY_CHARS, PROPOSALS, QUERY_TERMS
+    from semula.store.duckdb.fts import BM25_SQL, MAX_QUERY_CHARS, PROPOSALS, QUERY_TERMS
 
     con = cache.store.con
     postings = [con.execute(POSTINGS_SQL, [t[:MAX_QUERY_CHARS]]).fetchone() for _, t in queries]
@@ -65,7 +65,7 @@ def retrieval(cache: Any, queries: list[tuple[int, str]]) -> dict[str, Any]:
 def fresh_trials(cache: Any, vocab: Any, rng: random.Random, size: int, trials: int,
                  fps: list[tuple[str, str]]) -> dict[str, Any]:
     """Write a new entry, then query paraphrases of it at once; time misses and hits during the rebuild."""
-    from semula.store.fts import REBUILD_IDLE_FACTOR, REBUILD_MIN_SECONDS
+    from semula.store.duckdb.fts import REBUILD_IDLE_FACTOR, REBUILD_MIN_SECONDS
 
     timers, out, busy_near, busy_exact = timers_for(cache), [], [], []
     try:
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         sizes = [s for s in sizes if s <= 10_000] or [1000, 10_000]
         queries, trials = min(queries, 90), min(trials, 2)
-    from semula.store import fts
+    from semula.store.duckdb import fts
 
     info = common.machine(**{"fts.QUERY_TERMS": str(fts.QUERY_TERMS)})
     t0 = time.perf_counter()

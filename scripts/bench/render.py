@@ -163,7 +163,7 @@ def lexical(d: dict[str, Any]) -> list[str]:
         f"- One project per size ({', '.join(f(s['size']) for s in sizes)} entries) of synthetic OpenAI chat requests "
         f"(14 instruction templates + filler sentences, Zipf-drawn words; {w['words_min']}-{w['words_max']} words, "
         f"median {w['words_median']}; {w['distinct_words']:,} distinct words), bulk-inserted with the values "
-        "`Store.upsert_entry` writes; timing starts once the full-text index is current.",
+        "`DuckDBStore.upsert_entry` writes; timing starts once the full-text index is current.",
         f"- {d['params']['queries']} misses per size, shuffled, after 15 warm-ups: 2/3 paraphrases (a stored prompt with "
         "1-3 words changed), 1/3 unrelated prompts, each decided as the addon decides a miss (`cache.match` → "
         "`near_bypass` → `cache.near`, default settings, candidates queued). The public steps of `cache.near` are "

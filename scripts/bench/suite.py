@@ -5,7 +5,7 @@ runs four ways, interleaved over R rounds (the order rotating): pytest-recording
 with `--record-mode=none`; `pytest --semula=replay`; `semula exec --mode replay -- pytest`; and the
 local fake provider called directly, nothing recorded. Cassettes and recordings are made once
 beforehand against the same fake. The proxy's start-up (and stop) is also timed alone each round,
-through the code the plugin and exec use (cli/session.py). Writes benchmark/results/suite.md (+ .json).
+through the code the plugin and exec use (session/run.py). Writes benchmark/results/suite.md (+ .json).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ class Bench:
 
     def startup(self) -> dict[str, float]:
         """The replay proxy's start-up (to ready) and stop, alone, as the plugin and exec open it."""
-        from semula.cli.session import open_session
+        from semula.session.run import open_session
 
         sets = (f"semula_recordings={self.recordings}", *self.semula_sets(False))
         cpu0, t0 = children_cpu(), time.perf_counter()
@@ -188,7 +188,7 @@ def render(d: dict[str, Any]) -> str:
         "proxy's start-up and stop): " + "; ".join(f"**{v}**: {TITLES[v]}" for v in VARIANTS) + ". Every run must "
         "pass every test, and semula's summary must count every call as a hit. The replay proxies use the data dir "
         "the recording run left (a developer's re-run; a fresh CI checkout also imports the folder first).",
-        f"- **start-up**: `cli.session.open_session` (what the plugin and exec call) to ready, and its `stop`, timed "
+        f"- **start-up**: `session.run.open_session` (what the plugin and exec call) to ready, and its `stop`, timed "
         f"alone in the benchmark's process. {p['rounds']} rounds; the order of the five rotates each round. Ratios "
         "and per-test costs are computed within each round, then summarised: median (min–max over rounds).", "",
         "## Results", "",

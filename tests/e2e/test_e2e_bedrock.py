@@ -1,6 +1,6 @@
 """AWS Bedrock through boto3 records in auto and replays offline with no AWS credentials.
 
-boto3 runs in a child process with the environment `semula exec` gives a run (`cli.session.run_env`).
+boto3 runs in a child process with the environment `semula exec` gives a run (`session.run.run_env`).
 In auto it holds planted credentials (a session token and a secret key) and signs with SigV4; the fake
 checks that an `authorization` header is there, as Bedrock does. Replay then runs from a fresh proxy with
 every provider host mapped to a closed port, a fresh data dir, a clean copy of the recordings folder and
@@ -114,7 +114,7 @@ def run_node(node_project: Path | str, proxy: ProxyHandle, run: str, env: dict[s
 
 def client_env(proxy: ProxyHandle, credentials: dict[str, str], tmp: Path) -> dict[str, str]:
     """What `semula exec` gives a run, on a machine whose only AWS settings are `credentials`."""
-    from semula.cli.session import run_env
+    from semula.session.run import run_env
 
     nowhere = str(tmp / "no-aws-files")  # the machine's own ~/.aws is not this test's
     base = {**{k: v for k, v in clean_env().items() if k not in AWS_VARIABLES},

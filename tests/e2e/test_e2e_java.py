@@ -16,8 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from semula.cli.java_env import CA_ALIAS, Jdk, ensure_truststore, find_jdk, java_tool_options
-from semula.cli.proxy_cmd import ensure_ca
+from semula.session.java_env import CA_ALIAS, Jdk, ensure_truststore, find_jdk, java_tool_options
+from semula.session.ca import ensure_ca
 
 from conftest import ProxyFactory
 from e2e_helpers import (

@@ -10,8 +10,8 @@ from e2e_helpers import clean_env, run_semula
 from entries import chat, new_entry
 from semula.core.settings import ProjectSettings
 from semula.recordings.folder import RecordingsFolder
-from semula.store.duckdb_store import Store
-from semula.store.pg_store import PgStore
+from semula.store.duckdb.store import DuckDBStore
+from semula.store.postgres.store import PgStore
 
 pytestmark = pytest.mark.e2e
 
@@ -21,7 +21,7 @@ def _bodies(store) -> set[bytes]:
 
 
 def test_export_import_moves_recordings_from_the_file_to_postgres_and_back(tmp_path: Path, pg_url: str) -> None:
-    duck = Store.open(tmp_path / "a")
+    duck = DuckDBStore.open(tmp_path / "a")
     for n in range(3):
         duck.upsert_entry(new_entry(chat(f"question number {n}"), body=b'{"n": %d}' % n))
     expected = _bodies(duck)
@@ -38,7 +38,7 @@ def test_export_import_moves_recordings_from_the_file_to_postgres_and_back(tmp_p
     back = run_semula("export", str(tmp_path / "g"), "--data-dir", str(tmp_path / "b"), env=clean_env(SEMULA_STORE=pg_url))
     assert back.returncode == 0, back.stderr
     assert run_semula("import", str(tmp_path / "g"), "--data-dir", str(tmp_path / "c"), env=env).returncode == 0
-    again = Store.open(tmp_path / "c")
+    again = DuckDBStore.open(tmp_path / "c")
     try:
         assert _bodies(again) == expected
     finally:

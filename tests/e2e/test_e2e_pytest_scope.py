@@ -201,7 +201,7 @@ def test_a_second_session_on_a_running_proxy_counts_repeats_from_one(
 def test_a_refusal_outside_any_test_fails_none_and_the_port_is_the_one_given(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, fake_provider: FakeProvider,
         mitm_confdir: Path, tmp_path: Path) -> None:
-    from semula.cli.session import free_port
+    from semula.session.run import free_port
 
     port = free_port()
     prompts = {"at_import": uniq("outside at import"), "in_test": uniq("outside in test"),

@@ -1,7 +1,7 @@
 """Google Vertex AI records in auto and replays offline on a machine with no Google credentials.
 
 google-genai (`vertexai=True`) and `anthropic[vertex]` (`AnthropicVertex`) run with the environment
-`semula exec` gives a run (`cli.session.run_env`, set for the test only), as a user's tests do. In auto
+`semula exec` gives a run (`session.run.run_env`, set for the test only), as a user's tests do. In auto
 they hold planted Google credentials (an `authorized_user` file with a refresh token and a client
 secret); google-auth trades them at `oauth2.googleapis.com/token`, where the fake mints a fresh
 random access token on every call. Replay then runs from a fresh proxy with every provider host
@@ -78,8 +78,8 @@ def vertex_calls(run: str, try_miss: bool) -> dict[str, Any]:
 
 def run_clients(proxy: ProxyHandle, monkeypatch: pytest.MonkeyPatch, run: str, credentials: Path | None,
                 try_miss: bool = False) -> dict[str, Any]:
-    """The calls with the environment `semula exec` gives a run (`cli.session.run_env`), and only it."""
-    from semula.cli.session import run_env
+    """The calls with the environment `semula exec` gives a run (`session.run.run_env`), and only it."""
+    from semula.session.run import run_env
 
     base = {k: v for k, v in clean_env().items() if k not in GOOGLE_VARIABLES}
     if credentials is not None:

@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 import pyarrow.parquet as pq
 
-from semula.store.logschema import CALL_LOG_SCHEMA_VERSION
+from semula.calllog.schema import CALL_LOG_SCHEMA_VERSION
 import pytest
 
 pytest.importorskip("nbclient")

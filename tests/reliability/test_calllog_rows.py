@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from semula.store import parquetlog
-from semula.store.logschema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION
-from semula.store.parquetlog import ParquetLog, clean_row
+from semula.calllog import writer as parquetlog
+from semula.calllog.schema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION
+from semula.calllog.writer import ParquetLog, clean_row
 
 
 def rows_in(directory: Path) -> list[dict]:

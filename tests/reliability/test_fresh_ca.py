@@ -166,14 +166,14 @@ def test_semula_proxy_on_a_fresh_home_has_its_ca_on_disk_when_ready(tmp_path: Pa
 
 
 def _ensure_ca_in_process(confdir: str, barrier: multiprocessing.synchronize.Barrier, out: dict) -> None:
-    from semula.cli.proxy_cmd import ensure_ca
+    from semula.session.ca import ensure_ca
 
     barrier.wait()
     out[os.getpid()] = ensure_ca(Path(confdir)).read_text()
 
 
 def test_concurrent_ensure_ca_calls_end_with_one_ca(tmp_path: Path) -> None:
-    from semula.cli.proxy_cmd import ensure_ca
+    from semula.session.ca import ensure_ca
 
     confdir = tmp_path / "conf"  # not there yet: a fresh HOME
     # Processes: each its own mitmproxy import and key generation, as `semula exec` and its proxy.
@@ -221,7 +221,7 @@ def test_concurrent_ensure_ca_calls_end_with_one_ca(tmp_path: Path) -> None:
 def test_mitmproxy_loads_the_ca_ensure_ca_made(tmp_path: Path) -> None:
     from mitmproxy.certs import CertStore
 
-    from semula.cli.proxy_cmd import ensure_ca
+    from semula.session.ca import ensure_ca
 
     cert = ensure_ca(tmp_path).read_text()
     before = {name: (tmp_path / name).read_bytes() for name in CA_FILES}
@@ -237,7 +237,7 @@ def test_a_ca_key_alone_is_kept_and_its_certificate_written(tmp_path: Path) -> N
     mitmproxy serves that one, so ensure_ca makes no other and writes its certificate."""
     from mitmproxy.certs import CertStore
 
-    from semula.cli.proxy_cmd import ensure_ca
+    from semula.session.ca import ensure_ca
 
     CertStore.create_store(tmp_path / "theirs", "mitmproxy", 2048)
     key = (tmp_path / "theirs" / "mitmproxy-ca.pem").read_bytes()

@@ -15,7 +15,7 @@ from entries import chat
 from semula.core.settings import ProjectSettings
 from semula.recordings.folder import RecordingsFolder, check
 from semula.recordings.format import Recording, body_from, dumps
-from semula.store.duckdb_store import Store
+from semula.store.duckdb.store import DuckDBStore
 
 SSE = 'data: {"choices":[{"delta":{"content":"Hi"}}]}\n\ndata: [DONE]\n\n'
 
@@ -78,7 +78,7 @@ def test_a_mutated_file_loads_byte_exact_or_is_named_bad_by_both(tmp_path_factor
     (endpoint / "b-mutated.json").write_text(json.dumps(mutated, indent=2, allow_nan=True))
     _, bad = check(folder)
     checked_bad = {rel for rel, _ in bad}
-    store = Store.open(root / "data")
+    store = DuckDBStore.open(root / "data")
     try:
         report = RecordingsFolder(folder, root / "data").sync(store, lambda p: ProjectSettings())
         loaded_bad = {rel for rel, _ in report.bad}

@@ -2,7 +2,7 @@
 a wrong password, and a server out of connection slots.
 
 A frozen server accepts TCP (its kernel does) but never answers: a miss must still go upstream within
-the watchdog's bound (`pg_connect.FROZEN_BOUND_SECONDS`), the console must say "lost the Postgres
+the watchdog's bound (`postgres.connect.FROZEN_BOUND_SECONDS`), the console must say "lost the Postgres
 store" once, and the store must come back by itself after SIGCONT. A server that refuses the
 connection (password, too many clients) is named with its own reason, never the password, and a
 store command exits non-zero with one line. The servers here are this module's own (not the
@@ -26,8 +26,8 @@ from e2e_helpers import openai_client, run_semula, uniq
 
 import entries
 import pg_helpers
-from semula.store.pg_connect import FROZEN_BOUND_SECONDS, POOL_WAIT_SECONDS
-from semula.store.pg_store import PgStore
+from semula.store.postgres.connect import FROZEN_BOUND_SECONDS, POOL_WAIT_SECONDS
+from semula.store.postgres.store import PgStore
 from semula.store.types import StoreError
 
 pytestmark = pytest.mark.e2e
@@ -179,7 +179,7 @@ def test_a_call_on_a_frozen_server_fails_within_the_bound_without_a_follower(ser
     answers again after SIGCONT."""
     url = server.new_database()
     store = PgStore.open(url)
-    store.follows = False
+    store.follows_changes = False
     try:
         with frozen(server):
             for _ in range(2):
@@ -236,7 +236,7 @@ def test_a_nul_in_a_prompt_or_model_records_and_hits_on_postgres(proxy_factory: 
 def test_the_escaping_is_exact_and_leaves_plain_text_alone() -> None:
     import itertools
 
-    from semula.store import pg_text
+    from semula.store.postgres import text as pg_text
 
     for n in range(1, 5):  # every string of up to four of the characters that matter
         for chars in itertools.product(["\x00", "\uffff", "0", "a"], repeat=n):

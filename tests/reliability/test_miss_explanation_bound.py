@@ -17,7 +17,7 @@ import pytest
 from entries import chat, new_entry
 from semula.core.explain import miss_message
 from semula.engine.engine import NEAREST_CANDIDATES, Engine
-from semula.store.duckdb_store import Store
+from semula.store.duckdb.store import DuckDBStore
 
 RECORDINGS = 400  # 8x NEAREST_CANDIDATES: enough to show the bound; 2,000 took 80 s to build
 PROMPT_BYTES = 20_000
@@ -35,7 +35,7 @@ def _vocabulary(rng: random.Random) -> list[str]:  # letters only: the full-text
 @pytest.fixture(scope="module")
 def big_engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
     rng = random.Random(11)
-    store = Store.open(Path(tmp_path_factory.mktemp("nearest")))
+    store = DuckDBStore.open(Path(tmp_path_factory.mktemp("nearest")))
     vocabulary = _vocabulary(rng)
     prompts = [_prompt(rng, vocabulary, n) for n in range(RECORDINGS)]
     ids = store.upsert_entries([new_entry(chat(p)) for p in prompts])

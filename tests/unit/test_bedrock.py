@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from semula.cli.aws_env import AWS_PLACEHOLDER, aws_placeholders
+from semula.session.aws_env import AWS_PLACEHOLDER, aws_placeholders
 from semula.core.redact import FingerprintKey, clean_headers
 from semula.providers import DEFAULT_PROVIDER_HOSTS, adapter_for, host_matches, stream_framer
 from semula.providers.base import RawRequest, Usage
@@ -261,7 +261,7 @@ def test_redaction_reaches_into_a_chunks_base64() -> None:
 
 
 def test_boto3_trusts_semulas_ca(tmp_path: Path) -> None:
-    from semula.cli.proxy_cmd import client_env
+    from semula.session.clientenv import client_env
 
     env = client_env(8080, tmp_path)
     assert env["AWS_CA_BUNDLE"] == env["SSL_CERT_FILE"] and Path(env["AWS_CA_BUNDLE"]).is_file()

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from semula.cli import main
-from semula.cli.proxy_cmd import PLACEHOLDER_KEY, namespace_by_key, placeholder_keys
+from semula.session.clientenv import PLACEHOLDER_KEY, namespace_by_key, placeholder_keys
 
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 

@@ -14,9 +14,9 @@ from click.testing import CliRunner
 from semula.cli import main
 from semula.core.settings import SETTING_HELP, SETTING_KEYS
 from semula.proxy.options import declared
-from semula.store.logread import hit_rates
-from semula.store.logschema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION
-from semula.store.parquetlog import ParquetLog
+from semula.calllog.reader import hit_rates
+from semula.calllog.schema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION
+from semula.calllog.writer import ParquetLog
 
 
 def help_of(*args: str) -> str:

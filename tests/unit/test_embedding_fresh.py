@@ -20,7 +20,7 @@ from semula.core.cascade import NearQuery
 from semula.core.settings import ProjectSettings
 from semula.embeddings.worker import EmbeddingWorker
 from semula.engine.engine import Engine
-from semula.store.duckdb_store import Store
+from semula.store.duckdb.store import DuckDBStore
 
 SETTINGS = ProjectSettings(embedding_review_threshold=0.5, lexical_review_threshold=1.0)
 STORED = "How can I reverse a list in Python quickly"
@@ -61,7 +61,7 @@ class GatedEmbedder:
 @pytest.fixture
 def engine(tmp_path):
     embedder = GatedEmbedder()
-    engine = Engine(Store.open(tmp_path), embedder=embedder)
+    engine = Engine(DuckDBStore.open(tmp_path), embedder=embedder)
     yield engine, embedder
     embedder.gate.set()
     engine.close()

@@ -15,7 +15,7 @@ from semula.engine.engine import Engine
 from semula.core.canonical import normalised_fingerprint, request_fingerprint
 from semula.embeddings.model import Embedder, EmbeddingConfig
 from semula.core.settings import ProjectSettings
-from semula.store.duckdb_store import Store
+from semula.store.duckdb.store import DuckDBStore
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 FOLDER = (shared_dir() or __import__("pathlib").Path("/nonexistent")) / "models" / "all-MiniLM-L6-v2-onnx"
@@ -63,7 +63,7 @@ def make_cache(tmp_path, embedder):
 
     def make(fail=False):
         counting = CountingEmbedder(embedder, fail)
-        cache = Engine(Store.open(tmp_path / str(len(made))), embedder=counting)
+        cache = Engine(DuckDBStore.open(tmp_path / str(len(made))), embedder=counting)
         made.append(cache)
         return cache, counting
 

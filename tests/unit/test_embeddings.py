@@ -13,7 +13,7 @@ from entries import chat, new_entry
 from semula.core.canonical import CanonicalRequest, Message
 from semula.embeddings.model import Embedder, EmbeddingConfig, EmbeddingsUnavailable, config_from_env, embedding_text, fetch
 from semula.embeddings.worker import EmbeddingWorker, VectorIndex
-from semula.store.duckdb_store import Store
+from semula.store.duckdb.store import DuckDBStore
 from tests.shared_paths import shared_dir
 
 pytest.importorskip("fastembed", reason="the embeddings extra (fastembed) is not installed")
@@ -240,7 +240,7 @@ def test_worker_catches_up_after_a_burst_and_survives_a_failing_embedder(embedde
 
 
 def test_vectors_round_trip_through_duckdb(tmp_path):
-    store = Store.open(tmp_path)
+    store = DuckDBStore.open(tmp_path)
     store.vectors.ensure_table()
     store.vectors.ensure_table()  # idempotent
     a = store.upsert_entry(new_entry(chat("sort a list"), "p"))
@@ -272,6 +272,6 @@ def test_vectors_round_trip_through_duckdb(tmp_path):
     assert store.vectors.counts() == {"m1": 2, "m2": 1}
     store.close()
 
-    reopened = Store.open(tmp_path)
+    reopened = DuckDBStore.open(tmp_path)
     assert reopened.vectors.load("m1", "other")[0].tolist() == [c]
     reopened.close()

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 import pytest
 
-from semula.cli.java_env import JavaUnavailable, find_jdk, java_tool_options
+from semula.session.java_env import JavaUnavailable, find_jdk, java_tool_options
 
 
 def fake_jdk(root: Path, cacerts: str = "lib/security/cacerts", keytool: bool = True) -> Path:

@@ -13,7 +13,7 @@ from semula.core.cascade import NearQuery
 from semula.core.guard.diff import MAX_CHANGED_TOKENS
 from semula.engine.engine import Engine
 from semula.core.settings import ProjectSettings
-from semula.store.fts import MAX_QUERY_CHARS
+from semula.store.duckdb.fts import MAX_QUERY_CHARS
 
 canonical = chat
 
@@ -127,12 +127,12 @@ class _GatedCursor:
 def test_closing_the_store_mid_rebuild_waits_for_it_and_no_build_runs_after(tmp_path, monkeypatch, caplog):
     """The "full-text index rebuild failed (Connection already closed!)" warnings at shutdown: the
     connection was closed under a background build. Whoever closes the store now stops the builds first."""
-    from semula.store import fts
-    from semula.store.duckdb_store import Store
+    from semula.store.duckdb import fts
+    from semula.store.duckdb.store import DuckDBStore
 
     monkeypatch.setattr(fts, "REBUILD_MIN_SECONDS", 0.0)
     monkeypatch.setattr(fts, "FRESH_MAX_SECONDS", 0.0)
-    store = Store.open(tmp_path)
+    store = DuckDBStore.open(tmp_path)
     engine = Engine(store)
     deadline = time.monotonic() + 30  # the start-up build: let it finish, then arm the gate for the next one
     while engine.lexical._building and time.monotonic() < deadline:
@@ -157,11 +157,11 @@ def test_closing_the_store_mid_rebuild_waits_for_it_and_no_build_runs_after(tmp_
 
 def _settled(tmp_path, monkeypatch):
     """A DuckDB engine whose start-up build is done, builds allowed back to back (the fresh rules aside)."""
-    from semula.store import fts
-    from semula.store.duckdb_store import Store
+    from semula.store.duckdb import fts
+    from semula.store.duckdb.store import DuckDBStore
 
     monkeypatch.setattr(fts, "REBUILD_MIN_SECONDS", 0.0)
-    engine = Engine(Store.open(tmp_path))
+    engine = Engine(DuckDBStore.open(tmp_path))
     deadline = time.monotonic() + 30
     while (engine.lexical._building or not engine.lexical._built) and time.monotonic() < deadline:
         engine.lexical.maybe_rebuild(wait=True)
@@ -174,7 +174,7 @@ def test_a_few_fresh_entries_wait_for_their_age_not_a_build_per_write(tmp_path, 
     """A build re-indexes the whole table: at one a write, a recording proxy built without pause and its
     RSS rose with each build. A few new entries wait (found by the fresh scan) until the oldest is
     FRESH_MAX_SECONDS old."""
-    from semula.store import fts
+    from semula.store.duckdb import fts
 
     engine = _settled(tmp_path, monkeypatch)
     try:
@@ -196,7 +196,7 @@ def test_a_few_fresh_entries_wait_for_their_age_not_a_build_per_write(tmp_path, 
 
 
 def test_many_fresh_words_build_at_once(tmp_path, monkeypatch):
-    from semula.store import fts
+    from semula.store.duckdb import fts
 
     monkeypatch.setattr(fts, "FRESH_WORDS_REBUILD", 40)
     engine = _settled(tmp_path, monkeypatch)

@@ -14,7 +14,7 @@ from entries import chat, new_entry
 from semula.engine import recordings
 from semula.engine.engine import Engine
 from semula.engine.index import AnswerCache, entry_bytes, json_held_bytes
-from semula.store.duckdb_store import Store
+from semula.store.duckdb.store import DuckDBStore
 from semula.store.types import Entry
 
 PROMPT_20KB = "please review the quarterly budget figures for the northern region " * 300
@@ -86,7 +86,7 @@ def test_an_entry_bigger_than_the_whole_budget_is_not_cached():
 
 
 def test_the_preload_counts_whole_entries(tmp_path, monkeypatch):
-    store = Store.open(tmp_path)
+    store = DuckDBStore.open(tmp_path)
     for i in range(120):
         store.upsert_entry(new_entry(chat(f"{PROMPT_20KB} {i}"), "p"))
     monkeypatch.setattr(recordings, "PRELOAD_BYTES", 1_000_000)

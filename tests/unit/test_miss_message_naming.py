@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from entries import chat
-from semula.cli.proxy_cmd import PLACEHOLDER_KEY, mitmproxy_args
-from semula.cli.session import run_env
+from semula.session.clientenv import PLACEHOLDER_KEY
+from semula.cli.proxy_cmd import mitmproxy_args
+from semula.session.run import run_env
 from semula.core.decision import Decision
 from semula.core.explain import NEAREST_FLOOR, Nearest, approve_command, differences, miss_message, nearest_recordings
 from semula.core.jsondiff import first_difference

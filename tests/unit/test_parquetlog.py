@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import duckdb
 
-from semula.store.logschema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION
-from semula.store.parquetlog import ParquetLog
+from semula.calllog.schema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION
+from semula.calllog.writer import ParquetLog
 
 
 def test_rows_are_flushed_partitioned_and_readable(tmp_path):

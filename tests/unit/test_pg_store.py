@@ -10,8 +10,8 @@ import psycopg
 import pytest
 
 import entries
-from semula.store.pg_connect import masked
-from semula.store.pg_store import PgStore
+from semula.store.postgres.connect import masked
+from semula.store.postgres.store import PgStore
 from semula.store.selection import open_store, store_spec
 from semula.store.types import StoreError
 
@@ -50,7 +50,7 @@ def test_migrations_are_recorded_and_two_stores_opening_at_once_do_not_race(pg_u
     with psycopg.connect(pg_url) as con:
         names = [r[0] for r in con.execute("SELECT name FROM schema_migrations ORDER BY name").fetchall()]
         salts = con.execute("SELECT count(*) FROM meta WHERE key = 'fingerprint_salt'").fetchone()[0]
-    from semula.store.pg_migrations import MIGRATIONS
+    from semula.store.postgres.migrations import MIGRATIONS
 
     assert names == sorted(name for name, _ in MIGRATIONS) and names[:3] == ["001_core", "002_lexical", "003_changes"]
     assert salts == 1
@@ -246,9 +246,10 @@ def test_a_change_committed_after_a_later_one_is_not_missed(pg_url):
     try:
         slow.execute("SELECT 1")  # a transaction is open from here
         late = entries.new_entry(entries.chat("the late one"), "p")
-        from semula.store.pg_store import UPSERT_SQL, _upsert_params, _now
+        from semula.store.postgres.store import UPSERT_SQL, _upsert_params
+        from semula.store.sql import now
 
-        late_id = slow.execute(UPSERT_SQL, _upsert_params(late, _now())).fetchone()[0]  # its change id is taken
+        late_id = slow.execute(UPSERT_SQL, _upsert_params(late, now())).fetchone()[0]  # its change id is taken
         early_id = writer.upsert_entry(new_entry("fp1:early"))  # a higher change id, committed first
         _eventually(lambda: early_id in seen)
         slow.commit()
@@ -257,3 +258,19 @@ def test_a_change_committed_after_a_later_one_is_not_missed(pg_url):
         slow.close()
         reader.close()
         writer.close()
+
+
+def test_a_second_engine_on_the_store_takes_the_follower_over(pg_url):
+    """Two engines on one store (a restart in a test) leave one follower, and closing stops it: an orphan
+    would outlive the pool and print "lost the Postgres store" into whatever runs next."""
+    def followers() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name == "semula-pg-changes" and t.is_alive()]
+
+    before = set(followers())
+    store = PgStore.open(pg_url)
+    store.follow(store.change_position(), lambda changes: None)
+    first = set(followers()) - before
+    store.follow(store.change_position(), lambda changes: None)
+    assert len(set(followers()) - before) == 1 and not (first & set(followers()))
+    store.close()
+    assert not set(followers()) - before

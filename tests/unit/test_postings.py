@@ -9,9 +9,9 @@ import pytest
 from entries import chat, new_entry
 
 from semula.engine.engine import Engine
-from semula.store.duckdb_store import Store
-from semula.store.fts import BM25_SQL, PROPOSALS, QUERY_TERMS
-from semula.store.postings import Postings, Stemmer, fts_tokens
+from semula.store.duckdb.store import DuckDBStore
+from semula.store.duckdb.fts import BM25_SQL, PROPOSALS, QUERY_TERMS
+from semula.store.duckdb.postings import Postings, Stemmer, fts_tokens
 
 WORDS = ("budget report meeting running runs ran dogs dog café naïve résumé straße ÆON don't x2y 3rd "
          "customer invoice invoices shipped shipping email emails Lyon Paris trains before noon the of a "
@@ -40,7 +40,7 @@ def settle(engine) -> None:
 
 @pytest.fixture
 def store(tmp_path):
-    s = Store.open(tmp_path)
+    s = DuckDBStore.open(tmp_path)
     yield s
     s.close()
 
@@ -103,11 +103,11 @@ def test_the_index_is_counted_in_bytes(duckdb_engine):
 
 
 def test_a_restart_on_a_current_index_loads_it_and_builds_nothing(tmp_path):
-    engine = Engine(Store.open(tmp_path))
+    engine = Engine(DuckDBStore.open(tmp_path))
     kept = engine.record(new_entry(chat("Which trains leave Lyon for Paris before noon"), "p"))
     settle(engine)
     engine.close()
-    engine = Engine(Store.open(tmp_path))
+    engine = Engine(DuckDBStore.open(tmp_path))
     try:
         deadline = time.monotonic() + 30
         while not engine.lexical._built and time.monotonic() < deadline:
@@ -119,12 +119,12 @@ def test_a_restart_on_a_current_index_loads_it_and_builds_nothing(tmp_path):
 
 
 def test_a_restart_after_texts_changed_rebuilds(tmp_path):
-    engine = Engine(Store.open(tmp_path))
+    engine = Engine(DuckDBStore.open(tmp_path))
     entry = engine.record(new_entry(chat("Which trains leave Lyon for Paris before noon"), "p"))
     settle(engine)
     engine.store.set_last_texts([(entry, "a recipe for onion soup")])
     engine.close()
-    engine = Engine(Store.open(tmp_path))
+    engine = Engine(DuckDBStore.open(tmp_path))
     try:
         settle(engine)
         assert engine.lexical.last_build_seconds > 0.0

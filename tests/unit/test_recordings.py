@@ -12,7 +12,7 @@ from entries import chat, new_entry
 from semula.core.settings import ProjectSettings
 from semula.recordings.folder import RecordingsFolder, check
 from semula.recordings.format import Recording, RecordingFileError, dumps, loads, relative_path, slug
-from semula.store.duckdb_store import Store
+from semula.store.duckdb.store import DuckDBStore
 
 SSE = (b'data: {"choices":[{"delta":{"content":"Hel"}}]}\n\n'
        b'data: {"choices":[{"delta":{"content":"lo"}}]}\n\ndata: [DONE]\n\n')
@@ -65,8 +65,8 @@ def test_paths_are_readable_and_distinct() -> None:
     assert a.startswith("p/openai/v1-chat-completions/say-hello-") and a != b
 
 
-def store_with(tmp_path: Path, *texts: str) -> Store:
-    store = Store.open(tmp_path / "data")
+def store_with(tmp_path: Path, *texts: str) -> DuckDBStore:
+    store = DuckDBStore.open(tmp_path / "data")
     for text in texts:
         store.upsert_entry(new_entry(chat(text)))
     return store
@@ -82,7 +82,7 @@ def test_first_start_exports_the_store_then_syncs_incrementally(tmp_path: Path) 
     assert folder.sync(store, defaults).exported == 2
     store.close()
 
-    fresh = Store.open(tmp_path / "ci")  # a clean checkout: empty data dir, the committed folder
+    fresh = DuckDBStore.open(tmp_path / "ci")  # a clean checkout: empty data dir, the committed folder
     clone = RecordingsFolder(tmp_path / "rec", tmp_path / "ci")
     report = clone.sync(fresh, defaults)
     assert (report.loaded, report.unchanged, report.removed) == (2, 0, 0)
@@ -136,7 +136,7 @@ def test_a_recording_file_deleted_by_a_teammate_closes_its_candidates_in_the_rev
 
     events: list[dict] = []
     folder = RecordingsFolder(tmp_path / "rec", tmp_path / "data")
-    engine = Engine(Store.open(tmp_path / "data"), review_log=events.append, folder=folder)
+    engine = Engine(DuckDBStore.open(tmp_path / "data"), review_log=events.append, folder=folder)
     entry_id = engine.record(new_entry(chat("one")))
     incoming = chat("one please")
     verdict = Verdict("lexical", 0.8, serve=False, review=True, reason="below")
@@ -144,7 +144,7 @@ def test_a_recording_file_deleted_by_a_teammate_closes_its_candidates_in_the_rev
                         [Candidate(entry_id, verdict)], {})
     engine.close()
     next((tmp_path / "rec").rglob("one-*.json")).unlink()
-    engine = Engine(Store.open(tmp_path / "data"), review_log=events.append,
+    engine = Engine(DuckDBStore.open(tmp_path / "data"), review_log=events.append,
                     folder=RecordingsFolder(tmp_path / "rec", tmp_path / "data"))
     assert [e["event"] for e in events] == ["queued", "closed"]
     engine.close()

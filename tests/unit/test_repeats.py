@@ -16,7 +16,7 @@ from semula.recordings.entry import Answer, recording_of
 from semula.recordings.folder import RecordingsFolder
 from semula.recordings.format import dumps, loads
 from semula.recordings.folder import recording_from_entry
-from semula.store.duckdb_store import Store
+from semula.store.duckdb.store import DuckDBStore
 
 
 def counter() -> Repeats:
@@ -66,7 +66,7 @@ def test_one_answer_recordings_replay_for_every_repeat() -> None:
 
 
 def test_the_nth_answer_is_its_own_file_beside_the_first(tmp_path: Path) -> None:
-    store = Store.open(tmp_path / "data")
+    store = DuckDBStore.open(tmp_path / "data")
     request = chat("Roll a die")
     first = new_entry(request, body=b'{"n": 1}')
     second = recording_of("p", request, SETTINGS, Answer(host="api.openai.com", body=b'{"n": 2}'), occurrence=2)
@@ -78,7 +78,7 @@ def test_the_nth_answer_is_its_own_file_beside_the_first(tmp_path: Path) -> None
     assert loads(dumps(recording_from_entry(store.get_entry(2)))).occurrence == 2
     store.close()
 
-    clone = Store.open(tmp_path / "ci")
+    clone = DuckDBStore.open(tmp_path / "ci")
     report = RecordingsFolder(tmp_path / "rec", tmp_path / "ci").sync(clone, lambda p: SETTINGS)
     assert report.loaded == 2
     fps = sorted(fp for _, _, fp, _ in clone.index_rows())
@@ -87,7 +87,7 @@ def test_the_nth_answer_is_its_own_file_beside_the_first(tmp_path: Path) -> None
 
 
 def test_a_bad_occurrence_is_a_bad_file(tmp_path: Path) -> None:
-    store = Store.open(tmp_path / "data")
+    store = DuckDBStore.open(tmp_path / "data")
     entry = store.get_entry(store.upsert_entry(new_entry(chat("x"))))
     data = json.loads(dumps(recording_from_entry(entry)))
     data["occurrence"] = 0

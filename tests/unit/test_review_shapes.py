@@ -21,7 +21,7 @@ from semula.engine.engine import Engine
 from semula.engine.evaluate import decide_pair
 from semula.providers import RawRequest, adapter_for
 from semula.store.candidate_shapes import closures
-from semula.store.duckdb_store import Store
+from semula.store.duckdb.store import DuckDBStore
 from semula.store.selection import open_store
 
 SETTINGS = ProjectSettings()  # serve at 1.0, review from 0.6
@@ -223,17 +223,17 @@ PG_MIGRATION = "004_close_cross_shape_candidates"
 
 
 def test_the_duckdb_upgrade_closes_planted_cross_shape_candidates(tmp_path: Path) -> None:
-    store = Store.open(tmp_path)
+    store = DuckDBStore.open(tmp_path)
     ids = _planted(store)
     store.con.execute("DELETE FROM schema_migrations WHERE name = ?", [DUCKDB_MIGRATION])  # as before the upgrade
     store.close()
-    store = Store.open(tmp_path)
+    store = DuckDBStore.open(tmp_path)
     first = _statuses(store, ids)
     _check_closed(first)
     decided = store.candidate(ids["cross"])["decided_at"]
     store.con.execute("DELETE FROM schema_migrations WHERE name = ?", [DUCKDB_MIGRATION])
     store.close()
-    store = Store.open(tmp_path)  # once more: idempotent
+    store = DuckDBStore.open(tmp_path)  # once more: idempotent
     assert _statuses(store, ids) == first and store.candidate(ids["cross"])["decided_at"] == decided
     store.close()
 

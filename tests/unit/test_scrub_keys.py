@@ -13,7 +13,7 @@ from semula.core.settings import FINGERPRINT_KEYS, ProjectSettings, SettingsErro
 from semula.engine.engine import Engine
 from semula.providers import adapter_for
 from semula.providers.base import RawRequest
-from semula.store.duckdb_store import Store
+from semula.store.duckdb.store import DuckDBStore
 
 KEYS = ("created_at", "etag")
 HOSTS = {"openai": ("api.openai.com", "/v1/chat/completions"), "anthropic": ("api.anthropic.com", "/v1/messages"),
@@ -124,7 +124,7 @@ def test_a_fingerprint_input():
 
 
 def test_config_set_refingerprints_the_project(tmp_path):
-    engine = Engine(Store.open(tmp_path))
+    engine = Engine(DuckDBStore.open(tmp_path))
     try:
         entry = engine.record(new_entry(openai_tool_flow("run 41")))
         incoming = openai_tool_flow("run 42")

@@ -17,7 +17,7 @@ from semula.core.redact import REDACTED, FingerprintKey, redact_text
 from semula.engine.engine import Engine
 from semula.recordings.entry import Answer, recording_of
 from semula.core.settings import ProjectSettings
-from semula.store.duckdb_store import STORE_FILE, Store
+from semula.store.duckdb.store import STORE_FILE, DuckDBStore
 
 # Two JWTs of the same shape (header.payload.signature), differing only in the payload's subject.
 JWT_A = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSIsImlhdCI6MTcwMDAwMDAwMH0.c2lnbmF0dXJlLWFsaWNlLTAwMQ"
@@ -77,22 +77,22 @@ def test_the_normalised_tier_keeps_the_tag_unless_a_scrub_pattern_takes_it() -> 
 
 
 def test_the_store_makes_one_salt_and_keeps_it(tmp_path) -> None:
-    store = Store.open(tmp_path / "one")
+    store = DuckDBStore.open(tmp_path / "one")
     salt = store.fingerprint_salt()
     assert len(salt) == 32
     engine = Engine(store)
     assert engine.fingerprint_key == FingerprintKey(salt)
     engine.close()
-    again = Store.open(tmp_path / "one")
+    again = DuckDBStore.open(tmp_path / "one")
     assert again.fingerprint_salt() == salt
-    assert Store.open(tmp_path / "two").fingerprint_salt() != salt
+    assert DuckDBStore.open(tmp_path / "two").fingerprint_salt() != salt
     again.close()
     # A caller may bring its own key (the salt will move into a committed recordings folder).
-    assert Engine(Store.open(tmp_path / "three"), key=TEST_KEY).fingerprint_key is TEST_KEY
+    assert Engine(DuckDBStore.open(tmp_path / "three"), key=TEST_KEY).fingerprint_key is TEST_KEY
 
 
 def test_recording_with_a_secret_hits_only_with_that_secret_and_stores_no_secret(tmp_path) -> None:
-    engine = Engine(Store.open(tmp_path))
+    engine = Engine(DuckDBStore.open(tmp_path))
     key = engine.fingerprint_key
     stored = chat(prompt(JWT_A), key=key)
     engine.record(recording_of("p", stored, ProjectSettings(), Answer(host="api.openai.com", body=b'{"answer": "alice"}')))
@@ -109,7 +109,7 @@ def test_recording_with_a_secret_hits_only_with_that_secret_and_stores_no_secret
 
 
 def test_an_fp1_store_is_refingerprinted_on_open(tmp_path) -> None:
-    store = Store.open(tmp_path)
+    store = DuckDBStore.open(tmp_path)
     key = FingerprintKey(store.fingerprint_salt())
     plain = chat("no secret in here", key=key)
     secret = chat(prompt(JWT_A), key=key)

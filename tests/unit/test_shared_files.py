@@ -12,7 +12,7 @@ from semula.core.nearmatch import Verdict
 from semula.core.repeats import sequenced
 from semula.engine.engine import Engine
 from semula.recordings.folder import RecordingsFolder, check
-from semula.store.duckdb_store import Store
+from semula.store.duckdb.store import DuckDBStore
 
 REVIEW = Verdict("lexical", 0.8, serve=False, review=True, reason="score 0.80 < serve threshold 1.00")
 INCOMING = chat("What is the capital city of France?")
@@ -20,7 +20,7 @@ FP, NFP = request_fingerprint(INCOMING), normalised_fingerprint(INCOMING, (), ()
 
 
 def engine_at(tmp_path: Path, data: str) -> Engine:
-    return Engine(Store.open(tmp_path / data), folder=RecordingsFolder(tmp_path / "rec", tmp_path / data))
+    return Engine(DuckDBStore.open(tmp_path / data), folder=RecordingsFolder(tmp_path / "rec", tmp_path / data))
 
 
 def queued(engine: Engine, *texts: str) -> list[Candidate]:

@@ -13,7 +13,9 @@ import pytest
 from mitmproxy import exceptions
 from mitmproxy.test import taddons, tflow, tutils
 
-from semula.cli.proxy_cmd import intercepted_hosts, mitmproxy_args
+from semula.session.clientenv import intercepted_hosts
+
+from semula.cli.proxy_cmd import mitmproxy_args
 from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
 from semula.core.redact import FingerprintKey
 from semula.providers import (

@@ -15,22 +15,22 @@ from semula.core.decision import Match
 from semula.core.fasthit import FastHit, fast_key
 from semula.engine.index import FINGERPRINT_BYTES, FingerprintIndex, _key
 from semula.proxy.fastpath import FAST_ENTRY_BYTES, FastPath
-from semula.store import duckdb_store
-from semula.store.duckdb_connect import MEMORY_ENV
-from semula.store.duckdb_errors import describe_duckdb_error
-from semula.store.duckdb_store import Store
+from semula.store.duckdb import store as duckdb_store
+from semula.store.duckdb.connect import MEMORY_ENV
+from semula.store.duckdb.errors import describe_duckdb_error
+from semula.store.duckdb.store import DuckDBStore
 
 PASS_ENTRIES = 50
 BODY = b'{"answer": "' + b"x" * 200_000 + b'"}'  # 200 KB answers: 400 of them are 80 MB
 
 
 def test_every_store_connection_has_a_memory_limit(tmp_path, monkeypatch):
-    store = Store.open(tmp_path / "a")
+    store = DuckDBStore.open(tmp_path / "a")
     limit = store.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
     store.close()
     assert limit.endswith("MiB") and float(limit.split()[0]) <= 512, limit
     monkeypatch.setenv(MEMORY_ENV, "64MB")
-    store = Store.open(tmp_path / "b")
+    store = DuckDBStore.open(tmp_path / "b")
     try:
         assert store.con.execute("SELECT current_setting('memory_limit')").fetchone()[0] == "61.0 MiB"
     finally:
@@ -43,7 +43,7 @@ def test_more_recordings_than_the_memory_limit_load_and_preload(tmp_path, monkey
     window held every body)."""
     monkeypatch.setenv(MEMORY_ENV, "64MB")
     monkeypatch.setattr(duckdb_store, "BULK_CHUNK_BYTES", 8 * 1024 * 1024)
-    store = Store.open(tmp_path)
+    store = DuckDBStore.open(tmp_path)
     try:
         news = [new_entry(chat(f"question {i}"), body=BODY) for i in range(400)]
         ids = store.upsert_entries(news + news[:3])  # a repeated request is one entry, the same id
@@ -166,7 +166,7 @@ def test_a_pass_over_every_stored_request_reads_pages_not_the_whole_table(tmp_pa
     from semula.store import base
 
     monkeypatch.setattr(base, "CANONICALS_PAGE", 7)
-    store = Store.open(tmp_path / "data")
+    store = DuckDBStore.open(tmp_path / "data")
     ids = store.upsert_entries([new_entry(chat(f"question {i}")) for i in range(PASS_ENTRIES)])
     pages: list[int] = []
     real = store.canonicals_after

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from semula.store.duckdb_store import STORE_FILE, Store
+from semula.store.duckdb.store import STORE_FILE, DuckDBStore
 
 
 def _digest(path: Path) -> str:
@@ -13,9 +13,9 @@ def _digest(path: Path) -> str:
 
 
 def test_a_read_only_store_opens_without_writing(tmp_path: Path) -> None:
-    Store.open(tmp_path).close()
+    DuckDBStore.open(tmp_path).close()
     before = _digest(tmp_path / STORE_FILE)
-    store = Store.open(tmp_path, read_only=True)
+    store = DuckDBStore.open(tmp_path, read_only=True)
     assert store.read_only and store.copied_from is None
     assert store.projects() == []
     store.close()
@@ -23,12 +23,12 @@ def test_a_read_only_store_opens_without_writing(tmp_path: Path) -> None:
 
 
 def test_a_read_only_store_that_needs_migrations_is_opened_from_a_copy(tmp_path: Path) -> None:
-    store = Store.open(tmp_path)
+    store = DuckDBStore.open(tmp_path)
     store.con.execute("DROP TABLE meta")
     store.con.execute("DELETE FROM schema_migrations WHERE name = '004_meta'")
     store.close()
     before = _digest(tmp_path / STORE_FILE)
-    store = Store.open(tmp_path, read_only=True)
+    store = DuckDBStore.open(tmp_path, read_only=True)
     work = store.path.parent
     assert store.copied_from == tmp_path / STORE_FILE and work != tmp_path
     store.close()

@@ -113,16 +113,20 @@ def size_breaches(root: Path) -> tuple[list[str], list[str]]:
     return long_modules, long_classes
 
 
+BACKENDS = ("duckdb", "postgres")  # the store's backend folders
+
+
 def backend_imports(root: Path, store: str = "store") -> list[str]:
-    """Modules outside the store package that import one of its backend modules (`duckdb_*`, `pg_*`):
+    """Modules outside the store package that import one of its backends (`store/duckdb/`, `store/postgres/`):
     a backend is chosen only by the store's own factory (`store.selection.open_store`)."""
     package = root.name
-    backend = (f"{package}.{store}.duckdb_", f"{package}.{store}.pg_")
+    backend = tuple(f"{package}.{store}.{b}" for b in BACKENDS)
     found = []
     for name, targets in sorted(import_graph(root).items()):
         if name == f"{package}.{store}" or name.startswith(f"{package}.{store}."):
             continue
-        found += [f"{name} imports the backend module {t}" for t in sorted(targets) if t.startswith(backend)]
+        found += [f"{name} imports the backend module {t}" for t in sorted(targets)
+                  if any(t == b or t.startswith(b + ".") for b in backend)]
     return found
 
 
@@ -137,6 +141,15 @@ def packages_without_docstring(root: Path) -> list[str]:
 
 def test_only_the_store_picks_a_backend() -> None:
     found = backend_imports(PACKAGE)
+    assert not found, "\n".join(found)
+
+
+def test_nothing_below_the_cli_imports_it() -> None:
+    """The commands sit on top: the session, the proxy and the plugin never import `cli` (it imports them)."""
+    graph = import_graph(PACKAGE)
+    found = [f"{name} imports {t}" for name, targets in sorted(graph.items())
+             if name.startswith(("semula.session", "semula.proxy", "semula.pytest_plugin", "semula.engine"))
+             for t in sorted(targets) if t == "semula.cli" or t.startswith("semula.cli.")]
     assert not found, "\n".join(found)
 
 
@@ -223,10 +236,16 @@ def test_sizes_are_counted_like_the_shared_check(tmp_path: Path) -> None:
 def test_backend_imports_and_docstrings_are_found(tmp_path: Path) -> None:
     pkg = write(tmp_path, {
         "store/__init__.py": '"""The store."""\n',
-        "store/duckdb_thing.py": "x = 1\n",
-        "store/selection.py": "from pkg.store import duckdb_thing\n",
+        "store/duckdb/__init__.py": '"""DuckDB."""\n',
+        "store/duckdb/store.py": "x = 1\n",
+        "store/postgres/__init__.py": '"""Postgres."""\n',
+        "store/postgres/store.py": "x = 1\n",
+        "store/duckdb_notes.py": "x = 1\n",  # a shared module whose name only starts like a backend
+        "store/selection.py": "from pkg.store.duckdb import store\nfrom pkg.store.postgres import store as pg\n",
         "proxy/__init__.py": "",
-        "proxy/edge.py": "def late():\n    from pkg.store.duckdb_thing import x\n",
+        "proxy/edge.py": "def late():\n    from pkg.store.duckdb.store import x\n    from pkg.store import duckdb_notes\n",
+        "proxy/other.py": '"""x"""\nfrom pkg.store import postgres\n',
     })
-    assert backend_imports(pkg) == ["pkg.proxy.edge imports the backend module pkg.store.duckdb_thing"]
+    assert backend_imports(pkg) == ["pkg.proxy.edge imports the backend module pkg.store.duckdb.store",
+                                    "pkg.proxy.other imports the backend module pkg.store.postgres"]
     assert packages_without_docstring(pkg) == ["pkg/__init__.py has no docstring", "pkg/proxy/__init__.py has no docstring"]

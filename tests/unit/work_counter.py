@@ -22,7 +22,7 @@ import semula.core.nearmatch as nearmatch
 # Every module that builds a SequenceMatcher on the near-match path.
 _MATCHER_MODULES = ("semula.core.guard.diff", "semula.core.guard.check", "semula.core.guard.edits")
 # The lexical proposers (DuckDB, Postgres), which turn the request's text into an index query.
-_PROPOSER_MODULES = ("semula.store.fts", "semula.store.pg_lexical")
+_PROPOSER_MODULES = ("semula.store.duckdb.fts", "semula.store.postgres.lexical")
 
 
 @dataclass

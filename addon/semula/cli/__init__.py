@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from semula.cli.calibrate_cmd import calibrate
 from semula.cli.embeddings_cmd import embeddings
 from semula.cli.eval_cmd import eval_command
 from semula.cli.exec_cmd import exec_command
@@ -22,7 +23,7 @@ def main() -> None:
 
 
 for command in (proxy, env, exec_command, entries, config, stats, review, eval_command, embeddings, recordings,
-                export_command, import_command, drift):
+                export_command, import_command, drift, calibrate):
     main.add_command(command)
 
 try:  # the report needs the `analysis` extra; without it the other commands still work

@@ -14,14 +14,11 @@ from rich.console import Console
 from rich.table import Table
 
 from semula.proxy.admin import AdminError, NoProxy, call, dumps, read_admin_info
+from semula.session.run import default_data_dir
 from semula.store.selection import masked, open_store, store_spec
 from semula.store.types import StoreError
 
 console = Console()
-
-
-def default_data_dir() -> str:
-    return os.environ.get("SEMULA_DATA_DIR", ".semula")
 
 
 _data_dir_only = click.option(
@@ -114,8 +111,8 @@ def _existing_folder(data_dir: Path) -> Any:
 def open_engine(data_dir: Path, folder: Any = None) -> Iterator[Any]:
     """The store opened directly (no proxy holds it), with a review log, closed afterwards."""
     from semula.engine.engine import Engine
-    from semula.store.logschema import REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
-    from semula.store.parquetlog import ParquetLog
+    from semula.calllog.schema import REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
+    from semula.calllog.writer import ParquetLog
 
     try:
         store = open_store(store_spec(), data_dir, follow=False)

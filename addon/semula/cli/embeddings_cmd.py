@@ -13,9 +13,8 @@ from semula.proxy.admin import read_admin_info
 from semula.cli.common import console, data_dir_option
 from semula.embeddings.model import Embedder, EmbeddingsUnavailable, config_from_env, embedding_text, fetch
 from semula.store.base import RecordingStore
-from semula.store.selection import STORE_FILE, open_store, store_spec
+from semula.store.selection import STORE_FILE, open_store, store_spec, vector_status
 from semula.store.types import StoreError
-from semula.store.vectors import VectorStatus, read_vector_status
 
 
 @click.group()
@@ -64,24 +63,18 @@ def embeddings_status(data_dir: Path) -> None:
     except EmbeddingsUnavailable as e:
         console.print(f"model:      [red]unavailable[/red]: {e}")
     store_path = Path(data_dir) / STORE_FILE
-    if (server := store_spec()) is not None:  # a shared store: read it directly, proxies or not
-        try:
-            status = _server_vector_status(server, data_dir, config.model_name)
-        except StoreError as e:
-            console.print(f"vectors:    {e}")
-            return
-    elif read_admin_info(data_dir) is not None:
+    server = store_spec()  # a shared store is read directly, proxies or not
+    if server is None and read_admin_info(data_dir) is not None:
         console.print(f"vectors:    the running proxy holds {store_path}; stop it to count vectors here")
         return
-    elif not store_path.is_file():
+    if server is None and not store_path.is_file():
         console.print(f"vectors:    no store at {store_path}")
         return
-    else:
-        try:
-            status = read_vector_status(store_path, config.model_name)
-        except StoreError as e:  # "cannot open …" or "cannot read …"
-            console.print(f"vectors:    {e}")
-            return
+    try:
+        status = vector_status(server, data_dir, config.model_name)
+    except StoreError as e:  # "cannot open …" or "cannot read …"
+        console.print(f"vectors:    {e}")
+        return
     if status.counts is None:
         console.print(f"vectors:    none yet ({status.entries} entries; the table is made when the proxy starts)")
         return
@@ -93,17 +86,6 @@ def embeddings_status(data_dir: Path) -> None:
     if status.missing is not None:
         console.print(f"            {status.missing} entries have no {config.model_name} vector: "
                       "run `semula embeddings backfill`")
-
-
-def _server_vector_status(url: str, data_dir: Path, model: str) -> VectorStatus:
-    store = open_store(url, data_dir, follow=False)
-    try:
-        counts = store.vectors.counts()
-        entries = len(store.index_rows())
-        missing = store.vectors.count_without(model) if counts.get(model, 0) < entries else None
-        return VectorStatus(entries, counts, missing)
-    finally:
-        store.close()
 
 
 @embeddings.command("backfill")

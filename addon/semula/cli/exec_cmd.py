@@ -9,8 +9,10 @@ from pathlib import Path
 
 import click
 
-from semula.cli.proxy_cmd import extra_host_sets, java_env, proxy_options, recordings_sets
-from semula.cli.session import ProxySession, SessionError, open_session
+from semula.session.clientenv import extra_host_sets, java_env, recordings_sets
+
+from semula.cli.proxy_cmd import proxy_options
+from semula.session.run import ProxySession, SessionError, open_session
 
 
 def _echo(line: str) -> None:
@@ -32,7 +34,7 @@ def exec_command(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
     The proxy's console goes to <data dir>/proxy.log; exec prints a summary of CMD's calls at the end.
     """
     if java:
-        from semula.cli.java_env import find_jdk
+        from semula.session.java_env import find_jdk
 
         find_jdk()  # no JDK: say so before a proxy starts
     sets = recordings_sets(recordings, no_recordings) + extra_host_sets(extra_hosts) + sets

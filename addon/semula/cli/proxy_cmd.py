@@ -1,29 +1,24 @@
-"""`semula proxy`, `semula env` and `semula exec`: run the proxy and point clients at it."""
+"""`semula proxy` and `semula env`: run the proxy and point clients at it (the how: `semula.session`)."""
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import os
 import shlex
-import shutil
-import socket
 import sys
-import tempfile
-import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import click
 
-from semula.cli.aws_env import aws_placeholders
 from semula.cli.common import data_dir_option
 from semula.core.modes import Mode
-from semula.providers import DEFAULT_PROVIDER_HOSTS, allow_hosts_regexes
+from semula.providers import allow_hosts_regexes
+from semula.session.ca import DEFAULT_CONFDIR, confdir_of, ensure_ca, key_size_of
+from semula.session.clientenv import (
+    PLACEHOLDER_KEY, PROVIDER_KEY_GROUPS, client_env, extra_host_sets, intercepted_hosts, java_env, port_hint, port_in_use,
+    recordings_sets,
+)
 
 MODES = [m.value for m in Mode]
-DEFAULT_CONFDIR = "~/.mitmproxy"
 
 
 def proxy_options(func):
@@ -45,25 +40,6 @@ def proxy_options(func):
     ]):
         func = option(func)
     return func
-
-
-def extra_host_sets(extra_hosts: tuple[str, ...]) -> tuple[str, ...]:
-    """`--extra-host H` as the option it sets (`--set semula_extra_hosts=H`)."""
-    return tuple(f"semula_extra_hosts={host}" for host in extra_hosts)
-
-
-def intercepted_hosts(sets: tuple[str, ...]) -> tuple[str, ...]:
-    """The hosts the proxy will intercept: semula_hosts (else the defaults) plus semula_extra_hosts."""
-    from semula.proxy.options import host_list
-
-    hosts = [s.split("=", 1)[1] for s in sets if s.startswith("semula_hosts=")] or list(DEFAULT_PROVIDER_HOSTS)
-    return host_list(hosts, [s.split("=", 1)[1] for s in sets if s.startswith("semula_extra_hosts=")])
-
-
-def recordings_sets(recordings: Path | None, no_recordings: bool) -> tuple[str, ...]:
-    if no_recordings:
-        return ("semula_recordings=off",)
-    return (f"semula_recordings={recordings.expanduser().resolve()}",) if recordings else ()
 
 
 def mitmproxy_args(mode: str, listen_host: str, listen_port: int, data_dir: Path, project: str,
@@ -160,25 +136,6 @@ def proxy(mode: str, listen_host: str, listen_port: int, data_dir: Path, project
     sys.exit(code)
 
 
-def port_in_use(host: str, port: int) -> bool:
-    """Whether something else listens on host:port (the reason mitmproxy could not bind)."""
-    if not port:
-        return False
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError as e:
-            return e.errno == errno.EADDRINUSE
-    return False
-
-
-def port_hint(host: str, port: int) -> str:
-    # mitmproxy's own message suggests `--mode regular@PORT`, which is not semula's --mode.
-    return (f"semula: {host}:{port} is already in use: pick another port with --listen-port PORT "
-            "(not mitmproxy's `--mode regular@PORT`: semula's --mode is auto|replay|record|passthrough)")
-
-
 def _check_embeddings(data_dir: Path, sets: tuple[str, ...]) -> None:
     """With the embedding tier on, a missing extra or model refuses to start, before mitmproxy does."""
     from semula.core.settings import parse_switch
@@ -197,205 +154,6 @@ def _check_embeddings(data_dir: Path, sets: tuple[str, ...]) -> None:
         Embedder.load(config_from_env(data_dir.expanduser().resolve(), option_enabled=True))
     except (EmbeddingsUnavailable, ValueError) as e:
         raise click.ClickException(f"the embedding tier is on (SEMULA_EMBEDDINGS) but {e}") from None
-
-
-# The files mitmproxy's CertStore.create_store writes; mitmproxy loads CA_KEY on start (and makes a
-# new CA when it is missing), clients trust CA_CERT.
-CA_BASENAME = "mitmproxy"
-CA_KEY = f"{CA_BASENAME}-ca.pem"
-CA_CERT = f"{CA_BASENAME}-ca-cert.pem"
-CA_FILES = (CA_KEY, f"{CA_BASENAME}-ca.p12", CA_CERT, f"{CA_BASENAME}-ca-cert.cer",
-            f"{CA_BASENAME}-ca-cert.p12", f"{CA_BASENAME}-dhparam.pem")
-CA_LOCK = ".semula-ca.lock"
-CA_PARTIAL_PREFIX = ".semula-ca-"
-DEFAULT_KEY_SIZE = 2048  # mitmproxy's key_size default
-# A CA key another program (a plain mitmdump) is still writing: how long to wait for it to parse.
-CA_WRITE_WAIT_S = 10.0
-
-
-def ensure_ca(confdir: Path, key_size: int = DEFAULT_KEY_SIZE) -> Path:
-    """mitmproxy's CA certificate in confdir, made once, before any proxy starts: the one it serves.
-
-    mitmproxy makes its CA only once it listens — after `semula ready` — and file by file: a client
-    set up meanwhile made a second one and trusted that. Here one caller at a time (a lock on
-    confdir/.semula-ca.lock) makes the CA in a temporary dir inside confdir and moves its files in,
-    mitmproxy-ca.pem (the one mitmproxy looks for) last, so a reader sees no CA or a whole one; the
-    callers that waited read the CA the first one made. The proxy commands call this before
-    mitmproxy starts; mitmproxy then loads this CA and makes none of its own.
-    """
-    confdir = confdir.expanduser()
-    cert = confdir / CA_CERT
-    if _ca_in_place(confdir):
-        return cert
-    confdir.mkdir(parents=True, exist_ok=True)
-    with _ca_lock(confdir) as locked:
-        if locked:
-            _remove_partials(confdir)  # left by a caller that died while making one
-        if not _ca_in_place(confdir):
-            if (confdir / CA_KEY).exists():  # a CA mitmproxy made or is writing, or one of the user's
-                _complete_ca(confdir)
-            else:
-                _create_ca(confdir, key_size)
-    return cert
-
-
-def _ca_in_place(confdir: Path) -> bool:
-    return (confdir / CA_KEY).is_file() and (confdir / CA_CERT).is_file()
-
-
-@contextlib.contextmanager
-def _ca_lock(confdir: Path) -> Iterator[bool]:
-    """An exclusive lock on confdir's CA (threads and processes alike); False where none can be had."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: the atomic moves alone
-        yield False
-        return
-    fd = os.open(confdir / CA_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:  # a file system without locks
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)  # releases the lock
-
-
-def _remove_partials(confdir: Path) -> None:
-    for leftover in confdir.glob(f"{CA_PARTIAL_PREFIX}*"):
-        if leftover.is_dir():
-            shutil.rmtree(leftover, ignore_errors=True)
-        elif leftover.name.endswith(".tmp"):
-            leftover.unlink(missing_ok=True)
-
-
-def _create_ca(confdir: Path, key_size: int) -> None:
-    """A new CA, written aside and moved in whole; mitmproxy-ca.pem last, and only if still absent."""
-    from mitmproxy.certs import CertStore
-
-    partial = Path(tempfile.mkdtemp(prefix=CA_PARTIAL_PREFIX, dir=confdir))
-    try:
-        CertStore.create_store(partial, CA_BASENAME, key_size)
-        for name in CA_FILES:
-            if name != CA_KEY:
-                os.replace(partial / name, confdir / name)
-        try:
-            os.link(partial / CA_KEY, confdir / CA_KEY)  # fails if one appeared: the first CA wins
-        except FileExistsError:
-            _complete_ca(confdir, rewrite=True)  # an unlocked writer (a plain mitmdump) won: use its CA
-        except OSError:  # no hard links here: the lock alone keeps it one CA
-            os.replace(partial / CA_KEY, confdir / CA_KEY)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
-
-
-def _complete_ca(confdir: Path, rewrite: bool = False) -> None:
-    """Write the certificate files of the CA in mitmproxy-ca.pem (the one mitmproxy serves) that are missing."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives.serialization import Encoding
-
-    key_file = confdir / CA_KEY
-    deadline = time.monotonic() + CA_WRITE_WAIT_S
-    while True:
-        if not rewrite and (confdir / CA_CERT).is_file():  # its writer finished
-            return
-        try:
-            certificates = x509.load_pem_x509_certificates(key_file.read_bytes())
-            break
-        except (ValueError, OSError):  # still being written
-            if time.monotonic() > deadline:
-                raise click.ClickException(f"{key_file} holds no CA certificate: move it away and semula "
-                                           "makes a new CA") from None
-            time.sleep(0.05)
-    pem = certificates[0].public_bytes(Encoding.PEM)
-    for name in (CA_CERT, f"{CA_BASENAME}-ca-cert.cer"):
-        if rewrite or not (confdir / name).is_file():
-            partial = confdir / f"{CA_PARTIAL_PREFIX}{name}.{os.getpid()}.{threading.get_ident()}.tmp"
-            partial.write_bytes(pem)
-            os.replace(partial, confdir / name)
-
-
-def confdir_of(sets: tuple[str, ...], default: Path | str = DEFAULT_CONFDIR) -> Path:
-    """The confdir mitmproxy will use: the last `--set confdir=`, else default."""
-    values = [item.split("=", 1)[1] for item in sets if item.startswith("confdir=")]
-    return Path(values[-1] if values else default).expanduser()
-
-
-def key_size_of(sets: tuple[str, ...]) -> int:
-    values = [item.split("=", 1)[1] for item in sets if item.startswith("key_size=")]
-    try:
-        return int(values[-1]) if values else DEFAULT_KEY_SIZE
-    except ValueError:
-        raise click.BadParameter(f"key_size={values[-1]} is not a number", param_hint="--set") from None
-
-
-def proxy_url(host: str, port: int, project: str | None = None, password: str = "semula") -> str:
-    # The password is ignored; undici (Node) sends proxy credentials only when both are set.
-    user = f"{project}:{password}@" if project else ""
-    return f"http://{user}{host}:{port}"
-
-
-def client_env(port: int, confdir: Path, project: str | None = None, host: str = "127.0.0.1",
-               password: str = "semula") -> dict[str, str]:
-    """The variables each ecosystem reads to use the proxy and trust its CA.
-
-    The password picks no project; one that starts with `semula-` tags the calls (the pytest plugin
-    tells its xdist workers' refusals apart by it)."""
-    import certifi
-
-    confdir = confdir.expanduser()
-    ca = ensure_ca(confdir)
-    bundle = confdir / "semula-ca-bundle.pem"
-    # Written aside and renamed: a client of another run (an xdist worker) never reads half a file.
-    partial = bundle.with_name(f"{bundle.name}.{os.getpid()}.tmp")
-    partial.write_text(Path(certifi.where()).read_text() + "\n" + ca.read_text())
-    os.replace(partial, bundle)
-    url = proxy_url(host, port, project, password)
-    no_proxy = "localhost,127.0.0.1,::1"
-    return {
-        "HTTPS_PROXY": url, "HTTP_PROXY": url, "https_proxy": url, "http_proxy": url,
-        "NO_PROXY": no_proxy, "no_proxy": no_proxy,
-        "SSL_CERT_FILE": str(bundle), "REQUESTS_CA_BUNDLE": str(bundle), "CURL_CA_BUNDLE": str(bundle),
-        "NODE_EXTRA_CA_CERTS": str(bundle), "GIT_SSL_CAINFO": str(bundle), "AWS_CA_BUNDLE": str(bundle),
-        "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": str(bundle),
-        # Node >= 22.21 honours the proxy variables only with this; Node 20 ignores them
-        # (certs_readme.md: use undici's EnvHttpProxyAgent there).
-        "NODE_USE_ENV_PROXY": "1",
-    }
-
-
-# Replay needs no real key, but SDKs refuse to start without one: CI gets a placeholder for each
-# provider whose variables are all unset. A group shares one placeholder decision (google-genai
-# prefers GOOGLE_API_KEY over GEMINI_API_KEY: a placeholder must never shadow a real key), and only
-# its first name gets the placeholder: google-genai warns "Both GOOGLE_API_KEY and GEMINI_API_KEY
-# are set" when both are. GEMINI_API_KEY is the name Google's Gemini API docs use; google-genai reads
-# either, and some of litellm's Gemini paths read only GEMINI_API_KEY.
-PLACEHOLDER_KEY = "sk-semula-replay-placeholder"
-PROVIDER_KEY_GROUPS: tuple[tuple[str, ...], ...] = (
-    ("OPENAI_API_KEY",), ("ANTHROPIC_API_KEY",), ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-    ("AZURE_OPENAI_API_KEY",), ("MISTRAL_API_KEY",), ("GROQ_API_KEY",), ("OPENROUTER_API_KEY",),
-    ("TOGETHER_API_KEY",), ("DEEPSEEK_API_KEY",), ("XAI_API_KEY",),
-)
-
-
-def placeholder_keys(environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
-    """Placeholder API keys for the providers none of whose key variables is set (the group's first name),
-    and placeholder AWS credentials when the user has none (`aws_env.py`)."""
-    keys = {group[0]: PLACEHOLDER_KEY for group in PROVIDER_KEY_GROUPS if not any(environ.get(n) for n in group)}
-    return {**keys, **aws_placeholders(environ)}
-
-
-def namespace_by_key(sets: tuple[str, ...]) -> bool:
-    """With semula_namespace_by_key on, the key picks the namespace: a placeholder would pick a wrong one."""
-    from semula.core.settings import parse_switch
-
-    values = [s.split("=", 1)[1] for s in sets if s.startswith("semula_namespace_by_key=")]
-    try:
-        return bool(values) and parse_switch("semula_namespace_by_key", values[-1])
-    except ValueError:
-        return True  # unsure: set no placeholder
 
 
 @click.command()
@@ -424,25 +182,11 @@ def env(port: int, host: str, confdir: Path, project: str | None, mode: str | No
         for group in PROVIDER_KEY_GROUPS:
             if not any(os.environ.get(n) for n in group):
                 click.echo(_group_line(group))
-        from semula.cli.google_env import ADC_VARIABLE, placeholder_adc_file
+        from semula.session.google_env import ADC_VARIABLE, placeholder_adc_file
 
-        if not os.environ.get(ADC_VARIABLE):  # Vertex AI's clients: placeholder credentials (cli/google_env.py)
+        if not os.environ.get(ADC_VARIABLE):  # Vertex AI's clients: placeholder credentials (session/google_env.py)
             click.echo(f'if [ -z "${{{ADC_VARIABLE}:-}}" ]; then export '
                        f'{ADC_VARIABLE}={shlex.quote(str(placeholder_adc_file(confdir)))}; fi')
-
-
-def java_env(port: int, confdir: Path, project: str | None = None, host: str = "127.0.0.1") -> dict[str, str]:
-    """JAVA_TOOL_OPTIONS: every JVM started with it uses the proxy and trusts its CA (java_env.py)."""
-    from semula.cli.java_env import ensure_truststore, find_jdk, java_tool_options
-
-    if project:
-        # The JVM sends proxy credentials only after a 407 challenge, which semula never sends.
-        raise click.UsageError("--project does not reach semula from a JVM (it sends no proxy user name "
-                               "unasked): run the proxy with --project P (semula proxy/exec --project P), or send "
-                               "the header x-semula-project: P")
-    confdir = confdir.expanduser()
-    truststore = ensure_truststore(confdir, ensure_ca(confdir), find_jdk())
-    return {"JAVA_TOOL_OPTIONS": java_tool_options(host, port, truststore.resolve())}
 
 
 def _group_line(group: tuple[str, ...]) -> str:

@@ -112,8 +112,8 @@ def stats(data_dir: Path, project: str | None, as_json: bool) -> None:
     passthroughs never asked the cache). The report and the notebooks use the same definition."""
     import duckdb
 
-    from semula.store.logread import hit_rates, load_log
-    from semula.store.logschema import CALL_LOG_SCHEMA
+    from semula.calllog.reader import hit_rates, load_log
+    from semula.calllog.schema import CALL_LOG_SCHEMA
 
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")

@@ -272,6 +272,7 @@ class Verdict:
     review: bool
     reason: str | None
     guard_reason: str | None = None
+    calibrated: bool = False  # served by a threshold learnt from review verdicts (calibrated mode)
 
 
 
@@ -314,6 +315,7 @@ def near_match(
     tier: str = "lexical",
     score: float | None = None,
     near_bypass_reason: str | None = None,
+    learnt_threshold: float | None = None,
 ) -> Verdict:
     """Whether ``stored``'s recorded answer may be served (or queued) for ``incoming``.
 
@@ -322,6 +324,11 @@ def near_match(
     bypass, unparsed body, no words, shape (roles, tools, parameters, model),
     context, score, guard. The guard runs whenever the score reaches the lower
     threshold, and its verdict is kept in ``guard_reason`` for the review queue.
+
+    With ``near_serve = "calibrated"``, ``learnt_threshold`` is this tier's threshold learnt from
+    the project's verdicts (:mod:`semula.core.calibration`; None: it never serves by calibration):
+    what the static rules refuse is served when the score reaches it and nothing but the score held
+    it back (:func:`_calibrated_reason`).
     """
     serve_threshold, review_threshold = _thresholds(tier, settings)
     incoming_text, stored_text = incoming.last_user_text(), stored.last_user_text()
@@ -329,7 +336,10 @@ def near_match(
     score = lexical if score is None else score
     score = min(max(float(score), 0.0), 1.0) if math.isfinite(score) else 0.0
 
-    floor = min(t for t in (serve_threshold, review_threshold) if t is not None) if has_words else None
+    calibrating = settings.near_serve == "calibrated"
+    learnt = learnt_threshold if calibrating else None
+    floors = [t for t in (serve_threshold, review_threshold, learnt) if t is not None]
+    floor = min(floors) if has_words and floors else None
     guard_reason = None
     if floor is not None and score >= floor:
         # Values the normalised fingerprint scrubs (ids, timestamps, project patterns) are not differences.
@@ -345,17 +355,12 @@ def near_match(
         reason = "no words to compare in the last user message"
     if reason is None:
         reason = next((r for check in SHAPE_CHECKS if (r := check(incoming, stored, settings)) is not None), None)
+    calibrated = False
     if reason is None:
-        if serve_threshold is None:
-            reason = f"{tier} serving is off (no serve threshold)"
-        elif score < serve_threshold:
-            reason = f"score {_below(score, serve_threshold)}"
-        elif guard_reason is not None:
-            reason = f"guard: {guard_reason}"
-        elif edit := unlisted_edit(stored_text, incoming_text, settings.scrub_patterns, tier):
-            reason = edit
-        elif kept := kept_layout_differs(stored_text, incoming_text, settings.scrub_patterns):
-            reason = kept
+        reason = _static_reason(tier, score, serve_threshold, guard_reason, stored_text, incoming_text, settings)
+        if reason is not None and calibrating:
+            reason = _calibrated_reason(tier, score, learnt, guard_reason, stored_text, incoming_text, settings)
+            calibrated = reason is None
 
     serve = reason is None
     review = (
@@ -368,4 +373,40 @@ def near_match(
         and roles_differ(incoming, stored, settings) is None
         and shape_differs(incoming, stored, settings) is None  # never queued across shapes either
     )
-    return Verdict(tier=tier, score=score, serve=serve, review=review, reason=reason, guard_reason=guard_reason)
+    return Verdict(tier=tier, score=score, serve=serve, review=review, reason=reason, guard_reason=guard_reason,
+                   calibrated=calibrated)
+
+
+def _static_reason(tier: str, score: float, serve_threshold: float | None, guard_reason: str | None,
+                   stored_text: str, incoming_text: str, settings: ProjectSettings) -> str | None:
+    """Why the tier's own threshold and rules do not serve a pair of the same shape (None: they do)."""
+    if serve_threshold is None:
+        return f"{tier} serving is off (no serve threshold)"
+    if score < serve_threshold:
+        return f"score {_below(score, serve_threshold)}"
+    if guard_reason is not None:
+        return f"guard: {guard_reason}"
+    if edit := unlisted_edit(stored_text, incoming_text, settings.scrub_patterns, tier):
+        return edit
+    return kept_layout_differs(stored_text, incoming_text, settings.scrub_patterns)
+
+
+def _calibrated_reason(tier: str, score: float, learnt: float | None, guard_reason: str | None,
+                       stored_text: str, incoming_text: str, settings: ProjectSettings) -> str | None:
+    """Why calibrated mode does not serve either (None: it does).
+
+    Calibration lifts the score bar and, for the lexical tier, the harmless-word list (which stands in
+    for a score bar); the guard's named reasons, the meaning-change edit checks of the embedding tier
+    (word swapped, moved, a relation word) and the kept layout still refuse. Reasons that start
+    "score " or "calibrated:" are the ones calibration can lift (:mod:`semula.core.calibration`)."""
+    if guard_reason is not None:
+        return f"guard: {guard_reason}"
+    if edit := unlisted_edit(stored_text, incoming_text, settings.scrub_patterns, "embedding"):
+        return edit
+    if kept := kept_layout_differs(stored_text, incoming_text, settings.scrub_patterns):
+        return kept
+    if learnt is None:
+        return f"calibrated: too few {tier} verdicts to learn a threshold"
+    if score < learnt:
+        return f"score {_below(score, learnt)} (learnt)"
+    return None

@@ -72,6 +72,10 @@ class ProjectSettings:
         0.75, "embedding tier (cosine): queue for review at or above; a number or {model: number}")
     embedding_serve_threshold: float | Mapping[str, float] | None = _setting(
         None, "embedding tier: serve at or above (null = never serve); a number or {model: number}")
+    near_serve: str = _setting(
+        "threshold", "near-matches serve by the thresholds above (threshold) or also by thresholds learnt "
+        "from this project's review verdicts (calibrated; see `semula calibrate`)")
+    max_false_hit_rate: float = _setting(0.01, "calibrated mode: the false-hit rate its learnt thresholds keep under")
     max_age: str | None = _setting(None, "recordings older than this (30d, 12h, 2w) are expired (null = never)")
     max_age_policy: str = _setting("warn", "an expired recording: warn, fail (refused in replay) or re-record (auto)")
 
@@ -162,6 +166,22 @@ def _policy(key: str, value: Any) -> str:
     return str(value)
 
 
+NEAR_SERVE_MODES = ("threshold", "calibrated")
+
+
+def _near_serve(key: str, value: Any) -> str:
+    if str(value) not in NEAR_SERVE_MODES:
+        raise SettingsError(f"{key} must be one of {', '.join(NEAR_SERVE_MODES)}, got {value!r}")
+    return str(value)
+
+
+def _open_rate(key: str, value: Any) -> float:
+    number = float(value)
+    if not 0.0 < number < 1.0:
+        raise SettingsError(f"{key} must be above 0 and below 1 (0.01 is 1 %), got {value!r}")
+    return number
+
+
 def _float(key: str, value: Any) -> float:
     return float(value)
 
@@ -194,6 +214,8 @@ PARSERS = {
     "tail_n": _optional(_positive_int),
     "embedding_review_threshold": _per_model(_unit_interval),
     "embedding_serve_threshold": _optional(_per_model(_unit_interval)),
+    "near_serve": _near_serve,
+    "max_false_hit_rate": _open_rate,
     "max_age": _optional(_duration),
     "max_age_policy": _policy,
 }

@@ -22,6 +22,7 @@ from semula.core.repeats import base_of
 from semula.core.settings import ProjectSettings, settings_from_mapping
 from semula.engine.follow import ENTRY_BATCH, RELOAD_KINDS, StoreChange, run_here, start_following
 from semula.engine.index import AnswerCache, FingerprintIndex
+from semula.engine.calibrated import LearntThresholds
 from semula.engine.near import NearSearcher
 from semula.engine.recordings import Recordings
 from semula.engine.review import ReviewQueue
@@ -65,7 +66,9 @@ class Engine:
         self.index = FingerprintIndex()
         self.answers = AnswerCache()
         self.review = ReviewQueue(store, self.index, self.lexical, review_log, folder=folder)
-        self.searcher = NearSearcher(store, self.lexical, self.review, self.embeddings)
+        self.learnt = LearntThresholds()  # calibrated mode (near_serve = "calibrated")
+        self.review.on_verdict = self.learnt.invalidate
+        self.searcher = NearSearcher(store, self.lexical, self.review, self.embeddings, self.learnt)
         self.recordings = Recordings(store, self.index, self.answers, self.lexical, self.review, self.embeddings,
                                      folder)
         self.recordings.upgrade_fingerprints()

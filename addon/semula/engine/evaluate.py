@@ -12,7 +12,7 @@ import json
 import re
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -149,8 +149,12 @@ def pair_line(pair: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
 
 def evaluate(path: Path, overrides: dict[str, Any] | None = None,
              progress: Callable[[int, int], None] | None = None,
-             pairs_out: Callable[[dict[str, Any]], None] | None = None, store: str | None = None) -> dict[str, Any]:
+             pairs_out: Callable[[dict[str, Any]], None] | None = None, store: str | None = None,
+             learnt: Mapping[str, float] | None = None, only: Callable[[int], bool] | None = None) -> dict[str, Any]:
     """Run every pair; `pairs_out` receives one `pair_line` per pair, in file order.
+
+    `learnt`: calibrated mode's {tier: threshold} for every pair's project (each pair is a fresh
+    project without verdicts of its own); `only(index)` picks the pairs to run (a held-out split).
 
     `store`: a Postgres URL; the pairs are recorded in a throwaway schema there, dropped at the end."""
     pairs = load_pairs(path)
@@ -159,8 +163,13 @@ def evaluate(path: Path, overrides: dict[str, Any] | None = None,
     with tempfile.TemporaryDirectory(prefix="semula-eval-") as tmp:
         opened = open_store(None, tmp) if store is None else open_throwaway(store)
         engine = Engine(opened, embedder=_embedder_if_on(Path(tmp)))
+        if learnt is not None:
+            fixed = dict(learnt)
+            engine.searcher.learnt = lambda _store, _project, _settings: fixed
         try:
             for index, pair in enumerate(pairs):
+                if only is not None and not only(index):
+                    continue
                 try:
                     key = engine.fingerprint_key
                     stored, incoming = canonical_of(pair["stored"], key), canonical_of(pair["incoming"], key)

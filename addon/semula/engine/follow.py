@@ -11,9 +11,9 @@ store thread).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-from semula.store.base import RecordingStore
+from semula.store.base import ChangeLog, RecordingStore
 
 RELOAD_KINDS = {"entry_deleted", "settings", "reload"}
 ENTRY_BATCH = 500
@@ -37,11 +37,10 @@ class Follower(Protocol):
 
 def start_following(engine: Follower) -> bool:
     """Follow the store's change log if it has one (Postgres); from the position before the first load."""
-    if not engine.store.follows:
+    if not engine.store.follows_changes:
         return False
-    position = engine.store.change_position()  # type: ignore[attr-defined]
-    engine.store.follow(position,  # type: ignore[attr-defined]
-                        lambda changes: engine.dispatch(lambda: engine.apply_changes(changes)))
+    log = cast(ChangeLog, engine.store)  # declared by `follows_changes`
+    log.follow(log.change_position(), lambda changes: engine.dispatch(lambda: engine.apply_changes(changes)))
     return True
 
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from semula.core.canonical import CanonicalRequest
 from semula.core.cascade import Candidate, NearQuery, NearSearch
 from semula.core.decision import Match
-from semula.core.nearmatch import near_match
+from semula.core.nearmatch import Verdict, near_match
 from semula.core.settings import ProjectSettings, threshold_for
 from semula.engine.review import ReviewQueue
 from semula.store.base import LexicalProposer, RecordingStore
@@ -24,10 +25,20 @@ from semula.store.types import StoreError
 
 log = logging.getLogger("semula")
 
+# Calibrated mode's learnt thresholds: (store handle, project, settings) -> {tier: threshold}.
+Learnt = Callable[[RecordingStore, str, ProjectSettings], Mapping[str, float]]
+
+
+def served_tier(verdict: Verdict) -> str:
+    """The call log's tier for a served near-match: `lexical-calibrated` when a learnt threshold served it."""
+    return f"{verdict.tier}-calibrated" if verdict.calibrated else verdict.tier
+
 
 class NearSearcher:
-    def __init__(self, store: RecordingStore, lexical: LexicalProposer, review: ReviewQueue, embeddings: Any = None):
+    def __init__(self, store: RecordingStore, lexical: LexicalProposer, review: ReviewQueue, embeddings: Any = None,
+                 learnt: Learnt | None = None):
         self.store = store
+        self.learnt = learnt
         self.lexical = lexical
         self.review = review
         self.embeddings = embeddings
@@ -49,19 +60,31 @@ class NearSearcher:
             return [], None
         stored = store.canonicals_by_ids(ids)
         paired = store.paired_entries(query.project, query.normalised_fp)
+        learnt = self._learnt(store, query).get("lexical")
         candidates = []
         for entry_id in ids:
             if entry_id not in stored or paired.get(entry_id) == "rejected":
                 continue  # a rejected pairing is never served or queued again
             verdict = near_match(request, CanonicalRequest.from_json(stored[entry_id]), query.settings,
-                                 tier="lexical", near_bypass_reason=query.bypass_reason)
+                                 tier="lexical", near_bypass_reason=query.bypass_reason, learnt_threshold=learnt)
             candidates.append(Candidate(entry_id, verdict))
         return candidates, paired
 
     def embedding_only_queues(self, settings: ProjectSettings) -> bool:
         """The embedding tier is on but cannot serve (no serve threshold for its model): it only queues."""
         tier = self.embeddings
+        if settings.near_serve == "calibrated":
+            return False  # a learnt threshold may serve it: search before forwarding
         return tier is not None and threshold_for(settings.embedding_serve_threshold, tier.embedder.name) is None
+
+    def _learnt(self, store: RecordingStore, query: NearQuery) -> Mapping[str, float]:
+        if self.learnt is None or query.settings.near_serve != "calibrated":
+            return {}
+        try:
+            return self.learnt(store, query.project, query.settings)
+        except StoreError as e:  # without its verdicts calibrated mode serves nothing more than the thresholds
+            log.warning("semula: could not read review verdicts for calibrated mode (%s)", e)
+            return {}
 
     def settle_needs_store(self, lexical: list[Candidate], queue: bool = True, embed: bool = True) -> bool:
         """Whether `settle` reads or writes the store (else it is pure and may run anywhere)."""
@@ -90,7 +113,7 @@ class NearSearcher:
         candidates.sort(key=lambda c: (c.verdict.serve, c.verdict.score, c.entry_id), reverse=True)
         best = candidates[0]
         if best.verdict.serve:
-            return NearSearch(served=Match(best.verdict.tier, best.entry_id, best.verdict.score), best=best)
+            return NearSearch(served=Match(served_tier(best.verdict), best.entry_id, best.verdict.score), best=best)
         queued: list[Candidate] = []
         if queue:
             try:
@@ -132,8 +155,10 @@ class NearSearcher:
             log.warning("semula: embedding search failed (%s); carrying on without it", e)
             return []
         stored = self.store.canonicals_by_ids([e for e, _ in found])
+        learnt = self._learnt(self.store, query).get("embedding")
         return [
             Candidate(entry_id, near_match(request, CanonicalRequest.from_json(stored[entry_id]), settings,
-                                           tier="embedding", score=cosine, near_bypass_reason=query.bypass_reason))
+                                           tier="embedding", score=cosine, near_bypass_reason=query.bypass_reason,
+                                           learnt_threshold=learnt))
             for entry_id, cosine in found if entry_id in stored
         ]

@@ -91,3 +91,23 @@ OPERATIONS.update({
     "review.approve": _review_approve,
     "review.reject": _review_reject,
 })
+
+
+def _calibrate(engine: Engine, p: dict[str, Any]) -> Any:
+    """`semula calibrate`: the project's learnt thresholds and the verdicts behind them."""
+    from dataclasses import asdict, replace
+
+    from semula.core.calibration import CONFIDENCE, MIN_VERDICTS
+    from semula.engine.calibrated import calibrate_project
+
+    project = p.get("project") or "default"
+    settings = engine.settings_for(project)
+    if p.get("max_false_hit_rate") is not None:
+        settings = replace(settings, max_false_hit_rate=float(p["max_false_hit_rate"]))
+    calibration = calibrate_project(engine.store, project, settings)
+    return {"project": project, "near_serve": settings.near_serve, "max_false_hit_rate": settings.max_false_hit_rate,
+            "confidence": CONFIDENCE, "min_verdicts": MIN_VERDICTS,
+            "tiers": [{**asdict(t), "serves": t.serves} for t in calibration.tiers.values()]}
+
+
+OPERATIONS["calibrate"] = _calibrate

@@ -28,7 +28,7 @@ from semula.recordings import shared
 from semula.recordings.folder import RecordingsFolder, relpath_of
 from semula.recordings.format import body_fields
 from semula.store.base import LexicalProposer, RecordingStore
-from semula.store.logschema import REVIEW_LOG_SCHEMA_VERSION
+from semula.calllog.schema import REVIEW_LOG_SCHEMA_VERSION
 from semula.store.types import Entry
 
 MAX_CANDIDATES = 3
@@ -78,6 +78,7 @@ class ReviewQueue:
         self.index = index
         self.lexical = lexical
         self.log = log
+        self.on_verdict: Callable[[str], None] | None = None  # approve/reject in a project (calibrated mode relearns)
         self._lock = threading.Lock()
         self._open: set[tuple[str, str]] = set()
 
@@ -247,9 +248,14 @@ class ReviewQueue:
             self.folder.write_shared(shared.alias_file(project, row["request_canonical"], relpath_of(entry)))
         self.store.set_candidate_status([candidate_id], "approved")
         self._event("approved", {**row, "status": "approved"})
+        self._verdict(project)
         others = self._close([r for r in self.store.open_candidates_for(project, fp) if r["id"] != candidate_id])
         self._set_open(project, fp, False)
         return {"approved": candidate_id, "alias_to": row["entry_id"], "closed": others}
+
+    def _verdict(self, project: str) -> None:
+        if self.on_verdict is not None:
+            self.on_verdict(project)
 
     def _close(self, rows: list[dict[str, Any]]) -> list[int]:
         self.store.set_candidate_status([r["id"] for r in rows], "closed")
@@ -264,6 +270,7 @@ class ReviewQueue:
             self.folder.write_shared(shared.rejection_file(row["project"], row["request_canonical"], relpath_of(entry),
                                                            row["tier"], row["score"], row.get("reason")))
         self._event("rejected", {**row, "status": "rejected"})
+        self._verdict(row["project"])
         if not self.store.open_candidates_for(row["project"], row["request_normalised_fp"]):
             self._set_open(row["project"], row["request_normalised_fp"], False)
         return {"rejected": candidate_id}

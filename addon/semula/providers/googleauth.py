@@ -6,7 +6,7 @@ access token at ``oauth2.googleapis.com/token``. The request body holds the long
 the answer holds the token, so neither may reach a recording or a log: the exchange is a side call
 (``providers/sidepaths.py``), forwarded untouched in record and auto and logged as ``bypass``
 without its body. Replay answers it with a placeholder token, so a client runs offline with the
-placeholder credentials ``semula env``/``semula exec`` give a replay run (``cli/google_env.py``):
+placeholder credentials ``semula env``/``semula exec`` give a replay run (``session/google_env.py``):
 no real token is ever minted in replay, and none is ever stored in any mode.
 
 Only ``oauth2.googleapis.com`` is intercepted by default (replay needs it; nothing else is served

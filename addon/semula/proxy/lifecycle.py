@@ -28,9 +28,9 @@ from semula.proxy.refusals import Refusals
 from semula.proxy.scopes import CurrentTests
 from semula.recordings.files import remember_user_umask
 from semula.proxy.storethread import StoreThread
-from semula.store.logschema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
+from semula.calllog.schema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
 from semula.store.selection import STORE_FILE, describe_store
-from semula.store.parquetlog import ParquetLog
+from semula.calllog.writer import ParquetLog
 
 log = logging.getLogger("semula")
 

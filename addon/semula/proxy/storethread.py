@@ -65,7 +65,6 @@ class StoreThread:
                   recordings: str | None = None, load_wait: float = LOAD_WAIT_SECONDS, read_only: bool = False,
                   server: str | None = None) -> None:
         self.load_wait = load_wait
-        self._store_file = Path(data_dir) / STORE_FILE
 
         def open_engine() -> Engine:
             folder = RecordingsFolder(recordings, data_dir) if recordings else None
@@ -77,19 +76,16 @@ class StoreThread:
                     store.close()
                     raise
 
-            if server:  # a shared Postgres store; hits stay in memory, other proxies' writes reach it
-                engine = engine_on(open_store(server, data_dir))
+            try:
+                engine = engine_on(open_store(server, data_dir, read_only=read_only))
+            except StoreError as e:  # a read-only file whose opening needed a write (an upgrade, the folder)
+                if server or not read_only or not (Path(data_dir) / STORE_FILE).is_file():
+                    raise
+                log.info("semula: the read-only store needs writes to open (%s): using a temporary copy", e)
+                engine = engine_on(open_store(None, data_dir, copy=True))
+            if engine.store.follows_changes:  # a shared store: other proxies' writes reach this one's memory
                 engine.dispatch = self.background_quietly
-            elif not read_only:
-                engine = engine_on(open_store(None, data_dir))
-            else:
-                try:
-                    engine = engine_on(open_store(None, data_dir, read_only=True))
-                except StoreError as e:  # opening needed a write (an upgrade, the recordings folder)
-                    if not self._store_file.is_file():
-                        raise
-                    log.info("semula: the read-only store needs writes to open (%s): using a temporary copy", e)
-                    engine = engine_on(open_store(None, data_dir, copy=True))
+            self._store_file = engine.store.file
             self._file_id, self._file_gone = _file_id(self._store_file), None
             if engine.sync_report is not None:
                 print(terminal_safe(engine.sync_report.line(folder.root)), flush=True)

@@ -58,8 +58,8 @@ def shard_of(path: Path, runs: tuple[str, ...] = ()) -> Shard:
     Raises ValueError naming what is missing."""
     import duckdb
 
-    from semula.store.logread import load_log
-    from semula.store.logschema import CALL_LOG_SCHEMA
+    from semula.calllog.reader import load_log
+    from semula.calllog.schema import CALL_LOG_SCHEMA
 
     data_dir = path.parent if path.name == "calls" else path
     con = duckdb.connect()

@@ -1,5 +1,5 @@
-"""The store interface the engine programs against, so a second implementation (a Postgres store,
-later) can stand beside the DuckDB one (`duckdb_store.Store`) without the engine changing.
+"""The store interface the engine programs against: the DuckDB file (`duckdb.store.DuckDBStore`) and the
+Postgres server (`postgres.store.PgStore`) both implement it, so the engine never learns which it has.
 
 Structural typing (`typing.Protocol`): an implementation only needs these methods, no base class.
 Every method raises `StoreError` (and nothing database-specific) when the store cannot do it.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -44,18 +45,29 @@ class VectorStore(Protocol):
     def counts(self) -> dict[str, int]: ...
 
 
+class ChangeLog(Protocol):
+    """What a store that `follows_changes` has besides: its change log's position, and a follower of it."""
+
+    def change_position(self) -> int: ...
+    def follow(self, after: int, apply: Callable[[list[Any]], None], poll_seconds: float | None = None) -> None: ...
+
+
 class RecordingStore(Protocol):
     """Recordings, aliases, the review queue and per-project settings. Called from one thread.
 
-    Capabilities are declared, never probed (as Django declares a backend's `features`):
-    `follows`: an engine on this store follows other writers' changes, through the store's
-    `change_position()` and `follow()`, which only a following store has; `reconnects`: a failed
-    call needs no reopening (the store reconnects by itself, the engine keeps serving from memory).
+    Capabilities are declared, never probed (as Django declares a backend's `features`);
+    `store.sql.SqlStore` gives their defaults.
     """
 
     vectors: VectorStore
-    follows: bool
+    # an engine on this store follows other writers' changes (it is then also a `ChangeLog`)
+    follows_changes: bool
+    # a failed call needs no reopening: the store reconnects by itself, the engine keeps serving from memory
     reconnects: bool
+    # other proxies use the same store at the same time (a server)
+    shared: bool
+    # the store's file in the data dir (its replacement under a running proxy is noticed); None: a server
+    file: Path | None
 
     def for_thread(self) -> RecordingStore: ...
     def lexical_index(self, on_error: Callable[[Exception], None] | None = None) -> LexicalProposer: ...

@@ -10,6 +10,8 @@ import json
 from dataclasses import fields
 from typing import Any
 
+import numpy as np
+
 from semula.store.types import Entry, NewEntry
 
 RECORDED = tuple(f.name for f in fields(NewEntry))  # the columns a recording writes, in field order
@@ -49,3 +51,17 @@ def candidate_from_row(row: tuple) -> dict[str, Any]:
     out = dict(zip(_CANDIDATE_NAMES, row))
     out["request_canonical"] = json.loads(out["request_canonical"])
     return out
+
+
+def vector_matrix(rows: list[tuple[int, int, bytes]]) -> tuple[np.ndarray, np.ndarray]:
+    """(entry id, dim, float32 bytes) rows as an id array and a matrix, the rows of the usual dim only."""
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+    dims: dict[int, int] = {}
+    for _, dim, _ in rows:
+        dims[dim] = dims.get(dim, 0) + 1
+    dim = max(dims, key=dims.__getitem__)  # one model has one dim; anything else is damage, skip it
+    kept = [(i, bytes(b)) for i, d, b in rows if d == dim and len(b) == dim * 4]
+    ids = np.fromiter((i for i, _ in kept), dtype=np.int64, count=len(kept))
+    matrix = np.frombuffer(b"".join(b for _, b in kept), dtype=np.float32).reshape(len(kept), dim).copy()
+    return ids, matrix

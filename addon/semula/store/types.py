@@ -74,3 +74,13 @@ class Entry(NewEntry):
         if not lengths:
             return (*wire, (b"content-length", length))
         return tuple(field for i, field in enumerate(wire) if i not in lengths[1:])  # one, where the first was
+
+
+@dataclass(frozen=True)
+class VectorStatus:
+    """What `semula embeddings status` reports. `counts` is None when the store has no vector table yet;
+    `missing` (entries without a vector from the asked model) is counted only when some may lack one."""
+
+    entries: int
+    counts: dict[str, int] | None
+    missing: int | None

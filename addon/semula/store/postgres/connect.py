@@ -15,7 +15,7 @@ accepts connections and acknowledges every packet, so only the client can give u
 again later), one that does not is frozen, and the watchdog shuts down the socket of every call in
 flight on it, which then fails at once with the reason. A call on a frozen server therefore fails
 within `FROZEN_BOUND_SECONDS`; the store's follower then knows the server is down and later calls
-fail immediately until it is back (`pg_store`, `pg_changes`).
+fail immediately until it is back (`store`, `changes`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import psycopg
 import psycopg_pool
 from psycopg.conninfo import conninfo_to_dict
 
-from semula.store import pg_text
+from semula.store.postgres import text as pg_text
 from semula.store.types import StoreError
 
 # The pool logs every failed connection attempt (several lines each, a few a second while the server
@@ -145,7 +145,7 @@ def connection_kwargs(url: str, schema: str | None) -> dict[str, object]:
 
 
 def prepare(con: psycopg.Connection) -> None:
-    """Every connection's adapters: NUL-safe text (`pg_text`)."""
+    """Every connection's adapters: NUL-safe text (`text`)."""
     pg_text.register(con.adapters)
 
 

@@ -1,6 +1,6 @@
 """Writing many recordings at once: one Arrow-backed UPDATE and INSERT instead of a transaction per row.
 
-Per row, `Store.upsert_entry` costs milliseconds; this costs about as much for ten thousand rows
+Per row, `DuckDBStore.upsert_entry` costs milliseconds; this costs about as much for ten thousand rows
 (loading a recordings folder into an empty data dir).
 """
 

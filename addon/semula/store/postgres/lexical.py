@@ -23,10 +23,10 @@ import numpy as np
 
 from semula.core.nearmatch import lexical_words
 from semula.core.text import dice
-from semula.store.pg_migrations import TEXT_SEARCH_CONFIG
-from semula.store.vectors import _to_matrix
+from semula.store.postgres.migrations import TEXT_SEARCH_CONFIG
+from semula.store.rows import vector_matrix
 
-PgStore = Any  # the store these read through (pg_store imports this module: no import back)
+PgStore = Any  # the store these read through (postgres.store imports this module: no import back)
 
 PROPOSALS = 10
 MAX_QUERY_CHARS = 4000
@@ -120,7 +120,7 @@ class PgVectors:
         rows = self.store._all(
             "SELECT v.entry_id, v.dim, v.vector FROM entry_vector v JOIN entries e ON e.id = v.entry_id "
             "WHERE v.model = %s AND e.project = %s ORDER BY v.entry_id", [model, project])
-        return _to_matrix([(int(i), int(d), bytes(b)) for i, d, b in rows])
+        return vector_matrix([(int(i), int(d), bytes(b)) for i, d, b in rows])
 
     def entries_without(self, model: str, limit: int = 1000) -> list[tuple[int, str, dict[str, Any]]]:
         rows = self.store._all(

@@ -24,7 +24,7 @@ import duckdb
 
 from semula.core.nearmatch import lexical_words
 from semula.core.text import dice
-from semula.store.postings import STEM_SQL, Postings, Stemmer, fts_tokens
+from semula.store.duckdb.postings import STEM_SQL, Postings, Stemmer, fts_tokens
 
 log = logging.getLogger("semula")
 

@@ -1,6 +1,6 @@
 """Following the other proxies' writes: the change log, read by id, woken by LISTEN/NOTIFY.
 
-Every write to the shared store adds a row to `changes` (triggers, `pg_migrations`) and notifies
+Every write to the shared store adds a row to `changes` (triggers, `migrations`) and notifies
 `semula_changes` at commit. The follower thread holds one direct connection that LISTENs (a pooled
 one would be handed to others), and on every notification, or every few seconds anyway, reads the
 log after the last id it applied. On (re)connect it catches up the same way, so nothing written
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import psycopg
 
-from semula.store.pg_connect import shut_socket
-from semula.store.pg_migrations import CHANNEL
+from semula.store.postgres.connect import shut_socket
+from semula.store.postgres.migrations import CHANNEL
 from semula.store.types import StoreError
 
 log = logging.getLogger("semula")

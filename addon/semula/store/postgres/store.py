@@ -1,33 +1,33 @@
 """The shared Postgres store: the same `RecordingStore` as the DuckDB file, on a server many proxies use.
 
-Each call takes a connection from a small pool (`pg_connect`) for one transaction, so the store is
+Each call takes a connection from a small pool (`connect`) for one transaction, so the store is
 safe from any thread and survives a server restart: a failed call raises `StoreError`, and the next
-one gets a fresh connection. Every call runs under the watchdog (`pg_connect.Watchdog`): on a server
+one gets a fresh connection. Every call runs under the watchdog (`connect.Watchdog`): on a server
 that stopped answering it fails within `FROZEN_BOUND_SECONDS`, and the follower, told at once, says
 "lost the Postgres store" and makes later calls fail immediately until the server is back. Text is
-NUL-safe (`pg_text`). Recording is one statement, `INSERT … ON CONFLICT (project,
+NUL-safe (`text`). Recording is one statement, `INSERT … ON CONFLICT (project,
 request_fp) DO UPDATE … RETURNING id`: two runners recording the same request at once get one
-entry (in the ordered-repeats mode `request_fp` carries the sequence number). The review queue
-and settings live in `pg_review`; full text and vectors in `pg_lexical`; the change log other
-proxies follow in `pg_changes`.
+entry (in the ordered-repeats mode `request_fp` carries the sequence number). The SQL both stores
+share (reads, aliases, the review queue, settings) is `store.sql.SqlStore`'s, this class its
+Postgres dialect; full text and vectors live in `lexical`; the change log other proxies follow in
+`changes`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime
 from typing import Any
 
 import psycopg
 import psycopg_pool
 
-from semula.store import pg_migrations
-from semula.store.pg_changes import ChangeFollower, Change
-from semula.store.pg_connect import (
+from semula.store.postgres import migrations as pg_migrations
+from semula.store.postgres.changes import ChangeFollower, Change
+from semula.store.postgres.connect import (
     POOL_WAIT_SECONDS,
     Watchdog,
     check_server,
@@ -37,9 +37,9 @@ from semula.store.pg_connect import (
     open_pool,
     pg_errors,
 )
-from semula.store.pg_lexical import PgLexical, PgVectors
-from semula.store.pg_review import PgReviewAndSettings
+from semula.store.postgres.lexical import PgLexical, PgVectors
 from semula.store.rows import ENTRY_COLUMNS, KEY, WRITTEN, entry_from_row, written_values
+from semula.store.sql import SqlStore, now
 from semula.store.types import Entry, NewEntry, StoreError
 
 log = logging.getLogger("semula")
@@ -55,27 +55,27 @@ UPSERT_SQL = (
 _entry = entry_from_row
 
 
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
-
-
 def _upsert_params(new: NewEntry, now: datetime) -> list[Any]:
     return [*written_values(new, KEY + WRITTEN), now, now]
 
 
-class PgStore(PgReviewAndSettings):
+class PgStore(SqlStore):
     """`RecordingStore` on PostgreSQL. Thread-safe: every call is its own pooled transaction."""
 
+    placeholder = "%s"
     reconnects = True  # a failed call does not need the store reopened: keep serving from memory
+    shared = True  # many proxies, one store
+    file = None
 
-    def __init__(self, url: str, schema: str | None = None, listen: bool = True):
+    def __init__(self, url: str, schema: str | None = None, listen: bool = True, follow: bool = True):
         self.url = url
         self.schema = schema
         self.listen = listen  # LISTEN/NOTIFY (direct connection); False: poll the change log by id
         self.path = masked(url)  # what messages call this store
         self.read_only = False
         self._follower: ChangeFollower | None = None
-        self.follows = True  # an engine on this store follows other writers' changes (`engine.follow`)
+        # an engine on this store follows other writers' changes (`engine.follow`); a one-shot command need not
+        self.follows_changes = follow
         self.down: str | None = None  # why the server is unreachable, as the follower last saw it
         self._watchdog = Watchdog(url, on_frozen=self._frozen)
         try:
@@ -86,7 +86,7 @@ class PgStore(PgReviewAndSettings):
         self.vectors = PgVectors(self)
 
     @classmethod
-    def open(cls, url: str, schema: str | None = None, listen: bool = True) -> PgStore:
+    def open(cls, url: str, schema: str | None = None, listen: bool = True, follow: bool = True) -> PgStore:
         """Connect and migrate (under the advisory lock). StoreError says why it cannot."""
         if schema:
             dog = Watchdog(url)
@@ -94,7 +94,7 @@ class PgStore(PgReviewAndSettings):
                 check_server(url, None, dog, f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
             finally:
                 dog.close()
-        store = cls(url, schema, listen)
+        store = cls(url, schema, listen, follow)
         try:
             with store.connection() as con:
                 applied = pg_migrations.migrate(con)  # no statement or lock timeout: it may wait for another's
@@ -186,13 +186,30 @@ class PgStore(PgReviewAndSettings):
         if follower is not None:
             follower.lost(reason)
 
-    def _all(self, sql: str, params: Any = None) -> list[tuple]:
-        with self.connection() as con:
-            return con.execute(sql, params).fetchall()
+    # --- the dialect ---------------------------------------------------------------------------
 
-    def _one(self, sql: str, params: Any = None) -> tuple | None:
-        with self.connection() as con:
-            return con.execute(sql, params).fetchone()
+    def _reading(self) -> AbstractContextManager[psycopg.Connection]:
+        return self.connection()
+
+    def transaction(self) -> AbstractContextManager[psycopg.Connection]:
+        return self.connection()
+
+    def _many(self, con: psycopg.Connection, sql: str, rows: list[Sequence[Any]]) -> None:
+        with con.cursor() as cur:
+            cur.executemany(sql, rows)
+
+    @staticmethod
+    def any_of(column: str) -> str:
+        return f"{column} = ANY(?)"
+
+    @staticmethod
+    def upsert_sql(table: str, columns: tuple[str, ...], key: tuple[str, ...]) -> str:
+        return (f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(['?'] * len(columns))}) "
+                f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET "
+                + ", ".join(f"{c} = EXCLUDED.{c}" for c in columns if c not in key))
+
+    def _delete_vectors(self, con: psycopg.Connection, entry_id: int) -> None:
+        self._run(con, "DELETE FROM entry_vector WHERE entry_id = ?", [entry_id])
 
     def lexical_index(self, on_error: Callable[[Exception], None] | None = None) -> PgLexical:
         return PgLexical(self)
@@ -209,7 +226,11 @@ class PgStore(PgReviewAndSettings):
         return int(row[0]) if row else 0
 
     def follow(self, after: int, apply: Callable[[list[Change]], None], poll_seconds: float | None = None) -> None:
-        """Call `apply` with every change after `after`, from a thread, until `close`."""
+        """Call `apply` with every change after `after`, from a thread, until `close`. A second engine on
+        the same store takes the follower over (the first one's would outlive `close` and report the
+        closed pool as a lost server)."""
+        if self._follower is not None:
+            self._follower.stop()
         self._follower = ChangeFollower(
             lambda: direct_connection(self.url, self.schema), lambda: self.connection(probe=True), apply, after,
             listen=self.listen, describe=self.path, poll_seconds=poll_seconds, on_state=self._server_state,
@@ -219,36 +240,12 @@ class PgStore(PgReviewAndSettings):
     def _server_state(self, problem: str | None) -> None:
         self.down = problem
 
-    def entries_by_ids(self, ids: list[int]) -> list[Entry]:
-        return [_entry(row) for row in self._all(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ANY(%s)",
-                                                 [list(ids)])]
-
-    # --- store-wide values ---------------------------------------------------------------------
-
-    def meta(self, key: str) -> str | None:
-        row = self._one("SELECT value FROM meta WHERE key = %s", [key])
-        return row[0] if row else None
-
-    def set_meta(self, key: str, value: str) -> None:
-        with self.connection() as con:
-            con.execute("INSERT INTO meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                        [key, value])
-
-    def fingerprint_salt(self) -> bytes:
-        return bytes.fromhex(self.meta(pg_migrations.FINGERPRINT_SALT) or "")
-
-    def fingerprint_version(self) -> str | None:
-        return self.meta("fingerprint_version")
-
-    def set_fingerprint_version(self, version: str) -> None:
-        self.set_meta("fingerprint_version", version)
-
     # --- entries -------------------------------------------------------------------------------
 
     def upsert_entry(self, new: NewEntry) -> int:
         """Record an answer in one statement; the same request recorded twice (or by two runners at once)
         keeps one entry and its id."""
-        row = self._one(UPSERT_SQL, _upsert_params(new, _now()))
+        row = self._one(UPSERT_SQL, _upsert_params(new, now()))
         if row is None:
             raise StoreError(f"the Postgres store {self.path} returned no id for a recording")
         return int(row[0])
@@ -258,18 +255,14 @@ class PgStore(PgReviewAndSettings):
         if not news:
             return []
         latest = {(n.project, n.request_fp): n for n in news}  # the last one for a request wins
-        now = _now()
+        at = now()
         ids: dict[tuple[str, str], int] = {}
         with self.connection() as con, con.cursor() as cur:
-            cur.executemany(UPSERT_SQL, [_upsert_params(n, now) for n in latest.values()], returning=True)
+            cur.executemany(UPSERT_SQL, [_upsert_params(n, at) for n in latest.values()], returning=True)
             for key in latest:
                 ids[key] = int(cur.fetchone()[0])
                 cur.nextset()
         return [ids[(n.project, n.request_fp)] for n in news]
-
-    def get_entry(self, entry_id: int) -> Entry | None:
-        row = self._one(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = %s", [entry_id])
-        return _entry(row) if row else None
 
     def memory_bytes(self) -> int | None:
         return None  # the server's memory, not this process's
@@ -277,100 +270,11 @@ class PgStore(PgReviewAndSettings):
     def recent_entries(self, max_bytes: int) -> list[Entry]:
         rows = self._all(
             f"""SELECT {ENTRY_COLUMNS} FROM (
-                    SELECT *, sum(octet_length(body) + 2 * octet_length(canonical)  -- as duckdb_recent estimates
+                    SELECT *, sum(octet_length(body) + 2 * octet_length(canonical)  -- as duckdb/recent.py estimates
                                   + octet_length(coalesce(last_text, '')) + 3000) OVER (ORDER BY id DESC) AS running
                     FROM entries
                 ) recent WHERE running <= %s ORDER BY id""", [max_bytes])
         return [_entry(row) for row in rows]
-
-    def delete_entry(self, entry_id: int) -> bool:
-        with self.connection() as con:
-            con.execute("DELETE FROM aliases WHERE entry_id = %s", [entry_id])
-            con.execute("UPDATE review_candidates SET status = 'closed', decided_at = %s "
-                        "WHERE entry_id = %s AND status = 'open'", [_now(), entry_id])
-            con.execute("DELETE FROM entry_vector WHERE entry_id = %s", [entry_id])
-            return con.execute("DELETE FROM entries WHERE id = %s", [entry_id]).rowcount > 0
-
-    def list_entries(self, project: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        where, params = self.filters(project=project)
-        sql = ("SELECT id, project, provider, model, endpoint, streamed, status, octet_length(body) AS size, "
-               f"created_at, updated_at, last_text FROM entries WHERE {where} ORDER BY id DESC LIMIT %s")
-        with self.connection() as con:
-            cursor = con.execute(sql, [*params, limit])
-            names = [d[0] for d in cursor.description or ()]
-            return [dict(zip(names, row)) for row in cursor.fetchall()]
-
-    def index_rows(self) -> list[tuple[int, str, str, str]]:
-        return [tuple(r) for r in self._all("SELECT id, project, request_fp, normalised_fp FROM entries")]
-
-    def project_canonicals(self, project: str, provider: str | None = None, limit: int = 2000,
-                           endpoint: str | None = None) -> list[tuple[int, dict[str, Any]]]:
-        where, params = self.filters(project=project, provider=provider, endpoint=endpoint)
-        rows = self._all(f"SELECT id, canonical FROM entries WHERE {where} ORDER BY id DESC LIMIT %s",
-                         [*params, limit])
-        return [(int(i), json.loads(c)) for i, c in rows]
-
-    def set_normalised_fps(self, updates: list[tuple[int, str]]) -> None:
-        if updates:
-            with self.connection() as con, con.cursor() as cur:
-                cur.executemany("UPDATE entries SET normalised_fp = %s WHERE id = %s", [(fp, i) for i, fp in updates])
-
-    def set_fingerprints(self, entries: list[tuple[int, str, str]], candidates: list[tuple[int, str, str]]) -> None:
-        with self.connection() as con, con.cursor() as cur:
-            if entries:
-                cur.executemany("UPDATE entries SET request_fp = %s, normalised_fp = %s WHERE id = %s",
-                                [(r, n, i) for i, r, n in entries])
-            if candidates:
-                cur.executemany("UPDATE review_candidates SET request_fp = %s, request_normalised_fp = %s "
-                                "WHERE id = %s", [(r, n, i) for i, r, n in candidates])
-
-    def canonicals_after(self, after_id: int, limit: int = 1000) -> list[tuple[int, str, dict[str, Any]]]:
-        rows = self._all("SELECT id, project, canonical FROM entries WHERE id > %s ORDER BY id LIMIT %s",
-                         [after_id, limit])
-        return [(int(i), p, json.loads(c)) for i, p, c in rows]
-
-    def set_last_texts(self, updates: list[tuple[int, str]]) -> None:
-        if updates:
-            with self.connection() as con, con.cursor() as cur:
-                cur.executemany("UPDATE entries SET last_text = %s WHERE id = %s", [(t, i) for i, t in updates])
-
-    def canonicals_by_ids(self, ids: list[int]) -> dict[int, dict[str, Any]]:
-        if not ids:
-            return {}
-        return {int(i): json.loads(c) for i, c in self._all(
-            "SELECT id, canonical FROM entries WHERE id = ANY(%s)", [list(ids)])}
-
-    def entries_with_normalised_fp(self, project: str, normalised_fp: str) -> list[int]:
-        return [int(r[0]) for r in self._all(
-            "SELECT id FROM entries WHERE project = %s AND normalised_fp = %s", [project, normalised_fp])]
-
-    def projects(self) -> list[str]:
-        return [r[0] for r in self._all(
-            "SELECT project FROM entries UNION SELECT project FROM project_settings ORDER BY 1")]
-
-    # --- aliases ---------------------------------------------------------------------------------
-
-    def alias_rows(self) -> list[tuple[str, str, int]]:
-        return [(p, fp, int(e)) for p, fp, e in self._all("SELECT project, normalised_fp, entry_id FROM aliases")]
-
-    def alias_requests(self, project: str) -> list[tuple[str, int, dict[str, Any] | None]]:
-        rows = self._all("SELECT normalised_fp, entry_id, request_canonical FROM aliases WHERE project = %s",
-                         [project])
-        return [(fp, int(e), json.loads(c) if c else None) for fp, e, c in rows]
-
-    def replace_aliases(self, project: str, aliases: list[tuple[str, int, dict[str, Any] | None]]) -> None:
-        with self.connection() as con:
-            current = {(fp, int(e)) for fp, e in con.execute(
-                "SELECT normalised_fp, entry_id FROM aliases WHERE project = %s", [project]).fetchall()}
-            if current == {(fp, e) for fp, e, _ in aliases} and len(current) == len(aliases):
-                return  # nothing changes: no change-log rows, no reload on every other proxy
-            con.execute("DELETE FROM aliases WHERE project = %s", [project])
-            for fp, entry_id, request in aliases:
-                con.execute(
-                    "INSERT INTO aliases (project, normalised_fp, entry_id, created_at, request_canonical) "
-                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (project, normalised_fp) DO UPDATE SET "
-                    "entry_id = EXCLUDED.entry_id, request_canonical = EXCLUDED.request_canonical",
-                    [project, fp, entry_id, _now(), json.dumps(request) if request is not None else None])
 
 
 def _rollback_quietly(con: psycopg.Connection) -> None:

@@ -8,7 +8,7 @@ transaction-level one is released by the commit on whatever server connection ra
 Besides the tables the DuckDB store has, the schema keeps a change log (`changes`): triggers add a
 row, with a monotonically increasing id, for every write to recordings, aliases, settings and
 review candidates, and `pg_notify('semula_changes', id)` at commit, so every proxy on the server
-learns of the others' writes (`pg_changes`).
+learns of the others' writes (`changes`).
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from collections.abc import Callable
 import psycopg
 
 from semula.store.candidate_shapes import OPEN_CANDIDATES_SQL, closures
+from semula.store.sql import FINGERPRINT_SALT
 
 Migration = Callable[[psycopg.Connection], None]
 
 LOCK_KEY = 0x5E3D_1A  # the advisory lock every semula migration takes (any constant, the same everywhere)
 CHANNEL = "semula_changes"
-FINGERPRINT_SALT = "fingerprint_salt"  # the same meta keys as the DuckDB store
 TEXT_SEARCH_CONFIG = "english"  # DuckDB's FTS uses Porter stemming and English stopwords too
 
 

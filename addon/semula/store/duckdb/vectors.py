@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,9 +17,10 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from semula.store.duckdb_errors import describe_duckdb_error, store_errors
-from semula.store.migrations import create_vector_table
-from semula.store.types import StoreError
+from semula.store.duckdb.errors import describe_duckdb_error, store_errors
+from semula.store.duckdb.migrations import create_vector_table
+from semula.store.rows import vector_matrix
+from semula.store.types import StoreError, VectorStatus
 
 
 def delete_vectors(con: duckdb.DuckDBPyConnection, entry_id: int) -> None:
@@ -83,7 +83,7 @@ class VectorTable:
                 "WHERE v.model = ? AND e.project = ? ORDER BY v.entry_id",
                 [model, project],
             ).fetchall()
-        return _to_matrix(rows)
+        return vector_matrix(rows)
 
     def entries_without(self, model: str, limit: int = 1000) -> list[tuple[int, str, dict[str, Any]]]:
         """(id, project, canonical) of entries with no vector from `model`, oldest first."""
@@ -112,29 +112,6 @@ class VectorTable:
     def entry_count(self) -> int:
         with store_errors(self._describe):
             return int(self._con.execute("SELECT count(*) FROM entries").fetchone()[0])
-
-
-def _to_matrix(rows: list[tuple[int, int, bytes]]) -> tuple[np.ndarray, np.ndarray]:
-    if not rows:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
-    dims: dict[int, int] = {}
-    for _, dim, _ in rows:
-        dims[dim] = dims.get(dim, 0) + 1
-    dim = max(dims, key=dims.__getitem__)  # one model has one dim; anything else is damage, skip it
-    kept = [(i, bytes(b)) for i, d, b in rows if d == dim and len(b) == dim * 4]
-    ids = np.fromiter((i for i, _ in kept), dtype=np.int64, count=len(kept))
-    matrix = np.frombuffer(b"".join(b for _, b in kept), dtype=np.float32).reshape(len(kept), dim).copy()
-    return ids, matrix
-
-
-@dataclass(frozen=True)
-class VectorStatus:
-    """What `semula embeddings status` reports. `counts` is None when the store has no vector table yet;
-    `missing` (entries without a vector from the asked model) is counted only when some may lack one."""
-
-    entries: int
-    counts: dict[str, int] | None
-    missing: int | None
 
 
 def read_vector_status(store_path: Path, model: str) -> VectorStatus:

@@ -9,17 +9,12 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from datetime import UTC, datetime
-
 import duckdb
 
 from semula.store.candidate_shapes import OPEN_CANDIDATES_SQL, closures
+from semula.store.sql import FINGERPRINT_SALT, now
 
 Migration = Callable[[duckdb.DuckDBPyConnection], None]
-
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def _m001_core(con: duckdb.DuckDBPyConnection) -> None:
@@ -119,8 +114,6 @@ def _m003_embeddings(con: duckdb.DuckDBPyConnection) -> None:
     create_vector_table(con)
 
 
-FINGERPRINT_SALT = "fingerprint_salt"  # meta key: hex of the store's fingerprint salt
-FINGERPRINT_VERSION = "fingerprint_version"  # meta key: the fingerprint version the stored fps were made under
 
 
 def _m004_meta(con: duckdb.DuckDBPyConnection) -> None:
@@ -136,7 +129,7 @@ def _m005_close_cross_shape_candidates(con: duckdb.DuckDBPyConnection) -> None:
     """Close the open review candidates that cross a shape or whose request has its own recording (issue 21)."""
     for candidate_id, reason in closures(con.execute(OPEN_CANDIDATES_SQL).fetchall()):
         con.execute("UPDATE review_candidates SET status = 'closed', reason = ?, decided_at = ? "
-                    "WHERE id = ? AND status = 'open'", [reason, _now(), candidate_id])
+                    "WHERE id = ? AND status = 'open'", [reason, now(), candidate_id])
 
 
 def _m006_provenance(con: duckdb.DuckDBPyConnection) -> None:
@@ -178,7 +171,7 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
         con.begin()
         try:
             migration(con)
-            con.execute("INSERT INTO schema_migrations VALUES (?, ?)", [name, _now()])
+            con.execute("INSERT INTO schema_migrations VALUES (?, ?)", [name, now()])
         except BaseException:
             con.rollback()
             raise

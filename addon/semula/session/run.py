@@ -21,20 +21,11 @@ from pathlib import Path
 
 import click
 
-from semula.cli.proxy_cmd import (
-    DEFAULT_CONFDIR,
-    client_env,
-    confdir_of,
-    ensure_ca,
-    key_size_of,
-    namespace_by_key,
-    placeholder_keys,
-    port_hint,
-    port_in_use,
-)
-from semula.cli.google_env import google_placeholder_env
 from semula.core.modes import Mode
 from semula.proxy.admin import read_admin_info
+from semula.session.ca import DEFAULT_CONFDIR, confdir_of, ensure_ca, key_size_of
+from semula.session.clientenv import client_env, namespace_by_key, placeholder_keys, port_hint, port_in_use
+from semula.session.google_env import google_placeholder_env
 
 LOG_FILE = "proxy.log"
 # A reused proxy writes its call log every second: wait that long before reading this run's rows.
@@ -44,6 +35,10 @@ FLUSH_WAIT_S = 1.5
 RUN_DEFAULTS = ("semula_repeats=sequence",)
 
 Echo = Callable[[str], None]
+
+
+def default_data_dir() -> str:
+    return os.environ.get("SEMULA_DATA_DIR", ".semula")
 
 
 class SessionError(Exception):
@@ -103,7 +98,7 @@ def run_env(mode: str, sets: tuple[str, ...], host: str, port: int, confdir: Pat
     env = client_env(port, confdir, project, host, password)
     if mode == Mode.REPLAY.value and not namespace_by_key(sets):
         env.update(placeholder_keys(environ))
-        env.update(google_placeholder_env(environ, confdir))  # Vertex AI: cli/google_env.py
+        env.update(google_placeholder_env(environ, confdir))  # Vertex AI: session/google_env.py
     return env
 
 
@@ -231,8 +226,8 @@ def run_summary(data_dir: Path, since: datetime) -> str:
     """One line: this run's calls by outcome, or a warning when none went through semula."""
     import duckdb
 
-    from semula.store.logread import load_log
-    from semula.store.logschema import CALL_LOG_SCHEMA
+    from semula.calllog.reader import load_log
+    from semula.calllog.schema import CALL_LOG_SCHEMA
 
     con = duckdb.connect()
     rows: tuple = (0, 0, 0, 0)

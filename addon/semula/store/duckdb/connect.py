@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from semula.store.duckdb_errors import describe_duckdb_error
+from semula.store.duckdb.errors import describe_duckdb_error
 from semula.store.types import StoreError
 
 

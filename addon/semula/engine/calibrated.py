@@ -1,0 +1,63 @@
+"""The learnt thresholds of calibrated mode, from the review queue's resolved candidates.
+
+The model is pure (`core.calibration`); this module feeds it a project's approvals and rejections,
+read through the store port (`RecordingStore.candidates`), and keeps the result per project so
+that a miss does not re-read every verdict. An approval or rejection through this engine drops the
+project's entry at once; one made by another process is seen within `REFRESH_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from semula.core.calibration import Calibration, LabelledVerdict, counts_for_calibration, learn
+from semula.core.settings import ProjectSettings
+from semula.store.base import RecordingStore
+
+REFRESH_SECONDS = 30.0
+MAX_VERDICTS = 1_000_000  # per status: far beyond what a team reviews
+
+
+def project_verdicts(store: RecordingStore, project: str) -> list[LabelledVerdict]:
+    """The project's resolved candidates the model learns from (see `counts_for_calibration`)."""
+    out = []
+    for status, approved in (("approved", True), ("rejected", False)):
+        for row in store.candidates(project, status, limit=MAX_VERDICTS):
+            if counts_for_calibration(row.get("reason"), row.get("guard_reason")):
+                out.append(LabelledVerdict(str(row["tier"]), float(row["score"]), approved))
+    return out
+
+
+def calibrate_project(store: RecordingStore, project: str, settings: ProjectSettings) -> Calibration:
+    return learn(project_verdicts(store, project), settings.max_false_hit_rate)
+
+
+class LearntThresholds:
+    """{tier: threshold} per project for the near-match search; any thread (reads use its store)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._cache: dict[tuple[str, float], tuple[float, dict[str, float]]] = {}
+
+    def __call__(self, store: RecordingStore, project: str, settings: ProjectSettings) -> dict[str, float]:
+        if settings.near_serve != "calibrated":
+            return {}
+        key = (project, settings.max_false_hit_rate)
+        now = self._clock()
+        with self._lock:
+            cached = self._cache.get(key)
+        if cached is not None and now - cached[0] < REFRESH_SECONDS:
+            return cached[1]
+        thresholds = calibrate_project(store, project, settings).thresholds()
+        with self._lock:
+            self._cache[key] = (now, thresholds)
+        return thresholds
+
+    def invalidate(self, project: str) -> None:
+        """A verdict was given in `project`: learn again on its next miss."""
+        with self._lock:
+            for key in [k for k in self._cache if k[0] == project]:
+                del self._cache[key]

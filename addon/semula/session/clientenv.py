@@ -1,0 +1,135 @@
+"""What a run's clients need to reach the proxy: the proxy URL, the variables each ecosystem reads
+(proxy, CA bundle, JVM options), placeholder API keys for replay, and the `--set` lines a run gives
+the proxy (extra hosts, recordings folder).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+from pathlib import Path
+
+import click
+
+from semula.providers import DEFAULT_PROVIDER_HOSTS
+from semula.session.aws_env import aws_placeholders
+from semula.session.ca import ensure_ca
+
+def extra_host_sets(extra_hosts: tuple[str, ...]) -> tuple[str, ...]:
+    """`--extra-host H` as the option it sets (`--set semula_extra_hosts=H`)."""
+    return tuple(f"semula_extra_hosts={host}" for host in extra_hosts)
+
+
+def intercepted_hosts(sets: tuple[str, ...]) -> tuple[str, ...]:
+    """The hosts the proxy will intercept: semula_hosts (else the defaults) plus semula_extra_hosts."""
+    from semula.proxy.options import host_list
+
+    hosts = [s.split("=", 1)[1] for s in sets if s.startswith("semula_hosts=")] or list(DEFAULT_PROVIDER_HOSTS)
+    return host_list(hosts, [s.split("=", 1)[1] for s in sets if s.startswith("semula_extra_hosts=")])
+
+
+def recordings_sets(recordings: Path | None, no_recordings: bool) -> tuple[str, ...]:
+    if no_recordings:
+        return ("semula_recordings=off",)
+    return (f"semula_recordings={recordings.expanduser().resolve()}",) if recordings else ()
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """Whether something else listens on host:port (the reason mitmproxy could not bind)."""
+    if not port:
+        return False
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            return e.errno == errno.EADDRINUSE
+    return False
+
+
+def port_hint(host: str, port: int) -> str:
+    # mitmproxy's own message suggests `--mode regular@PORT`, which is not semula's --mode.
+    return (f"semula: {host}:{port} is already in use: pick another port with --listen-port PORT "
+            "(not mitmproxy's `--mode regular@PORT`: semula's --mode is auto|replay|record|passthrough)")
+
+
+def proxy_url(host: str, port: int, project: str | None = None, password: str = "semula") -> str:
+    # The password is ignored; undici (Node) sends proxy credentials only when both are set.
+    user = f"{project}:{password}@" if project else ""
+    return f"http://{user}{host}:{port}"
+
+
+def client_env(port: int, confdir: Path, project: str | None = None, host: str = "127.0.0.1",
+               password: str = "semula") -> dict[str, str]:
+    """The variables each ecosystem reads to use the proxy and trust its CA.
+
+    The password picks no project; one that starts with `semula-` tags the calls (the pytest plugin
+    tells its xdist workers' refusals apart by it)."""
+    import certifi
+
+    confdir = confdir.expanduser()
+    ca = ensure_ca(confdir)
+    bundle = confdir / "semula-ca-bundle.pem"
+    # Written aside and renamed: a client of another run (an xdist worker) never reads half a file.
+    partial = bundle.with_name(f"{bundle.name}.{os.getpid()}.tmp")
+    partial.write_text(Path(certifi.where()).read_text() + "\n" + ca.read_text())
+    os.replace(partial, bundle)
+    url = proxy_url(host, port, project, password)
+    no_proxy = "localhost,127.0.0.1,::1"
+    return {
+        "HTTPS_PROXY": url, "HTTP_PROXY": url, "https_proxy": url, "http_proxy": url,
+        "NO_PROXY": no_proxy, "no_proxy": no_proxy,
+        "SSL_CERT_FILE": str(bundle), "REQUESTS_CA_BUNDLE": str(bundle), "CURL_CA_BUNDLE": str(bundle),
+        "NODE_EXTRA_CA_CERTS": str(bundle), "GIT_SSL_CAINFO": str(bundle), "AWS_CA_BUNDLE": str(bundle),
+        "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": str(bundle),
+        # Node >= 22.21 honours the proxy variables only with this; Node 20 ignores them
+        # (certs_readme.md: use undici's EnvHttpProxyAgent there).
+        "NODE_USE_ENV_PROXY": "1",
+    }
+
+
+# Replay needs no real key, but SDKs refuse to start without one: CI gets a placeholder for each
+# provider whose variables are all unset. A group shares one placeholder decision (google-genai
+# prefers GOOGLE_API_KEY over GEMINI_API_KEY: a placeholder must never shadow a real key), and only
+# its first name gets the placeholder: google-genai warns "Both GOOGLE_API_KEY and GEMINI_API_KEY
+# are set" when both are. GEMINI_API_KEY is the name Google's Gemini API docs use; google-genai reads
+# either, and some of litellm's Gemini paths read only GEMINI_API_KEY.
+PLACEHOLDER_KEY = "sk-semula-replay-placeholder"
+PROVIDER_KEY_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("OPENAI_API_KEY",), ("ANTHROPIC_API_KEY",), ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    ("AZURE_OPENAI_API_KEY",), ("MISTRAL_API_KEY",), ("GROQ_API_KEY",), ("OPENROUTER_API_KEY",),
+    ("TOGETHER_API_KEY",), ("DEEPSEEK_API_KEY",), ("XAI_API_KEY",),
+)
+
+
+def placeholder_keys(environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    """Placeholder API keys for the providers none of whose key variables is set (the group's first name),
+    and placeholder AWS credentials when the user has none (`aws_env.py`)."""
+    keys = {group[0]: PLACEHOLDER_KEY for group in PROVIDER_KEY_GROUPS if not any(environ.get(n) for n in group)}
+    return {**keys, **aws_placeholders(environ)}
+
+
+def namespace_by_key(sets: tuple[str, ...]) -> bool:
+    """With semula_namespace_by_key on, the key picks the namespace: a placeholder would pick a wrong one."""
+    from semula.core.settings import parse_switch
+
+    values = [s.split("=", 1)[1] for s in sets if s.startswith("semula_namespace_by_key=")]
+    try:
+        return bool(values) and parse_switch("semula_namespace_by_key", values[-1])
+    except ValueError:
+        return True  # unsure: set no placeholder
+
+
+def java_env(port: int, confdir: Path, project: str | None = None, host: str = "127.0.0.1") -> dict[str, str]:
+    """JAVA_TOOL_OPTIONS: every JVM started with it uses the proxy and trusts its CA (java_env.py)."""
+    from semula.session.java_env import ensure_truststore, find_jdk, java_tool_options
+
+    if project:
+        # The JVM sends proxy credentials only after a 407 challenge, which semula never sends.
+        raise click.UsageError("--project does not reach semula from a JVM (it sends no proxy user name "
+                               "unasked): run the proxy with --project P (semula proxy/exec --project P), or send "
+                               "the header x-semula-project: P")
+    confdir = confdir.expanduser()
+    truststore = ensure_truststore(confdir, ensure_ca(confdir), find_jdk())
+    return {"JAVA_TOOL_OPTIONS": java_tool_options(host, port, truststore.resolve())}
