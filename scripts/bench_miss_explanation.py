@@ -61,7 +61,7 @@ def measure(size: int, misses: int, seed: int) -> dict[str, object]:
         store = open_store(None, Path(tmp))
         store.upsert_entries([new_entry(chat(p)) for p in prompts])
         loaded = time.perf_counter() - started
-        engine = Engine(store)
+        engine = Engine.open(store)
         started = time.perf_counter()
         while not engine.lexical._built:  # the start-up build runs in the background
             engine.lexical.maybe_rebuild(wait=True)

@@ -117,7 +117,7 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     from semula.store.selection import open_store
 
     spec = request.getfixturevalue("pg_url") if request.param == "postgres" else None
-    engine = Engine(open_store(spec, tmp_path))
+    engine = Engine.open(open_store(spec, tmp_path))
     try:
         yield engine
     finally:
@@ -130,7 +130,7 @@ def duckdb_engine(tmp_path: Path) -> Iterator[Any]:
     from semula.engine.engine import Engine
     from semula.store.selection import open_store
 
-    engine = Engine(open_store(None, tmp_path))
+    engine = Engine.open(open_store(None, tmp_path))
     try:
         yield engine
     finally:

@@ -43,7 +43,7 @@ def seed(data_dir: Path, entries: list[Any]) -> float:
 
     t0 = time.perf_counter()
     store, _, _ = common.seeded_store(data_dir, entries)
-    engine = Engine(store)
+    engine = Engine.open(store)
     try:
         common.settle_index(engine)
     finally:

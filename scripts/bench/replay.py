@@ -160,7 +160,7 @@ def seed(data_dir: Path, bodies: list[bytes], answers: dict[bytes, Answer], benc
     entries = [common.new_entry(canonical(b), i, PROJECT, HOST, *answers[b]) for i, b in enumerate(bodies)]
     store, _, _ = common.seeded_store(data_dir, entries)
     seconds = time.perf_counter() - t0
-    cache = Engine(store)
+    cache = Engine.open(store)
     try:
         settings = cache.settings_for(PROJECT)
         for body in bench:

@@ -39,7 +39,7 @@ def big_engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
     vocabulary = _vocabulary(rng)
     prompts = [_prompt(rng, vocabulary, n) for n in range(RECORDINGS)]
     ids = store.upsert_entries([new_entry(chat(p)) for p in prompts])
-    engine = Engine(store)
+    engine = Engine.open(store)
     deadline = time.monotonic() + 300
     while not engine.lexical._built and time.monotonic() < deadline:  # the start-up build runs in the background
         engine.lexical.maybe_rebuild(wait=True)

@@ -59,7 +59,7 @@ def give_verdicts(engine: Engine, project: str, scores: list[float], status: str
 
 @pytest.fixture
 def engine(tmp_path: Path):
-    engine = Engine(open_store(None, tmp_path))
+    engine = Engine.open(open_store(None, tmp_path))
     yield engine
     engine.close()
 
@@ -88,7 +88,7 @@ def test_a_rejection_relearns_at_once(engine: Engine) -> None:
 
 
 def test_semula_calibrate_reports_the_thresholds(tmp_path: Path) -> None:
-    engine = Engine(open_store(None, tmp_path))
+    engine = Engine.open(open_store(None, tmp_path))
     try:
         give_verdicts(engine, "p", [0.8 + 0.005 * i for i in range(40)])
         give_verdicts(engine, "p", [0.7, 0.72], status="rejected")

@@ -61,7 +61,7 @@ class GatedEmbedder:
 @pytest.fixture
 def engine(tmp_path):
     embedder = GatedEmbedder()
-    engine = Engine(DuckDBStore.open(tmp_path), embedder=embedder)
+    engine = Engine.open(DuckDBStore.open(tmp_path), embedder=embedder)
     yield engine, embedder
     embedder.gate.set()
     engine.close()

@@ -63,7 +63,7 @@ def make_cache(tmp_path, embedder):
 
     def make(fail=False):
         counting = CountingEmbedder(embedder, fail)
-        cache = Engine(DuckDBStore.open(tmp_path / str(len(made))), embedder=counting)
+        cache = Engine.open(DuckDBStore.open(tmp_path / str(len(made))), embedder=counting)
         made.append(cache)
         return cache, counting
 

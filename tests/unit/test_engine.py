@@ -39,7 +39,7 @@ def test_scrub_pattern_refingerprints_recordings(cache):
     assert result["refingerprinted"] == 1
     assert lookup(cache, "Summarise run-9999 please").tier == "normalised"
     # and it survives a restart: the new fingerprints are stored, not only indexed
-    assert lookup(Engine(cache.store), "Summarise run-1 please").tier == "normalised"
+    assert lookup(Engine.open(cache.store), "Summarise run-1 please").tier == "normalised"
 
 
 def test_ignore_params_refingerprints(cache):
@@ -61,3 +61,22 @@ def test_operations_table_and_errors(cache):
         run_operation(cache, "entries.nuke", {})
     assert run_operation(cache, "entries.delete", {"id": entry}) is True
     assert lookup(cache, "hello") is None
+
+
+def test_a_bare_engine_does_no_start_up_work(tmp_path) -> None:
+    """The constructor only assembles the parts; `Engine.open` syncs, builds the index and preloads."""
+    import threading
+
+    from entries import chat, new_entry
+    from semula.engine.engine import Engine
+    from semula.store.selection import open_store
+
+    store = open_store(None, tmp_path)
+    store.upsert_entries([new_entry(chat("stored before the engine"))])
+    before = {t.name for t in threading.enumerate()}
+    bare = Engine(store)
+    assert len(bare.index) == 0 and bare.preloaded(0) and "semula-preload" not in (
+        {t.name for t in threading.enumerate()} - before)
+    opened = Engine.open(store)
+    assert opened.preloaded(30) and len(opened.index) == 1
+    opened.close()

@@ -133,7 +133,7 @@ def test_closing_the_store_mid_rebuild_waits_for_it_and_no_build_runs_after(tmp_
     monkeypatch.setattr(fts, "REBUILD_MIN_SECONDS", 0.0)
     monkeypatch.setattr(fts, "FRESH_MAX_SECONDS", 0.0)
     store = DuckDBStore.open(tmp_path)
-    engine = Engine(store)
+    engine = Engine.open(store)
     deadline = time.monotonic() + 30  # the start-up build: let it finish, then arm the gate for the next one
     while engine.lexical._building and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -161,7 +161,7 @@ def _settled(tmp_path, monkeypatch):
     from semula.store.duckdb.store import DuckDBStore
 
     monkeypatch.setattr(fts, "REBUILD_MIN_SECONDS", 0.0)
-    engine = Engine(DuckDBStore.open(tmp_path))
+    engine = Engine.open(DuckDBStore.open(tmp_path))
     deadline = time.monotonic() + 30
     while (engine.lexical._building or not engine.lexical._built) and time.monotonic() < deadline:
         engine.lexical.maybe_rebuild(wait=True)

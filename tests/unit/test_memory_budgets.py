@@ -90,7 +90,7 @@ def test_the_preload_counts_whole_entries(tmp_path, monkeypatch):
     for i in range(120):
         store.upsert_entry(new_entry(chat(f"{PROMPT_20KB} {i}"), "p"))
     monkeypatch.setattr(recordings, "PRELOAD_BYTES", 1_000_000)
-    engine = Engine(store)
+    engine = Engine.open(store)
     try:
         assert engine.preloaded(timeout=60)
         assert 0 < engine.answers.nbytes <= 1_000_000

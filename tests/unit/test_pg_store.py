@@ -196,7 +196,7 @@ def test_an_engine_learns_other_engines_recordings_aliases_and_settings(pg_url, 
     from semula.engine.engine import Engine
 
     monkeypatch.setenv("SEMULA_STORE_LISTEN", "on" if listen else "off")
-    a, b = Engine(open_store(pg_url, ".")), Engine(open_store(pg_url, "."))
+    a, b = Engine.open(open_store(pg_url, ".")), Engine.open(open_store(pg_url, "."))
     try:
         request = entries.chat("which trains leave Lyon before noon")
         new = entries.new_entry(request, "p")

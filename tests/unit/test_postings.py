@@ -103,11 +103,11 @@ def test_the_index_is_counted_in_bytes(duckdb_engine):
 
 
 def test_a_restart_on_a_current_index_loads_it_and_builds_nothing(tmp_path):
-    engine = Engine(DuckDBStore.open(tmp_path))
+    engine = Engine.open(DuckDBStore.open(tmp_path))
     kept = engine.record(new_entry(chat("Which trains leave Lyon for Paris before noon"), "p"))
     settle(engine)
     engine.close()
-    engine = Engine(DuckDBStore.open(tmp_path))
+    engine = Engine.open(DuckDBStore.open(tmp_path))
     try:
         deadline = time.monotonic() + 30
         while not engine.lexical._built and time.monotonic() < deadline:
@@ -119,12 +119,12 @@ def test_a_restart_on_a_current_index_loads_it_and_builds_nothing(tmp_path):
 
 
 def test_a_restart_after_texts_changed_rebuilds(tmp_path):
-    engine = Engine(DuckDBStore.open(tmp_path))
+    engine = Engine.open(DuckDBStore.open(tmp_path))
     entry = engine.record(new_entry(chat("Which trains leave Lyon for Paris before noon"), "p"))
     settle(engine)
     engine.store.set_last_texts([(entry, "a recipe for onion soup")])
     engine.close()
-    engine = Engine(DuckDBStore.open(tmp_path))
+    engine = Engine.open(DuckDBStore.open(tmp_path))
     try:
         settle(engine)
         assert engine.lexical.last_build_seconds > 0.0

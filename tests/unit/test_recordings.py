@@ -136,7 +136,7 @@ def test_a_recording_file_deleted_by_a_teammate_closes_its_candidates_in_the_rev
 
     events: list[dict] = []
     folder = RecordingsFolder(tmp_path / "rec", tmp_path / "data")
-    engine = Engine(DuckDBStore.open(tmp_path / "data"), review_log=events.append, folder=folder)
+    engine = Engine.open(DuckDBStore.open(tmp_path / "data"), review_log=events.append, folder=folder)
     entry_id = engine.record(new_entry(chat("one")))
     incoming = chat("one please")
     verdict = Verdict("lexical", 0.8, serve=False, review=True, reason="below")
@@ -144,7 +144,7 @@ def test_a_recording_file_deleted_by_a_teammate_closes_its_candidates_in_the_rev
                         [Candidate(entry_id, verdict)], {})
     engine.close()
     next((tmp_path / "rec").rglob("one-*.json")).unlink()
-    engine = Engine(DuckDBStore.open(tmp_path / "data"), review_log=events.append,
+    engine = Engine.open(DuckDBStore.open(tmp_path / "data"), review_log=events.append,
                     folder=RecordingsFolder(tmp_path / "rec", tmp_path / "data"))
     assert [e["event"] for e in events] == ["queued", "closed"]
     engine.close()

@@ -21,7 +21,7 @@ FP, NFP = request_fingerprint(INCOMING), normalised_fingerprint(INCOMING, (), ()
 def engine(request, tmp_path):
     events: list[dict] = []
     spec = request.getfixturevalue("pg_url") if request.param == "postgres" else None
-    engine = Engine(open_store(spec, tmp_path), review_log=events.append)
+    engine = Engine.open(open_store(spec, tmp_path), review_log=events.append)
     engine.events = events
     yield engine
     engine.close()

@@ -132,7 +132,7 @@ VERDICT = Verdict("lexical", 0.8, serve=False, review=True, reason="score 0.80 <
 
 @pytest.fixture
 def web(tmp_path) -> Iterator[tuple[ReviewWeb, Engine, list[int]]]:
-    engine = Engine(open_store(None, tmp_path))
+    engine = Engine.open(open_store(None, tmp_path))
     ids = []
     for text, recorded in (("When does the town museum open?", "When does the city museum open?"),
                            (f"Is the {HOSTILE} park open?", "Is the big park open?")):

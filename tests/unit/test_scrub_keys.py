@@ -124,7 +124,7 @@ def test_a_fingerprint_input():
 
 
 def test_config_set_refingerprints_the_project(tmp_path):
-    engine = Engine(DuckDBStore.open(tmp_path))
+    engine = Engine.open(DuckDBStore.open(tmp_path))
     try:
         entry = engine.record(new_entry(openai_tool_flow("run 41")))
         incoming = openai_tool_flow("run 42")

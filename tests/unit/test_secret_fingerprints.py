@@ -80,7 +80,7 @@ def test_the_store_makes_one_salt_and_keeps_it(tmp_path) -> None:
     store = DuckDBStore.open(tmp_path / "one")
     salt = store.fingerprint_salt()
     assert len(salt) == 32
-    engine = Engine(store)
+    engine = Engine.open(store)
     assert engine.fingerprint_key == FingerprintKey(salt)
     engine.close()
     again = DuckDBStore.open(tmp_path / "one")
@@ -88,11 +88,11 @@ def test_the_store_makes_one_salt_and_keeps_it(tmp_path) -> None:
     assert DuckDBStore.open(tmp_path / "two").fingerprint_salt() != salt
     again.close()
     # A caller may bring its own key (the salt will move into a committed recordings folder).
-    assert Engine(DuckDBStore.open(tmp_path / "three"), key=TEST_KEY).fingerprint_key is TEST_KEY
+    assert Engine.open(DuckDBStore.open(tmp_path / "three"), key=TEST_KEY).fingerprint_key is TEST_KEY
 
 
 def test_recording_with_a_secret_hits_only_with_that_secret_and_stores_no_secret(tmp_path) -> None:
-    engine = Engine(DuckDBStore.open(tmp_path))
+    engine = Engine.open(DuckDBStore.open(tmp_path))
     key = engine.fingerprint_key
     stored = chat(prompt(JWT_A), key=key)
     engine.record(recording_of("p", stored, ProjectSettings(), Answer(host="api.openai.com", body=b'{"answer": "alice"}')))
@@ -122,7 +122,7 @@ def test_an_fp1_store_is_refingerprinted_on_open(tmp_path) -> None:
                          [("lexical", 0.9, None, None, secret_id)])
     store.replace_aliases("p", [("nfp1:alias", plain_id, chat("alias request", key=key).to_json())])
     assert store.fingerprint_version() is None
-    engine = Engine(store)
+    engine = Engine.open(store)
     assert store.fingerprint_version() == FINGERPRINT_VERSION
     assert engine.match("p", *fingerprints(plain)).entry_id == plain_id
     assert engine.match("p", *fingerprints(secret)) is None  # its secret is gone: it cannot be told apart

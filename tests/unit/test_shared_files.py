@@ -20,7 +20,7 @@ FP, NFP = request_fingerprint(INCOMING), normalised_fingerprint(INCOMING, (), ()
 
 
 def engine_at(tmp_path: Path, data: str) -> Engine:
-    return Engine(DuckDBStore.open(tmp_path / data), folder=RecordingsFolder(tmp_path / "rec", tmp_path / data))
+    return Engine.open(DuckDBStore.open(tmp_path / data), folder=RecordingsFolder(tmp_path / "rec", tmp_path / data))
 
 
 def queued(engine: Engine, *texts: str) -> list[Candidate]:

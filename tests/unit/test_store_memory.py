@@ -181,7 +181,7 @@ def test_a_pass_over_every_stored_request_reads_pages_not_the_whole_table(tmp_pa
     assert [i for i, _, _ in base.each_canonical(store, "p")] == sorted(ids)
     assert not list(base.each_canonical(store, "another project"))
     assert max(pages) == 7 and sum(pages) == 2 * PASS_ENTRIES
-    engine = Engine(store)  # a store these entries never went through: brought up to date on open
+    engine = Engine.open(store)  # a store these entries never went through: brought up to date on open
     try:
         read = sum(pages)
         assert engine.recordings.refingerprint("p", ProjectSettings(scrub_patterns=(r"question \d+",))) == PASS_ENTRIES

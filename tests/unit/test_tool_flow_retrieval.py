@@ -51,7 +51,7 @@ PARAPHRASE = "Do I need an umbrella in Paris tomorrow, and how warm will it be t
 
 @pytest.fixture
 def engine(tmp_path):
-    engine = Engine(DuckDBStore.open(tmp_path))
+    engine = Engine.open(DuckDBStore.open(tmp_path))
     yield engine
     engine.close()
 
@@ -81,13 +81,13 @@ def test_the_searchable_text_is_the_last_user_text(engine):
 
 
 def test_an_older_store_is_reindexed_on_open(tmp_path):
-    engine = Engine(DuckDBStore.open(tmp_path))
+    engine = Engine.open(DuckDBStore.open(tmp_path))
     entry = record(engine, tool_flow(STORED))
     # As an older version wrote it: the tool result as the searchable text, no version mark.
     engine.store.set_last_texts([(entry, RESULT)])
     engine.store.set_meta("searchable_text", "1")
     engine.close()
-    reopened = Engine(DuckDBStore.open(tmp_path))
+    reopened = Engine.open(DuckDBStore.open(tmp_path))
     try:
         assert reopened.store.get_entry(entry).last_text == STORED
         assert reopened.store.meta("searchable_text") == SEARCHABLE_TEXT

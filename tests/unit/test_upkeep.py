@@ -22,12 +22,12 @@ def chat(**params):
 
 
 def test_normalised_fingerprints_are_recomputed_when_the_view_changed(tmp_path):
-    engine = Engine(DuckDBStore.open(tmp_path))
+    engine = Engine.open(DuckDBStore.open(tmp_path))
     entry = engine.record(recording_of("p", chat(temperature=0.0, n=1), ProjectSettings(), Answer(host="h", body=b"{}")))
     engine.store.set_normalised_fps([(entry, "nfp1:as-an-older-version-computed-it")])
     engine.store.set_meta("normalised_view", "1")
     engine.close()
-    reopened = Engine(DuckDBStore.open(tmp_path))
+    reopened = Engine.open(DuckDBStore.open(tmp_path))
     try:
         incoming = chat(temperature=0)
         match = reopened.match("p", *fingerprints(incoming))
@@ -38,13 +38,13 @@ def test_normalised_fingerprints_are_recomputed_when_the_view_changed(tmp_path):
 
 
 def test_an_up_to_date_store_is_left_alone(tmp_path):
-    Engine(DuckDBStore.open(tmp_path)).close()
-    engine = Engine(DuckDBStore.open(tmp_path))
+    Engine.open(DuckDBStore.open(tmp_path)).close()
+    engine = Engine.open(DuckDBStore.open(tmp_path))
     try:
         entry = engine.record(recording_of("p", chat(), ProjectSettings(), Answer(host="h", body=b"{}")))
         engine.store.set_normalised_fps([(entry, "nfp1:kept")])
         engine.close()
-        engine = Engine(DuckDBStore.open(tmp_path))
+        engine = Engine.open(DuckDBStore.open(tmp_path))
         assert engine.store.get_entry(entry).normalised_fp == "nfp1:kept"
     finally:
         engine.close()

@@ -122,7 +122,7 @@ def open_engine(data_dir: Path, folder: Any = None) -> Iterator[Any]:
     engine = None
     try:
         try:
-            engine = Engine(store, review_log=reviews.append, folder=folder)
+            engine = Engine.open(store, review_log=reviews.append, folder=folder)
         except StoreError as e:
             raise click.ClickException(str(e)) from None
         try:

@@ -48,6 +48,9 @@ class MissContext(NamedTuple):
 
 
 class Engine:
+    """The recordings in memory and their store. `Engine.open(store, …)` gives one ready to serve; the
+    constructor only assembles the parts (a bare engine has an empty index and starts no thread)."""
+
     def __init__(self, store: RecordingStore, review_log: Callable[[dict[str, Any]], None] | None = None,
                  embedder: Any = None, folder: RecordingsFolder | None = None, key: FingerprintKey | None = None):
         self.store = store
@@ -71,21 +74,31 @@ class Engine:
         self.searcher = NearSearcher(store, self.lexical, self.review, self.embeddings, self.learnt)
         self.recordings = Recordings(store, self.index, self.answers, self.lexical, self.review, self.embeddings,
                                      folder)
-        self.recordings.upgrade_fingerprints()
         self.sync_report: SyncReport | None = None
-        if folder is not None:  # the committed recordings, before the index is built from the store
-            self.sync_report = self._sync_folder(folder)
-        upgrade(store, lambda project, settings: self.recordings.refingerprint(project, settings, reload=False))
         # A shared store (Postgres): other proxies' writes reach memory; `dispatch` says on which thread.
         self.dispatch: Callable[[Callable[[], None]], Any] = run_here
         self._readers: dict[int, RecordingStore] = {}  # thread id -> that thread's read handle
         self._readers_lock = threading.Lock()
-        start_following(self)
-        self.recordings.reload(preload=False)
+        self._preloader: threading.Thread | None = None
+
+    @classmethod
+    def open(cls, store: RecordingStore, review_log: Callable[[dict[str, Any]], None] | None = None,
+             embedder: Any = None, folder: RecordingsFolder | None = None, key: FingerprintKey | None = None
+             ) -> Engine:
+        """An engine ready to serve: fingerprints of an older version upgraded, the committed recordings
+        synced in, a shared store's changes followed, the index built, the answers preloading."""
+        engine = cls(store, review_log, embedder, folder, key)
+        engine.recordings.upgrade_fingerprints()
+        if folder is not None:  # the committed recordings, before the index is built from the store
+            engine.sync_report = engine._sync_folder(folder)
+        upgrade(store, lambda project, settings: engine.recordings.refingerprint(project, settings, reload=False))
+        start_following(engine)
+        engine.recordings.reload(preload=False)
         # The answer preload (up to 64 MB parsed) runs beside the first requests, not before them:
         # hits it has not reached yet read the store.
-        self._preloader = threading.Thread(target=self._preload_answers, name="semula-preload", daemon=True)
-        self._preloader.start()
+        engine._preloader = threading.Thread(target=engine._preload_answers, name="semula-preload", daemon=True)
+        engine._preloader.start()
+        return engine
 
     def _preload_answers(self) -> None:
         try:
@@ -102,6 +115,8 @@ class Engine:
 
     def preloaded(self, timeout: float | None = None) -> bool:
         """Wait for the start-up answer preload; whether it is done."""
+        if self._preloader is None:
+            return True
         self._preloader.join(timeout)
         return not self._preloader.is_alive()
 

@@ -162,7 +162,7 @@ def evaluate(path: Path, overrides: dict[str, Any] | None = None,
     results = []
     with tempfile.TemporaryDirectory(prefix="semula-eval-") as tmp:
         opened = open_store(None, tmp) if store is None else open_throwaway(store)
-        engine = Engine(opened, embedder=_embedder_if_on(Path(tmp)))
+        engine = Engine.open(opened, embedder=_embedder_if_on(Path(tmp)))
         if learnt is not None:
             fixed = dict(learnt)
             engine.searcher.learnt = lambda _store, _project, _settings: fixed

@@ -71,7 +71,7 @@ class StoreThread:
 
             def engine_on(store: RecordingStore) -> Engine:
                 try:
-                    return Engine(store, review_log=review_log, embedder=embedder, folder=folder)
+                    return Engine.open(store, review_log=review_log, embedder=embedder, folder=folder)
                 except BaseException:
                     store.close()
                     raise
