@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import common  # noqa: E402
 from bench.common import PROJECT, RESULTS, canonical_for, machine, pct  # noqa: E402
 
-sys.path.insert(0, str(common.REPO / "tests"))
+sys.path.insert(0, str(common.REPO / "tests" / "support"))
 import pg_helpers  # noqa: E402
 
 TRGM_SQL = """SELECT id FROM entries WHERE project = %s AND last_text %% %s

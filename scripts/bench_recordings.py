@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "scripts"), str(REPO / "tests")]
+sys.path[:0] = [str(REPO / "scripts"), str(REPO / "tests" / "support")]
 
 from bench.common import machine  # noqa: E402
 from entries import chat, new_entry  # noqa: E402

@@ -5,7 +5,7 @@ throughput against the DuckDB store, connections used, and a Postgres restart in
     .venv/bin/python scripts/bench_shared_store.py            # writes benchmark/results/shared-store.md
     .venv/bin/python scripts/bench_shared_store.py --quick    # a short smoke run, to /tmp/semula-bench/
 
-A throwaway PostgreSQL from the machine's binaries (tests/pg_helpers.py), the HTTPS fake provider
+A throwaway PostgreSQL from the machine's binaries (tests/support/pg_helpers.py), the HTTPS fake provider
 and real `semula proxy` processes; clients are plain httpx through each proxy (threads).
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench.common import REPO, RESULTS, machine, pct  # noqa: E402
 
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "support"))
 import httpx  # noqa: E402
 import pg_helpers  # noqa: E402
 import psycopg  # noqa: E402

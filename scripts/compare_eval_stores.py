@@ -1,6 +1,6 @@
 """`semula eval` on the DuckDB store and on Postgres, pair by pair: where do the decisions differ, and why?
 
-Starts a throwaway PostgreSQL from the machine's binaries (tests/pg_helpers.py), runs the same
+Starts a throwaway PostgreSQL from the machine's binaries (tests/support/pg_helpers.py), runs the same
 cascade over each corpus in ../shared/corpus against both stores, and writes
 benchmark/results/eval-stores.md: the summary figures side by side and every pair whose outcome
 differs, with the candidates each store's full-text search proposed.
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 import pg_helpers  # noqa: E402
 

@@ -5,7 +5,7 @@
     .venv/bin/python scripts/soak.py --minutes 1 --max-warmup-minutes 1 --out /tmp/reliability.md
 
 The load: new and repeated prompts (OpenAI chat, Anthropic, Gemini), streams, bursts of identical
-requests sent at once, several projects, and seeded bad bodies (tests/fuzzbodies.py). Reported:
+requests sent at once, several projects, and seeded bad bodies (tests/support/fuzzbodies.py). Reported:
 semula's own 5xx and internal errors on the console, call-log rows vs requests, duplicate upstream
 calls (the fake's counter vs the forwarded requests; misses of one request more than once), the
 proxy's RSS after start, after warm-up and at the end, and a replay proxy on the same data dir
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "support"))
 sys.path.insert(0, str(REPO / "scripts"))
 os.environ["SEMULA_RECORDINGS"] = "off"  # as the tests: no recordings folder in the working directory
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))  # the shared helpers (tests/support/)
 # Proxies started by tests write no recordings folder into their working directory unless a test
 # asks for one (--recordings DIR); the in-process addon and every subprocess inherit this.
 os.environ["SEMULA_RECORDINGS"] = "off"
@@ -142,7 +142,7 @@ _postgres_skip: list[str] = []
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[Any]:
-    """A throwaway PostgreSQL for the whole run (tests/pg_helpers.py); skips loudly without binaries,
+    """A throwaway PostgreSQL for the whole run (tests/support/pg_helpers.py); skips loudly without binaries,
     fails instead when SEMULA_REQUIRE_POSTGRES=1 (CI)."""
     import pg_helpers
 

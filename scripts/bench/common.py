@@ -27,7 +27,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmark" / "results"
 sys.path.insert(0, str(REPO / "addon"))
-sys.path.append(str(REPO / "tests"))  # shared_paths: where ../shared (corpus, models) is
+sys.path.append(str(REPO / "tests" / "support"))  # shared_paths: where ../shared (corpus, models) is
 
 import shared_paths  # noqa: E402
 
@@ -226,9 +226,9 @@ def wait_idle(pid: int, timeout: float = 60.0, window: float = 0.5, busy: float 
 
 
 def start_fake_provider(procs: Processes, work: Path, *extra: str) -> tuple[subprocess.Popen, int]:
-    """tests/fakeprovider.py on a free port (TLS, its own certificates in work/fakecerts); `extra`: its flags."""
+    """tests/support/fakeprovider.py on a free port (TLS, its own certificates in work/fakecerts); `extra`: its flags."""
     log_path = work / "fakeprovider.log"
-    proc = procs.start([sys.executable, str(REPO / "tests" / "fakeprovider.py"), "--port", "0",
+    proc = procs.start([sys.executable, str(REPO / "tests" / "support" / "fakeprovider.py"), "--port", "0",
                         "--cert-dir", str(work / "fakecerts"), *extra], log_path)
     line = wait_ready(proc, log_path, "fakeprovider ready port=", None)
     return proc, int(line.rsplit("=", 1)[1])

@@ -2,7 +2,7 @@
 
 Records, through a real `semula proxy --mode auto`, a text conversation of TURNS turns and an audio
 conversation (30 s of synthetic 24 kHz PCM16 appended in 100 ms chunks, answered with 30 s of
-audio) against the fake Realtime server (tests/fake_realtime.py), driven by the `openai` SDK's
+audio) against the fake Realtime server (tests/support/fake_realtime.py), driven by the `openai` SDK's
 realtime client. Then a replay proxy with the provider gone answers both: each turn's latency is
 the time from `response.create` sent to `response.done` received, on the same client. Writes
 benchmark/results/realtime.md. Run: .venv/bin/python scripts/bench_realtime.py
@@ -29,7 +29,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "addon"))
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "support"))
 
 import openai  # noqa: E402
 
@@ -132,7 +132,7 @@ def main() -> int:
         "# Realtime replay: latency per turn and recording size",
         "",
         "`scripts/bench/realtime.py`: the `openai` SDK's realtime client through a real `semula proxy`, against",
-        "the fake Realtime server (tests/fake_realtime.py, on this machine). A turn is `response.create` sent →",
+        "the fake Realtime server (tests/support/fake_realtime.py, on this machine). A turn is `response.create` sent →",
         "`response.done` received. Replay: a fresh proxy, provider gone, answering from the recordings folder",
         f"(0 connections reached the fake: {fake.connections - connections}).",
         "",

@@ -60,7 +60,7 @@ def replay(d: dict[str, Any]) -> list[str]:
         "- Each proxy gets every request twice, timed separately: **first** (semula has not seen the raw request: "
         "the canonical tiers parse, fingerprint and look it up) and **repeat** (the same bytes again: semula's "
         "raw-request fast path). The targets are the repeat's: replaying a suite sends the same bytes again.",
-        f"- Answers recorded once from `tests/fakeprovider.py` via `mitmdump -w` + `map_remote` "
+        f"- Answers recorded once from `tests/support/fakeprovider.py` via `mitmdump -w` + `map_remote` "
         f"({d['timings']['record_s']:.1f} s). semula: `semula proxy --mode replay` on a store of {p['entries']:,} "
         f"entries bulk-inserted with semula's own canonicalisation and fingerprints ({d['timings']['seed_s']:.1f} s), "
         "every benchmark request checked to be an exact hit; its console line per call goes to the proxy's log "

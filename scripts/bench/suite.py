@@ -180,7 +180,7 @@ def render(d: dict[str, Any]) -> str:
         f"{p['calls']:,} openai SDK calls in all (sync client shared per session, async clients per test). The "
         "same files run every way; each module carries pytest-recording's `vcr` marker (inert under "
         "`-p no:recording`).",
-        f"- Made once beforehand against `tests/fakeprovider.py` (stream end pause 0): {d['cassettes']:,} cassettes "
+        f"- Made once beforehand against `tests/support/fakeprovider.py` (stream end pause 0): {d['cassettes']:,} cassettes "
         f"with `--record-mode=once` ({d['record_s']['vcrpy record']:.1f} s; `vcr_config` matches on the body too, as "
         f"semula does, and filters `authorization`), and {d['recording_files']:,} recording files with "
         f"`pytest --semula=auto` ({d['record_s']['semula record']:.1f} s, `map_remote` to the fake).",

@@ -1,4 +1,4 @@
-"""`semula drift` against the fake provider, whose answers change on purpose (tests/fake_drift.py).
+"""`semula drift` against the fake provider, whose answers change on purpose (tests/support/fake_drift.py).
 
 The recordings are real calls to the fake, captured as a HAR and imported (`semula import --from har`);
 `semula drift` is then run as a user runs it, re-sending them with `x-fake-drift: on`, which makes the

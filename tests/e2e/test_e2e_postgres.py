@@ -1,4 +1,4 @@
-"""Two `semula proxy` processes on one Postgres store (a real server, tests/pg_helpers.py).
+"""Two `semula proxy` processes on one Postgres store (a real server, tests/support/pg_helpers.py).
 
 Recorded through one, replayed through the other; the same new request to both at once is one
 recording; an approval made with the CLI is served as an alias by both; a proxy keeps serving hits

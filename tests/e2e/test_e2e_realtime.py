@@ -1,7 +1,7 @@
 """The OpenAI Realtime client over WebSocket, recorded in auto and replayed offline, end to end.
 
 One auto proxy relays the `openai` SDK's realtime client (`client.realtime.connect`, two text
-turns) to a fake Realtime server (tests/fake_realtime.py, TLS WebSockets) and records the
+turns) to a fake Realtime server (tests/support/fake_realtime.py, TLS WebSockets) and records the
 conversation when the client closes it. A fresh replay proxy, with the provider gone and a clean
 copy of the recordings folder, answers the same conversation from the recording through its local
 answerer: the same server events byte for byte and no connection to the fake. A second turn that

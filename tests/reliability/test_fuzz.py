@@ -1,6 +1,6 @@
 """Fuzzed request bodies: every adapter and the cascade, then the real proxy (reliability: a fault matrix that stays).
 
-Thousands of seeded, deterministic bodies (tests/fuzzbodies.py, plus hypothesis-built JSON with
+Thousands of seeded, deterministic bodies (tests/support/fuzzbodies.py, plus hypothesis-built JSON with
 `derandomize=True`) go through every adapter's `canonicalise` and the pure `cascade` in every mode.
 The only exception allowed is `AdapterError` (an unparsable body: a bypass with its reason), and
 every outcome is a known decision and action. A smaller set goes through a real auto-mode proxy in

@@ -14,7 +14,7 @@ from semula.core.canonical import CanonicalRequest, Message
 from semula.embeddings.model import Embedder, EmbeddingConfig, EmbeddingsUnavailable, config_from_env, embedding_text, fetch
 from semula.embeddings.worker import EmbeddingWorker, VectorIndex
 from semula.store.duckdb.store import DuckDBStore
-from tests.shared_paths import shared_dir
+from shared_paths import shared_dir
 
 pytest.importorskip("fastembed", reason="the embeddings extra (fastembed) is not installed")
 

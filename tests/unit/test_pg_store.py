@@ -1,4 +1,4 @@
-"""The Postgres store against a real server (tests/pg_helpers.py): the same behaviour as the DuckDB
+"""The Postgres store against a real server (tests/support/pg_helpers.py): the same behaviour as the DuckDB
 store, plus what only a shared store needs (concurrent migrations and recordings, the change log)."""
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = Path(__file__).resolve().parent / "data"
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "data"
 
 
 def shared_dir() -> Path | None:

@@ -8,7 +8,7 @@ it streams `transcript.text.delta` events and ends with `transcript.text.done` (
 of every value, different for every call (the call counter is in them), so a replayed answer
 is told from a fresh one by its bytes.
 
-Registered into the fake's ROUTES by `routes(fakeprovider_module)` (see tests/fake_vertex.py).
+Registered into the fake's ROUTES by `routes(fakeprovider_module)` (see tests/support/fake_vertex.py).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ answers 400 for a negative temperature and 404 for a model named `no-such-modelâ
 Uploads: POST /v1/files (multipart) and /upload/v1beta/files (raw bytes); GET /v1/files/{id}/content
 answers binary bytes.
 
-Run standalone: `python tests/fakeprovider.py --port 0 --cert-dir DIR`; it prints
+Run standalone: `python tests/support/fakeprovider.py --port 0 --cert-dir DIR`; it prints
 `fakeprovider ready port=<port>` and serves until SIGTERM/SIGINT.
 Test hooks: GET /__count, POST /__reset, GET /__last (last model call's method, path,
 query, headers, body), GET /__requests (all model calls since the last reset).
@@ -785,7 +785,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif m := MEDIA.fullmatch(path):  # counted: a replay from an extra host must not reach here
             self.server.state.next_call({"method": "GET", "path": path, "query": {}, "headers": {}, "body": {}})
             self._send_bytes(200, media_bytes(m.group("name")), "image/png")
-        elif (big := fake_binary.big_file(path)) is not None:  # a large binary answer (tests/fake_binary.py)
+        elif (big := fake_binary.big_file(path)) is not None:  # a large binary answer (tests/support/fake_binary.py)
             self.server.state.next_call({"method": "GET", "path": path, "query": {}, "headers": {}, "body": {}})
             self._send_bytes(200, big, "application/octet-stream")
         elif m := FILE_CONTENT.fullmatch(path):

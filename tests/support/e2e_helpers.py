@@ -1,7 +1,7 @@
 """Process-level helpers for semula's end-to-end tests.
 
 The e2e tests run what a user runs: a real `semula proxy` (mitmdump + the addon) in
-front of the fake provider (tests/fakeprovider.py), driven by the official SDKs, curl,
+front of the fake provider (tests/support/fakeprovider.py), driven by the official SDKs, curl,
 requests and Node. These helpers start and stop those processes, build clients that go
 through the proxy, and read the call log, so the test files read as scenarios.
 """
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FAKEPROVIDER = Path(__file__).resolve().parent / "fakeprovider.py"
 READY_MARKER = "semula ready"  # also "semula ready, NOT recording:"
 PROVIDER_HOSTS = ("api.openai.com", "api.anthropic.com", "generativelanguage.googleapis.com",
@@ -124,7 +124,7 @@ def stop_process(proc: subprocess.Popen[str], timeout: float = 20) -> int | None
 
 @dataclass
 class FakeProvider:
-    """A running tests/fakeprovider.py and a small client for its /__ hooks."""
+    """A running tests/support/fakeprovider.py and a small client for its /__ hooks."""
 
     proc: subprocess.Popen[str]
     port: int
