@@ -479,7 +479,7 @@ def seeded_store(data_dir: Path | str, entries: list[Any]) -> tuple[Any, dict[st
     from semula.store.selection import open_store
 
     t0 = time.perf_counter()
-    from semula.core.canonical import FINGERPRINT_VERSION
+    from semula.core.request.canonical import FINGERPRINT_VERSION
 
     store = open_store(None, data_dir)
     bulk_insert(store, entries)
@@ -496,7 +496,7 @@ def bulk_insert(store: Any, entries: list[Any]) -> None:
 def miss_decision(cache: Any, canonical: Any, project: str = PROJECT) -> tuple[float, str, Any]:
     """The whole decision as the addon takes it for a request: (ms, outcome, NearSearch or None)."""
     from semula.core.bypass import near_bypass
-    from semula.core.canonical import normalised_fingerprint, request_fingerprint
+    from semula.core.request.canonical import normalised_fingerprint, request_fingerprint
     from semula.core.cascade import NearQuery
 
     settings = cache.settings_for(project)

@@ -53,7 +53,7 @@ def run_size(size: int, prompts: list[str], entries: list[Any], vectors: np.ndar
     with tempfile.TemporaryDirectory(prefix=f"semula-bench-emb-{size}-") as tmp:
         t0 = time.perf_counter()
         store, id_of, _ = common.seeded_store(tmp, entries[:size])
-        cache = Cache(store, embedder=embedder)
+        cache = Cache.open(store, embedder=embedder)
         try:
             tier, settings = cache.embeddings, cache.settings_for(PROJECT)
             common.settle_index(cache)

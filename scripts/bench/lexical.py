@@ -111,7 +111,7 @@ def run_size(size: int, prompts: list[str], entries: list[Any], vocab: Any, n_qu
     with tempfile.TemporaryDirectory(prefix=f"semula-bench-lex-{size}-") as tmp:
         store, id_of, r["seed_s"] = common.seeded_store(tmp, entries[:size])
         t0 = time.perf_counter()
-        cache = Cache(store)  # starts the first FTS build on a background thread
+        cache = Cache.open(store)  # starts the first FTS build on a background thread
         r["cache_open_s"] = time.perf_counter() - t0
         try:
             common.settle_index(cache)

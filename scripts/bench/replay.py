@@ -153,7 +153,7 @@ def record_flows(procs: common.Processes, work: Path, confdir: Path, ca: Path, b
 
 def seed(data_dir: Path, bodies: list[bytes], answers: dict[bytes, Answer], bench: list[bytes]) -> float:
     """Seed one entry per body, then check every benchmark request is an exact hit holding its answer."""
-    from semula.core.canonical import normalised_fingerprint, request_fingerprint
+    from semula.core.request.canonical import normalised_fingerprint, request_fingerprint
     from semula.engine.engine import Engine
 
     t0 = time.perf_counter()
@@ -236,7 +236,7 @@ def hook_breakdown(data_dir: Path, flows_path: Path, bodies: list[bytes], answer
     from mitmproxy import http, io
     from mitmproxy.test import taddons, tflow
 
-    from semula.core.canonical import normalised_fingerprint, request_fingerprint
+    from semula.core.request.canonical import normalised_fingerprint, request_fingerprint
     from semula.core.decision import Decision
     from semula.proxy.addon import SemulaAddon
     from semula.proxy.answer import answer_response

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from semula.core.canonical import CanonicalRequest, normalised_fingerprint
+from semula.core.request.canonical import CanonicalRequest, normalised_fingerprint
 from semula.core.guard import guard
 from semula.core.nearmatch import lexical_words, near_match
 from semula.core.pair import pipeline_outcome

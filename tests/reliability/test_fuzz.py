@@ -24,7 +24,7 @@ from conftest import ProxyFactory
 from e2e_helpers import FakeProvider, read_call_log, ssl_context
 from entries import TEST_KEY
 from fuzzbodies import ALL_TARGETS, PROXY_TARGETS, SHAPE_KEYS, Target, mutated_bodies, seed_body
-from semula.core.canonical import CanonicalRequest, request_fingerprint
+from semula.core.request.canonical import CanonicalRequest, request_fingerprint
 from semula.core.cascade import cascade, run_now
 from semula.core.decision import Bypass, Match
 from semula.core.modes import Mode

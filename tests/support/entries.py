@@ -6,7 +6,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
+from semula.core.request.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
 from semula.core.redact import FingerprintKey
 from semula.core.settings import ProjectSettings
 from semula.recordings.entry import Answer, recording_of

@@ -10,7 +10,7 @@ import pytest
 
 from entries import chat
 from semula.core.bypass import NEAR_RULES, NO_CACHE_HEADER, near_bypass, no_cache_header
-from semula.core.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest
 from semula.core.decision import Bypass
 from semula.core.settings import ProjectSettings
 from semula.providers import RawRequest, adapter_for

@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 import pytest
 
-from semula.core.canonical import (
+from semula.core.request.canonical import (
     FINGERPRINT_VERSION,
     NEVER_MATTERS,
     CanonicalRequest,

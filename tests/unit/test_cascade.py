@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from entries import chat
-from semula.core.canonical import normalised_fingerprint, request_fingerprint
+from semula.core.request.canonical import normalised_fingerprint, request_fingerprint
 from semula.core.cascade import Candidate, NearQuery, NearSearch, cascade, run_now
 from semula.core.decision import Bypass, Match
 from semula.core.modes import Mode

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from shared_paths import corpus_file
 
-from semula.core.canonical import normalised_fingerprint, request_fingerprint
+from semula.core.request.canonical import normalised_fingerprint, request_fingerprint
 from semula.providers import RawRequest, adapter_for
 from entries import TEST_KEY
 

@@ -12,7 +12,7 @@ from shared_paths import shared_dir
 
 from semula.core.cascade import NearQuery
 from semula.engine.engine import Engine
-from semula.core.canonical import normalised_fingerprint, request_fingerprint
+from semula.core.request.canonical import normalised_fingerprint, request_fingerprint
 from semula.embeddings.model import Embedder, EmbeddingConfig
 from semula.core.settings import ProjectSettings
 from semula.store.duckdb.store import DuckDBStore

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from entries import chat, new_entry
-from semula.core.canonical import CanonicalRequest, Message
+from semula.core.request.canonical import CanonicalRequest, Message
 from semula.embeddings.model import Embedder, EmbeddingConfig, EmbeddingsUnavailable, config_from_env, embedding_text, fetch
 from semula.embeddings.worker import EmbeddingWorker, VectorIndex
 from semula.store.duckdb.store import DuckDBStore

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 import pytest
 
 from entries import chat
-from semula.core.canonical import CanonicalRequest, Message
+from semula.core.request.canonical import CanonicalRequest, Message
 from semula.core.checks import around_difference
 from semula.core.explain import Nearest, differences, miss_message, nearest_recordings
 from semula.core.nearmatch import Verdict

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from work_counter import count_work
 
-from semula.core.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest
 from semula.core.guard.diff import MAX_CHANGED_TOKENS
 from semula.core.nearmatch import Verdict, lexical_score, lexical_tokens, lexical_words, near_match
 from semula.core.text import dice
 from semula.core.pair import pipeline_outcome
-from semula.core.normalise import words
+from semula.core.request.normalise import words
 from semula.providers import RawRequest, adapter_for
 from semula.core.settings import ProjectSettings
 from entries import TEST_KEY

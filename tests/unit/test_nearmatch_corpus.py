@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from semula.core.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest
 from semula.core.guard import guard
 from semula.core.nearmatch import near_match
 from semula.core.pair import PairOutcome, pipeline_outcome

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from semula.core.normalise import (
+from semula.core.request.normalise import (
     VOLATILE_PATTERNS,
     compile_scrub_patterns,
     normalise_text,
@@ -315,7 +315,7 @@ def test_input_cannot_forge_an_indentation_marker() -> None:
 
 
 def _request(system: str, earlier: str, last: str):
-    from semula.core.canonical import CanonicalRequest, Message
+    from semula.core.request.canonical import CanonicalRequest, Message
 
     return CanonicalRequest(
         provider="openai",
@@ -352,7 +352,7 @@ def _request(system: str, earlier: str, last: str):
     ],
 )
 def test_context_uses_the_same_rules(where: str, a: str, b: str, same: bool) -> None:
-    from semula.core.canonical import context_fingerprint, normalised_fingerprint
+    from semula.core.request.canonical import context_fingerprint, normalised_fingerprint
 
     if where == "system":
         ra, rb = _request(a, "hi", "Go"), _request(b, "hi", "Go")
@@ -381,7 +381,7 @@ _LAYOUT_PAIRS = [
 
 @pytest.mark.parametrize("pair", _LAYOUT_PAIRS, ids=lambda p: p["id"])
 def test_layout_pair_files(pair: dict[str, Any]) -> None:
-    from semula.core.canonical import normalised_fingerprint
+    from semula.core.request.canonical import normalised_fingerprint
     from semula.engine.evaluate import canonical_of
 
     from entries import TEST_KEY

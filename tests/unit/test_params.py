@@ -7,8 +7,8 @@ import json
 import pytest
 
 from entries import TEST_KEY
-from semula.core.canonical import context_fingerprint, normalised_fingerprint, request_fingerprint
-from semula.core.params import canonical_params
+from semula.core.request.canonical import context_fingerprint, normalised_fingerprint, request_fingerprint
+from semula.core.request.params import canonical_params
 from semula.providers import adapter_for
 from semula.providers.base import RawRequest
 

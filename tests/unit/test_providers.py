@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from semula.core.canonical import Message, request_fingerprint
+from semula.core.request.canonical import Message, request_fingerprint
 from semula.providers import (
     ADAPTERS,
     DEFAULT_PROVIDER_HOSTS,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from semula.core.canonical import canonical_json, request_fingerprint
+from semula.core.request.canonical import canonical_json, request_fingerprint
 from semula.providers import AdapterError, RawRequest, adapter_for
 from semula.providers.rawbody import DESCRIPTOR_KEY, VALUE_CHARS, is_raw_body, media_type
 from semula.recordings import format as recording_format

@@ -130,7 +130,7 @@ def test_base64_bodies_decode_strictly() -> None:
 
 def test_a_recording_file_deleted_by_a_teammate_closes_its_candidates_in_the_review_log(tmp_path: Path) -> None:
     from semula.core.cascade import Candidate
-    from semula.core.canonical import normalised_fingerprint, request_fingerprint
+    from semula.core.request.canonical import normalised_fingerprint, request_fingerprint
     from semula.core.nearmatch import Verdict
     from semula.engine.engine import Engine
 

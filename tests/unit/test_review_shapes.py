@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from entries import TEST_KEY, chat, new_entry
-from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
+from semula.core.request.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
 from semula.core.cascade import NearQuery
 from semula.core.checks import Shape, shape_differs, shapes_differ
 from semula.core.nearmatch import near_match

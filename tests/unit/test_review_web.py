@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from entries import chat, new_entry
-from semula.core.canonical import normalised_fingerprint, request_fingerprint
+from semula.core.request.canonical import normalised_fingerprint, request_fingerprint
 from semula.core.cascade import Candidate
 from semula.core.nearmatch import Verdict
 from semula.engine.engine import Engine

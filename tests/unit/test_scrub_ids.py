@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from semula.core.canonical import CanonicalRequest, Message, normalised_fingerprint
-from semula.core.normalise import scrub_volatile
+from semula.core.request.canonical import CanonicalRequest, Message, normalised_fingerprint
+from semula.core.request.normalise import scrub_volatile
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ import json
 import pytest
 from entries import TEST_KEY, new_entry
 
-from semula.core.canonical import context_fingerprint, normalised_fingerprint, request_fingerprint
-from semula.core.scrubkeys import PLACEHOLDER, scrub_keys_in_text, scrub_keys_in_value
+from semula.core.request.canonical import context_fingerprint, normalised_fingerprint, request_fingerprint
+from semula.core.request.scrubkeys import PLACEHOLDER, scrub_keys_in_text, scrub_keys_in_value
 from semula.core.settings import FINGERPRINT_KEYS, ProjectSettings, SettingsError, parse_setting
 from semula.engine.engine import Engine
 from semula.providers import adapter_for

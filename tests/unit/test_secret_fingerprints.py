@@ -12,7 +12,7 @@ import json
 import pytest
 from entries import TEST_KEY, chat, fingerprints, new_entry
 
-from semula.core.canonical import FINGERPRINT_VERSION, normalised_fingerprint, request_fingerprint
+from semula.core.request.canonical import FINGERPRINT_VERSION, normalised_fingerprint, request_fingerprint
 from semula.core.redact import REDACTED, FingerprintKey, redact_text
 from semula.engine.engine import Engine
 from semula.recordings.entry import Answer, recording_of

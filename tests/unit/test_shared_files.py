@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from entries import chat, new_entry
-from semula.core.canonical import normalised_fingerprint, request_fingerprint
+from semula.core.request.canonical import normalised_fingerprint, request_fingerprint
 from semula.core.cascade import Candidate
 from semula.core.nearmatch import Verdict
 from semula.core.repeats import sequenced

@@ -16,7 +16,7 @@ from mitmproxy.test import taddons, tflow, tutils
 from semula.session.clientenv import intercepted_hosts
 
 from semula.cli.proxy_cmd import mitmproxy_args
-from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
+from semula.core.request.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
 from semula.core.redact import FingerprintKey
 from semula.providers import (
     DEFAULT_PROVIDER_HOSTS,
@@ -143,7 +143,7 @@ def test_responses_instructions_are_not_a_leading_system_message() -> None:
 def test_a_request_without_instructions_keeps_its_json_and_fingerprints() -> None:
     c = _canonical("api.openai.com", "/v1/responses", {"model": "gpt-4.1", "input": "Hello"})
     assert "instructions" not in c.to_json()
-    from semula.core.canonical import _normalised_view
+    from semula.core.request.canonical import _normalised_view
 
     assert "instructions" not in _normalised_view(c, (), (), False, None)
 

@@ -12,7 +12,7 @@ import json
 import pytest
 from entries import TEST_KEY, fingerprints
 
-from semula.core.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest
 from semula.core.cascade import NearQuery
 from semula.core.settings import ProjectSettings
 from semula.engine.engine import Engine

@@ -16,7 +16,7 @@ from mitmproxy.test import tflow, tutils
 from addon_harness import run_addon
 from semula.session.google_env import ADC_VARIABLE, PLACEHOLDER_ADC, google_placeholder_env
 from semula.session.run import run_env
-from semula.core.canonical import normalised_fingerprint, request_fingerprint
+from semula.core.request.canonical import normalised_fingerprint, request_fingerprint
 from semula.core.redact import FingerprintKey, redact_text
 from semula.providers import DEFAULT_PROVIDER_HOSTS, adapter_for, allow_hosts_regexes, host_matches, side_call_for
 from semula.providers.base import RawRequest

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from semula.core.bypass import near_bypass
-from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
+from semula.core.request.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
 from semula.core.decision import Bypass, Decision, Match, decide
 from semula.core.modes import Mode
 from semula.core.nearmatch import Verdict

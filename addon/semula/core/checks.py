@@ -13,10 +13,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from semula.core.canonical import CanonicalRequest, canonical_json, context_fingerprint
+from semula.core.request.canonical import CanonicalRequest, canonical_json, context_fingerprint
 from semula.core.jsondiff import first_difference
-from semula.core.params import canonical_params
-from semula.core.normalise import normalise_text, scrub_volatile
+from semula.core.request.params import canonical_params
+from semula.core.request.normalise import normalise_text, scrub_volatile
 from semula.core.settings import ProjectSettings
 from semula.core.text import shorten
 

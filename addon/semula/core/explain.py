@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from semula.core.canonical import CanonicalRequest, canonical_json
+from semula.core.request.canonical import CanonicalRequest, canonical_json
 from semula.core.checks import MISS_CHECKS
-from semula.core.normalise import words
+from semula.core.request.normalise import words
 from semula.core.repeats import base_of
 from semula.core.settings import ProjectSettings
 from semula.core.text import dice

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from semula.core.canonical import canonical_json
+from semula.core.request.canonical import canonical_json
 from semula.core.text import shorten
 
 # Nesting deeper than this is reported at the depth reached: a hostile body must not recurse forever.

@@ -30,12 +30,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from semula.core.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest
 from semula.core.checks import SHAPE_CHECKS, roles_differ, shape_differs
 from semula.core.guard.check import guard
 from semula.core.guard.edits import edits_change_question, edits_unlisted
 from semula.core.guard.words import NUMBER_WORDS
-from semula.core.normalise import normalise_text, scrub_volatile, words
+from semula.core.request.normalise import normalise_text, scrub_volatile, words
 from semula.core.settings import ProjectSettings
 
 from semula.core.text import CJK_CHAR, CJK_RANGES, common_prefix, common_suffix, dice, dice_counts, overlap, symbol_runs
@@ -75,7 +75,7 @@ def _plural_stem(word: str) -> str:
 
 
 def _words(text: str, scrub_patterns: Sequence[str]) -> list[str]:
-    """:func:`semula.core.normalise.words`, without its per-word CJK test when the
+    """:func:`semula.core.request.normalise.words`, without its per-word CJK test when the
     text holds no CJK at all (that test dominates on a 1 MB prompt)."""
     prepared = normalise_text(scrub_volatile(text, scrub_patterns)).lower()
     if CJK_CHAR.search(prepared) is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
+from semula.core.request.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
 from semula.core.cascade import Candidate, NearQuery, NearSearch, cascade, run_now
 from semula.core.decision import Match
 from semula.core.modes import Mode

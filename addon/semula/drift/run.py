@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from semula.core.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest
 from semula.core.errorpolicy import unrecordable_status
 from semula.core.provenance import provenance_of
 from semula.core.redact import FingerprintKey, redact_text

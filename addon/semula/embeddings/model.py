@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from semula.core.settings import parse_switch
-from semula.core.canonical import CanonicalRequest
-from semula.core.normalise import scrub_volatile
+from semula.core.request.canonical import CanonicalRequest
+from semula.core.request.normalise import scrub_volatile
 from semula.core.redact import redact_text
 
 log = logging.getLogger("semula")

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from semula.core.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest
 from semula.core.settings import ProjectSettings
 from semula.embeddings.model import Embedder, embedding_text
 from semula.embeddings.worker import EmbeddingWorker, VectorIndex

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from semula.core.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest
 from semula.core.cascade import Candidate
 from semula.core.decision import Match
 from semula.core.explain import Nearest, nearest_recordings

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from semula.core.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest
 from semula.core.cascade import NearQuery, NearSearch, cascade, run_now
 from semula.core.decision import Match
 from semula.core.modes import Mode

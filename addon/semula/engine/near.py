@@ -14,7 +14,7 @@ from dataclasses import replace
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from semula.core.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest
 from semula.core.cascade import Candidate, NearQuery, NearSearch
 from semula.core.decision import Match
 from semula.core.nearmatch import Verdict, near_match

@@ -12,7 +12,7 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from semula.core.canonical import FINGERPRINT_VERSION, CanonicalRequest, normalised_fingerprint
+from semula.core.request.canonical import FINGERPRINT_VERSION, CanonicalRequest, normalised_fingerprint
 from semula.core.repeats import occurrence_of, sequenced
 from semula.core.settings import (
     FINGERPRINT_KEYS,

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from semula.core.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest
 from semula.core.cascade import Candidate
 from semula.core.checks import Shape, shapes_differ
 from semula.core.nearmatch import Verdict

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from semula.core.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest
 from semula.core.settings import ProjectSettings, settings_from_mapping
 from semula.recordings.entry import searchable_text
 from semula.store.base import RecordingStore, each_canonical
@@ -19,9 +19,9 @@ from semula.store.base import RecordingStore, each_canonical
 log = logging.getLogger("semula")
 
 # Bump when `normalised_fingerprint`'s view of a request changes, so stored fingerprints are
-# recomputed. 2: parameters in canonical form (core.params). 3: all-digit request/trace ids and
+# recomputed. 2: parameters in canonical form (core.request.params). 3: all-digit request/trace ids and
 # the values of id keys (request_id: 12345678) are scrubbed. 4: Vertex's Gemini and Anthropic bodies
-# get their providers' parameter rules (core.params.FAMILY); more documented defaults
+# get their providers' parameter rules (core.request.params.FAMILY); more documented defaults
 # (service_tier, response_format, tool_choice, responseMimeType) and a top-level null as unset.
 NORMALISED_VIEW = "4"
 # Bump when `searchable_text` changes. 2: the last user text (was: the last text of any role).

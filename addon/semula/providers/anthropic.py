@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from semula.core.canonical import CanonicalRequest, Message
+from semula.core.request.canonical import CanonicalRequest, Message
 from semula.providers.base import (
     Adapter,
     BodyShapeError,

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from semula.core.canonical import NEVER_MATTERS, CanonicalRequest
+from semula.core.request.canonical import NEVER_MATTERS, CanonicalRequest
 from semula.core.redact import FingerprintKey, clean_query, redact_json
 from semula.providers.sidepaths import SidePath
 from semula.providers.rawbody import describe, is_raw_body

@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import unquote
 
-from semula.core.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest
 from semula.providers.base import (
     Adapter,
     BodyShapeError,

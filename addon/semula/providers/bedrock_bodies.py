@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from semula.core.canonical import Message
+from semula.core.request.canonical import Message
 from semula.providers.anthropic import AnthropicAdapter
 from semula.providers.base import BodyShapeError, RawRequest, require_list
 

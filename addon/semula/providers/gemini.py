@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from semula.core.canonical import CanonicalRequest, Message
+from semula.core.request.canonical import CanonicalRequest, Message
 from semula.providers.base import (
     Adapter,
     BodyShapeError,

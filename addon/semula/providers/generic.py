@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from semula.core.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest
 from semula.providers.anthropic import AnthropicAdapter
 from semula.providers.base import Adapter, RawRequest, Usage
 from semula.providers.gemini import GeminiAdapter

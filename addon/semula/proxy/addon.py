@@ -21,7 +21,7 @@ from typing import Any
 from mitmproxy import ctx, http
 
 from semula.core.bypass import NO_CACHE_HEADER, no_cache_header
-from semula.core.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest
 from semula.core.cascade import Candidate, NearSearch, Outcome, cascade
 from semula.core.decision import Action, Bypass, Decision, Kind, decide
 from semula.core.errorpolicy import replayed_note, unrecordable_status

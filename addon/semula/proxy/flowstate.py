@@ -7,7 +7,7 @@ from datetime import datetime
 
 from mitmproxy import http
 
-from semula.core.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest
 from semula.core.cascade import Outcome
 from semula.core.decision import Decision
 from semula.core.fasthit import FastHit, FastKey

@@ -12,7 +12,7 @@ import asyncio
 import functools
 import logging
 
-from semula.core.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest
 from semula.core.cascade import Candidate, NearQuery, NearSearch
 from semula.core.decision import Match
 from semula.engine.engine import Engine

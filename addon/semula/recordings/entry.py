@@ -8,8 +8,8 @@ from functools import cache
 from importlib import metadata
 from typing import Any
 
-from semula.core.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
-from semula.core.normalise import scrub_volatile
+from semula.core.request.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
+from semula.core.request.normalise import scrub_volatile
 from semula.core.repeats import occurrence_of, sequenced
 from semula.core.redact import FingerprintKey, clean_headers, clean_query, redact_bytes, redact_json, redact_text
 from semula.core.settings import ProjectSettings

@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from semula.core.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest
 from semula.core.redact import FingerprintKey
 from semula.core.repeats import base_of, occurrence_of
 from semula.core.settings import ProjectSettings, SettingsError, validate_project

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from semula.core.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest
 from semula.core.settings import FINGERPRINT_KEYS, ProjectSettings, SettingsError, parse_setting, validate_project
 from semula.recordings.entry import fingerprints_of
 from semula.recordings.files import read_inside

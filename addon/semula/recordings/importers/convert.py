@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from urllib.parse import parse_qsl, urlsplit
 
-from semula.core.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest
 from semula.core.errorpolicy import unrecordable_status
 from semula.core.provenance import provenance_of
 from semula.core.redact import FingerprintKey, clean_query, redact_text

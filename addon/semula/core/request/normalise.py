@@ -20,7 +20,7 @@ import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 
-from semula.core.normalise_layout import (
+from semula.core.request.normalise_layout import (
     MARK_END,
     MARK_START,
     QUOTED,

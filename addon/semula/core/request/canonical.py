@@ -26,9 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from semula.core.normalise import normalise_text, scrub_volatile
-from semula.core.params import canonical_params
-from semula.core.scrubkeys import scrub_keys_in_text, scrub_keys_in_value
+from semula.core.request.normalise import normalise_text, scrub_volatile
+from semula.core.request.params import canonical_params
+from semula.core.request.scrubkeys import scrub_keys_in_text, scrub_keys_in_value
 
 __all__ = [
     "CONTEXT_PREFIX",
@@ -199,7 +199,7 @@ def _norm_strings(value: Any, scrub_patterns: Sequence[str]) -> Any:
 
 
 def _params(c: CanonicalRequest, ignore_params: Sequence[str]) -> dict[str, Any]:
-    """The parameters in canonical form (`core.params`), minus those the project ignores.
+    """The parameters in canonical form (`core.request.params`), minus those the project ignores.
 
     Canonicalised here, not in the adapters: the stored canonical and the exact fingerprint
     stay faithful to the body as sent, and a stored request's normalised fingerprint can be

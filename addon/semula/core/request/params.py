@@ -23,7 +23,7 @@ __all__ = ["DEFAULTS", "canonical_params", "canonical_number"]
 # "top_p ... Defaults to 1", "presence_penalty ... Defaults to 0", "frequency_penalty ...
 # Defaults to 0", "logprobs ... Defaults to false", "parallel_tool_calls ... Defaults to true",
 # "service_tier ... Defaults to 'auto'"; response_format's default is plain text ({"type": "text"}).
-# (`store` never matters: core.canonical.NEVER_MATTERS.)
+# (`store` never matters: core.request.canonical.NEVER_MATTERS.)
 _OPENAI_CHAT = {"n": 1, "temperature": 1, "top_p": 1, "presence_penalty": 0, "frequency_penalty": 0,
                 "logprobs": False, "parallel_tool_calls": True, "service_tier": "auto",
                 "response_format": {"type": "text"}}

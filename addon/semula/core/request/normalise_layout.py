@@ -1,4 +1,4 @@
-"""Layout rules of :mod:`semula.core.normalise`: indentation, quotes and pasted JSON.
+"""Layout rules of :mod:`semula.core.request.normalise`: indentation, quotes and pasted JSON.
 
 Normalising erases differences that never change the answer. Three kinds of
 layout sit on the edge, and this module decides them:
