@@ -190,12 +190,27 @@ def test_audio_goes_to_one_sidecar_and_replays_byte_exact(recorded: dict[str, An
     assert fake_realtime.connections == connections
 
 
-def test_check_knows_realtime_recordings(recorded: dict[str, Any], tmp_path: Path) -> None:
+def test_check_and_unused_know_realtime_recordings(module_proxy_factory: ProxyFactory, recorded: dict[str, Any],
+                                                   tmp_path: Path) -> None:
     folder = tmp_path / "recordings"
     shutil.copytree(recorded["recordings"], folder)
     conversations = sorted(p.relative_to(folder).as_posix() for p in (folder / "_realtime").rglob("*.json"))
     check = run_semula("recordings", "check", str(folder))
     assert check.returncode == 0 and f"{len(conversations)} recording(s) load, 0 bad" in check.stdout, check
+
+    # A run that replays only the OpenAI conversation leaves the others unused
+    proxy = module_proxy_factory("replay", upstream="gone", extra_args=("--recordings", str(folder)))
+    converse(proxy)
+    # the client has its last event before the proxy's close hook logs the row: stop only once it has
+    assert proxy.pump.wait_for(lambda s: "openai-realtime GET api.openai.com/v1/realtime → hit exact" in s, 20), \
+        proxy.describe()
+    proxy.stop()
+    unused = run_semula("recordings", "unused", str(folder), "--data-dir", str(proxy.data_dir), "--json")
+    assert unused.returncode == 0, unused.stderr
+    listed = {json.loads(line).get("file") for line in unused.stdout.splitlines()}
+    documents = {c: json.loads((folder / c).read_text()) for c in conversations}
+    used = {c for c, d in documents.items() if d["host"] == "api.openai.com" and "audio_sidecar" not in d}
+    assert len(used) == 1 and listed == set(conversations) - used, (listed, conversations)
 
     (folder / "_realtime" / "default" / "hostile.json").write_text('{"version": 1, "host": "../../etc"}')
     check = run_semula("recordings", "check", str(folder))

@@ -28,12 +28,10 @@ from semula.proxy.console import terminal_safe
 from semula.proxy.realtime_answerer import TOKEN_HEADER, Answerer, Played
 from semula.realtime import folder
 from semula.realtime.conversation import (
-    CLEAN_CLOSE_CODES, Message, ReplaySession, conversation_of, realtime_path, url_key,
+    CLEAN_CLOSE_CODES, PROVIDER, Message, ReplaySession, conversation_of, realtime_path, url_key,
 )
 
 log = logging.getLogger("semula")
-
-PROVIDER = "openai-realtime"
 
 # Credentials a replayed upgrade never carries to the answerer (the recording never holds them either).
 SECRET_HEADERS = ("authorization", "api-key", "openai-organization", "openai-project")

@@ -21,6 +21,8 @@ from urllib.parse import parse_qsl, urlencode
 from semula.core.jsondiff import first_difference
 from semula.core.redact import clean_query
 
+PROVIDER = "openai-realtime"  # the call log's provider for a Realtime conversation (its row names it in request_fp)
+
 MISS_CLOSE_CODE = 4000  # application range: "semula has no recording for this"
 CLEAN_CLOSE_CODES = frozenset({1000, 1001})  # a conversation that ended like this is recorded
 MAX_REASON_BYTES = 123  # RFC 6455: a close frame's reason fits in 125 bytes with its code

@@ -24,7 +24,6 @@ from semula.recordings.format import RecordingFileError, parse
 from semula.recordings.shared import SETTINGS_FILE
 
 MANIFEST_FILE = "recordings-manifest.json"  # recordings.folder.MANIFEST_FILE (not imported: folder imports more)
-REALTIME_PROVIDER = "openai-realtime"  # proxy.realtime.PROVIDER: its rows name the conversation in request_fp
 
 
 @dataclass(frozen=True)
@@ -60,6 +59,7 @@ def shard_of(path: Path, runs: tuple[str, ...] = ()) -> Shard:
 
     from semula.calllog.reader import load_log
     from semula.calllog.schema import CALL_LOG_SCHEMA
+    from semula.realtime.conversation import PROVIDER as REALTIME_PROVIDER
 
     data_dir = path.parent if path.name == "calls" else path
     con = duckdb.connect()
