@@ -23,9 +23,10 @@ SSE = 'data: {"choices":[{"delta":{"content":"Hi"}}]}\n\ndata: [DONE]\n\n'
 def valid(prompt: str, streamed: bool = False) -> dict[str, Any]:
     body = SSE.encode() if streamed else json.dumps({"choices": [{"message": {"content": f"answer {prompt}"}}]}).encode()
     return json.loads(dumps(Recording(
-        "default", "openai", "api.openai.com", "POST", "/v1/chat/completions", "gpt-4o", chat(prompt).to_json(), 200,
-        [("content-type", "text/event-stream" if streamed else "application/json")], body, streamed, 3, 2, 12.5,
-        "2026-12-01T00:00:00")))
+        project="default", provider="openai", host="api.openai.com", method="POST", endpoint="/v1/chat/completions",
+        model="gpt-4o", request=chat(prompt).to_json(), status=200,
+        headers=[("content-type", "text/event-stream" if streamed else "application/json")], body=body,
+        streamed=streamed, prompt_tokens=3, completion_tokens=2, upstream_ms=12.5, recorded_at="2026-12-01T00:00:00")))
 
 
 json_values = st.recursive(

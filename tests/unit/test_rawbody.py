@@ -170,10 +170,7 @@ def test_the_descriptor_round_trips_through_a_recording_file() -> None:
     binary_answer = bytes(range(256)) * 4
     new = recording_of("default", c, ProjectSettings(), Answer(host="api.openai.com", body=binary_answer,
                        headers=[("content-type", "application/octet-stream")]))
-    recording = recording_format.Recording(
-        project=new.project, provider=new.provider, host=new.host, method=new.method, endpoint=new.endpoint,
-        model=new.model, request=new.canonical, status=new.status, headers=new.headers, body=new.body,
-        streamed=False, prompt_tokens=None, completion_tokens=None, upstream_ms=None, recorded_at=None)
+    recording = recording_format.Recording(**new.call_fields(), request=new.canonical, recorded_at=None)
     text = recording_format.dumps(recording)
     assert len(text) < 3000, "the uploaded bytes must not be inlined"
     loaded = recording_format.loads(text)

@@ -19,9 +19,10 @@ SSE = (b'data: {"choices":[{"delta":{"content":"Hel"}}]}\n\n'
 
 
 def recording(body: bytes, streamed: bool = False) -> Recording:
-    return Recording("p", "openai", "api.openai.com", "POST", "/v1/chat/completions", "gpt-4o",
-                     chat("Say hello").to_json(), 200, [("content-type", "application/json")], body, streamed,
-                     3, 2, 12.5, "2026-12-01T00:00:00")
+    return Recording(project="p", provider="openai", host="api.openai.com", method="POST",
+                     endpoint="/v1/chat/completions", model="gpt-4o", request=chat("Say hello").to_json(), status=200,
+                     headers=[("content-type", "application/json")], body=body, streamed=streamed,
+                     prompt_tokens=3, completion_tokens=2, upstream_ms=12.5, recorded_at="2026-12-01T00:00:00")
 
 
 @pytest.mark.parametrize(("body", "streamed", "kind", "answer"), [

@@ -22,9 +22,10 @@ SMALL = b"\x00\xff" * 100
 
 
 def recording(body: bytes, request_text: str = "Say it") -> Recording:
-    return Recording("p", "openai", "api.openai.com", "POST", "/v1/audio/speech", "tts-1",
-                     chat(request_text).to_json(), 200, [("content-type", "audio/mpeg")], body, False,
-                     None, None, 12.5, "2026-12-01T00:00:00",
+    return Recording(project="p", provider="openai", host="api.openai.com", method="POST",
+                     endpoint="/v1/audio/speech", model="tts-1", request=chat(request_text).to_json(), status=200,
+                     headers=[("content-type", "audio/mpeg")], body=body, streamed=False, prompt_tokens=None,
+                     completion_tokens=None, upstream_ms=12.5, recorded_at="2026-12-01T00:00:00",
                      provenance={"user_agent": "OpenAI/Python 1.99.0", "semula": "0.1.0"})
 
 

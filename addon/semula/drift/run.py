@@ -8,7 +8,7 @@ same file, so a pull request's diff shows exactly what the provider changed.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from semula.recordings.entry import Answer, recording_of, semula_version
 from semula.recordings.files import contained, write_atomically
 from semula.recordings.folder import LOAD_ERRORS, entry_from_file, recording_from_entry
 from semula.recordings.format import answer_text, dumps
-from semula.store.types import Entry, NewEntry
+from semula.store.types import Entry
 
 
 @dataclass
@@ -117,7 +117,7 @@ def _rerecord(root: Path, item: Selected, live: Live, streamed: bool, adapter: A
                     usage=usage, upstream_ms=round(live.upstream_ms, 1), provenance=provenance)
     new = recording_of(recording.project, CanonicalRequest.from_json(recording.request), ProjectSettings(), answer,
                        occurrence=recording.occurrence)
-    entry = Entry(**{f.name: getattr(new, f.name) for f in fields(NewEntry)}, created_at=now)
+    entry = Entry.of(new, created_at=now)
     text = dumps(recording_from_entry(entry))
     try:
         entry_from_file(text.encode(), lambda _project: ProjectSettings(), FingerprintKey.generate())

@@ -13,17 +13,8 @@ import json
 from typing import Any
 
 from semula.core.request.canonical import CanonicalRequest, Message
-from semula.providers.base import (
-    Adapter,
-    BodyShapeError,
-    RawRequest,
-    Usage,
-    as_int,
-    event_json,
-    frame_events,
-    load_json_object,
-    require_list,
-)
+from semula.providers.base import Adapter, RawRequest, Usage
+from semula.providers.jsonbody import BodyShapeError, as_int, event_json, frame_events, load_json_object, require_list
 from semula.providers.sidepaths import SidePath
 
 __all__ = ["AnthropicAdapter"]

@@ -26,15 +26,8 @@ from typing import Any
 from urllib.parse import unquote
 
 from semula.core.request.canonical import CanonicalRequest
-from semula.providers.base import (
-    Adapter,
-    BodyShapeError,
-    RawRequest,
-    Usage,
-    as_int,
-    bare_host,
-    host_matches,
-)
+from semula.providers.base import Adapter, RawRequest, Usage, bare_host, host_matches
+from semula.providers.jsonbody import BodyShapeError, as_int
 from semula.providers.bedrock_bodies import read_converse, read_invoke
 from semula.providers.eventstream import EventStreamError, Message, event_type, map_payloads, parse_message
 

@@ -15,7 +15,8 @@ from typing import Any
 
 from semula.core.request.canonical import Message
 from semula.providers.anthropic import AnthropicAdapter
-from semula.providers.base import BodyShapeError, RawRequest, require_list
+from semula.providers.base import RawRequest
+from semula.providers.jsonbody import BodyShapeError, require_list
 
 __all__ = ["converse_message", "converse_text", "read_converse", "read_invoke"]
 

@@ -15,16 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from semula.core.request.canonical import CanonicalRequest, Message
-from semula.providers.base import (
-    Adapter,
-    BodyShapeError,
-    RawRequest,
-    Usage,
-    as_int,
-    event_json,
-    frame_events,
-    require_list,
-)
+from semula.providers.base import Adapter, RawRequest, Usage
+from semula.providers.jsonbody import BodyShapeError, as_int, event_json, frame_events, require_list
 
 __all__ = ["GEMINI_PATH", "GeminiAdapter"]
 

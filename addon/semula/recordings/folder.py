@@ -94,13 +94,10 @@ def recording_from_entry(entry: Entry) -> Recording:
     provenance = dict(entry.provenance or {})
     recorded_at = provenance.pop("recorded_at", None) or entry.updated_at or entry.created_at
     return Recording(
-        project=entry.project, provider=entry.provider, host=entry.host, method=entry.method,
-        endpoint=entry.endpoint, model=entry.model, request=entry.canonical, status=entry.status,
-        headers=[tuple(h) for h in entry.headers], body=entry.body, streamed=entry.streamed,
-        prompt_tokens=entry.prompt_tokens, completion_tokens=entry.completion_tokens,
-        upstream_ms=entry.upstream_ms,
+        **(entry.call_fields() | {"headers": [tuple(h) for h in entry.headers], "provenance": provenance or None}),
+        request=entry.canonical,
         recorded_at=recorded_at.isoformat() if isinstance(recorded_at, datetime) else recorded_at,
-        occurrence=occurrence_of(entry.request_fp), provenance=provenance or None,
+        occurrence=occurrence_of(entry.request_fp),
     )
 
 

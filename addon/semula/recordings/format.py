@@ -26,6 +26,7 @@ from semula.providers import PROVIDER_NAMES
 from semula.recordings import validate
 from semula.recordings.eventframes import body_of_messages, payloads, readable_messages
 from semula.recordings.sidecars import SidecarRef, ref_for
+from semula.store.types import RecordedCall
 
 FORMAT = "semula-recording/1"
 SLUG_WORDS = 8
@@ -38,28 +39,14 @@ class RecordingFileError(ValueError):
     """A recording file that cannot be loaded; the message names the line and the problem."""
 
 
-@dataclass(frozen=True)
-class Recording:
-    """What a recording file holds (no fingerprints: they are recomputed from `request`)."""
+@dataclass(frozen=True, kw_only=True)
+class Recording(RecordedCall):
+    """What a recording file holds: the call and its request (no fingerprints: they are recomputed from
+    `request`), when it was recorded, and which answer of a sequence it is."""
 
-    project: str
-    provider: str
-    host: str
-    method: str
-    endpoint: str
-    model: str | None
     request: dict[str, Any]
-    status: int
-    headers: list[tuple[str, str]]
-    body: bytes
-    streamed: bool
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    upstream_ms: float | None
     recorded_at: str | None
     occurrence: int = 1  # semula_repeats=sequence: the n-th answer to this request in a run
-    # Who made it: user_agent (the client SDK, redacted), answered_model, semula (its version).
-    provenance: dict[str, str] | None = None
 
 
 # ---------------------------------------------------------------- the file's path

@@ -7,7 +7,7 @@ second store implementation share them without importing DuckDB.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from functools import cached_property
 from typing import Any
@@ -20,17 +20,16 @@ class StoreError(Exception):
 
 
 @dataclass(frozen=True, kw_only=True)
-class NewEntry:
+class RecordedCall:
+    """One recorded call: where it went and what came back. A store row (`NewEntry`) and a recording
+    file (`recordings.format.Recording`) both are one, plus how each keeps the request."""
+
     project: str
     provider: str
     host: str
     method: str
     endpoint: str
     model: str | None
-    request_fp: str
-    normalised_fp: str
-    canonical: dict[str, Any]
-    last_text: str
     status: int
     headers: list[tuple[str, str]]
     body: bytes
@@ -41,6 +40,20 @@ class NewEntry:
     # Where it came from: user_agent, answered_model, semula (version); a loaded file's recorded_at.
     provenance: dict[str, str] | None = None
 
+    def call_fields(self) -> dict[str, Any]:
+        """The shared fields by name, to build the other kind of record from this one."""
+        return {f.name: getattr(self, f.name) for f in fields(RecordedCall)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class NewEntry(RecordedCall):
+    """A recording as the store keeps it: the call, its fingerprints, canonical request and last text."""
+
+    request_fp: str
+    normalised_fp: str
+    canonical: dict[str, Any]
+    last_text: str
+
 
 @dataclass(frozen=True, kw_only=True)
 class Entry(NewEntry):
@@ -49,6 +62,11 @@ class Entry(NewEntry):
     id: int = 0
     created_at: datetime | None = None
     updated_at: datetime | None = None
+
+    @classmethod
+    def of(cls, new: NewEntry, **stored: Any) -> Entry:
+        """`new` as if stored, with the given id and times (what a dry run or an import shows)."""
+        return cls(**{f.name: getattr(new, f.name) for f in fields(NewEntry)}, **stored)
 
     @property
     def sendable_headers(self) -> list[tuple[str, str]]:

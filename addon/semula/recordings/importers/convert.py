@@ -10,7 +10,7 @@ through the loader's own `entry_from_file`, so nothing is written that the loade
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from urllib.parse import parse_qsl, urlsplit
 
@@ -153,7 +153,7 @@ def _canonicalise(adapter: Adapter, raw: RawRequest, key: FingerprintKey) -> Can
 
 def _file(source: str, new: NewEntry, recorded_at: datetime, options: ImportOptions,
           key: FingerprintKey) -> Planned | Skipped:
-    entry = Entry(**{f.name: getattr(new, f.name) for f in fields(NewEntry)}, created_at=recorded_at)
+    entry = Entry.of(new, created_at=recorded_at)
     try:
         rel = relpath_of(entry)
         text = dumps(recording_from_entry(entry))
