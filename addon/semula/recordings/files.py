@@ -19,6 +19,7 @@ import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path, PurePosixPath
 
 SKIPPED_PREFIX = ("_", ".")  # folder metadata (_semula.json), editor and git files
@@ -46,8 +47,12 @@ def remember_user_umask(mask: int) -> None:
 
 def user_umask() -> int:
     """The user's umask: as remembered, else the process's (read from /proc: setting it to read it races)."""
-    if _user_umask is not None:
-        return _user_umask
+    return _user_umask if _user_umask is not None else _process_umask()
+
+
+@cache
+def _process_umask() -> int:
+    """The umask this process started with (read once: an export writes thousands of files)."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("Umask:"):
@@ -92,20 +97,24 @@ def plain_relative(rel: str) -> PurePosixPath:
 def contained(root: Path, rel: str) -> Path:
     """The path of `rel` under `root`, refusing any part that is a link or leaves the folder.
 
-    Parts that do not exist yet are fine (a write creates them as real directories).
+    Parts that do not exist yet are fine (a write creates them as real directories). The file itself
+    may be a link: a write renames over it, never writes through it. (Plain `os.path` on strings: an
+    export checks every file it writes twice.)
     """
-    current = root
-    for part in plain_relative(rel).parts:
-        current = current / part
+    parts = plain_relative(rel).parts
+    current = os.fspath(root)
+    for depth, part in enumerate(parts, 1):
+        current = os.path.join(current, part)
         try:
             mode = os.lstat(current).st_mode
         except FileNotFoundError:
             break
-        if stat.S_ISLNK(mode) and current != root / rel:
+        if stat.S_ISLNK(mode) and depth < len(parts):
             raise UnsafePath(f"{current} is a symbolic link: semula does not write or delete through a linked "
                              "directory in the recordings folder (make it a real directory)")
     path = root / rel
-    if not path.parent.resolve().is_relative_to(root.resolve()):
+    real_root = os.path.realpath(root)
+    if os.path.commonpath((real_root, os.path.realpath(os.path.dirname(path)))) != real_root:
         raise UnsafePath(f"{path} leaves the recordings folder {root}")
     return path
 

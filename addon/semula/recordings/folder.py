@@ -326,9 +326,10 @@ class RecordingsFolder:
     def _saw_directory(self, directory: Path) -> None:
         """This proxy's own write or delete changed `directory`: not a change to load."""
         try:
-            parent_times = {p.relative_to(self.root).as_posix(): os.stat(p).st_mtime_ns
-                            for p in (directory, *directory.parents) if p.is_relative_to(self.root)}
-        except OSError:
+            parts = directory.relative_to(self.root).parts
+            parent_times = {"/".join(parts[:depth]) or ".": os.stat(os.path.join(self.root, *parts[:depth])).st_mtime_ns
+                            for depth in range(len(parts) + 1)}  # the directory and its parents up to the root
+        except (OSError, ValueError):
             return
         self.directories.update(parent_times)
 
