@@ -1,7 +1,9 @@
-"""The admin endpoint's cost per call: a fresh urllib connection (`proxy.admin.call`) against the
-kept-alive `AdminClient` the pytest plugin uses (3-4 calls per test), side by side in each round.
+"""The admin endpoint's cost per call: a fresh connection against the plugin's kept-alive client.
 
-Run: .venv/bin/python -m scripts.bench.admin [--calls N] [--rounds R]; writes benchmark/results/admin.md.
+A fresh urllib connection (`proxy.admin.call`) against the kept-alive `AdminClient` the pytest plugin
+uses (3-4 calls per test), side by side in each round.
+
+    .venv/bin/python scripts/bench.py admin [--calls N] [--rounds R]    # writes benchmark/results/admin.md
 """
 
 from __future__ import annotations
@@ -12,14 +14,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from scripts.bench.common import RESULTS, machine
+from bench.common import RESULTS, machine
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     from semula.proxy.admin import AdminClient, AdminServer, call
 
     data_dir = Path(tempfile.mkdtemp(prefix="semula-bench-admin-"))
@@ -50,7 +52,4 @@ def main() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "admin.md").write_text("\n".join(lines))
     print("\n".join(lines))
-
-
-if __name__ == "__main__":
-    main()
+    return 0

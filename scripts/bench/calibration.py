@@ -1,5 +1,6 @@
-"""Calibrated serve mode, measured on held-out verdicts: learn thresholds from the "reviewed" half of
-each pair corpus, measure false hits and the served share on the "new" half.
+"""Calibrated serve mode, measured on held-out verdicts.
+Thresholds are learnt from the "reviewed" half of each pair corpus; false hits and the served share are
+measured on the "new" half.
 
 1. Every pair of every corpus goes once through `semula eval`'s cascade (the proxy's own) in calibrated
    mode with no learnt threshold, so nothing is served beyond the defaults and each queued pair says
@@ -12,6 +13,9 @@ each pair corpus, measure false hits and the served share on the "new" half.
    cascade runs again with the learnt thresholds and must agree (the "check" line).
 
 Writes benchmark/results/calibration.md and calibration.json. A script, not a test.
+
+    .venv/bin/python scripts/bench.py calibration                  # writes benchmark/results/calibration.md (+ .json)
+    .venv/bin/python scripts/bench.py calibration --no-embeddings  # the lexical tier alone
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ import json
 import os
 import random
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -210,7 +213,7 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     global REVIEWED_SHARE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=len(SEEDS))
@@ -224,10 +227,10 @@ def main() -> None:
     parser.add_argument("--reviewed-share", type=float, default=REVIEWED_SHARE,
                         help="the share of each corpus that is 'reviewed' (learnt from); the rest is 'new'")
     parser.add_argument("--render-only", action="store_true", help="re-render the results file from its JSON")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.render_only:
         args.out.write_text(render(json.loads(args.out.with_suffix(".json").read_text())), encoding="utf-8")
-        return
+        return 0
     REVIEWED_SHARE = args.reviewed_share
     if not args.no_embeddings:
         use_embeddings()
@@ -256,7 +259,4 @@ def main() -> None:
     args.out.write_text(render(data), encoding="utf-8")
     print(json.dumps({"check": check, "seconds": data["seconds"],
                       "sets": {n: seeds[0]["sets"][n] for n in seeds[0]["sets"]}}, indent=1))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return 0

@@ -89,6 +89,11 @@ def write_json(path: Path, data: dict[str, Any]) -> Path:
     return path
 
 
+def command(name: str, argv: list[str] | None) -> str:
+    """The command that ran benchmark `name` with `argv` (its main's), as a results file names it."""
+    return " ".join(["scripts/bench.py", name, *(sys.argv[1:] if argv is None else argv)])
+
+
 def finish(name: str, data: dict[str, Any], out: Path | None, json_out: Path | None, quick: bool = False) -> None:
     """Write the figures (JSON) and the rendered results file (a quick run's go to /tmp by default)."""
     from bench import render

@@ -1,6 +1,14 @@
-"""The opt-in embedding tier: miss-path cost with the tier on vs off (same Cache, interleaved), hits
-and writes on vs off, index reloads, and the embedding_serve_threshold sweep on the pair corpora.
-The model is the shared all-MiniLM-L6-v2 (ONNX), not the production default: thresholds are for it."""
+"""The opt-in embedding tier: miss path on vs off, hits, writes, and the serve-threshold sweep.
+
+In full: miss-path cost with the tier on vs off (same Cache, interleaved), hits and writes on vs off,
+index reloads, and the embedding_serve_threshold sweep on the pair corpora. The model is the shared
+all-MiniLM-L6-v2 (ONNX), not the production default: thresholds are for it.
+
+    .venv/bin/python scripts/bench.py embedding            # full run: writes benchmark/results/embedding.md (+ .json)
+    .venv/bin/python scripts/bench.py embedding --quick    # smoke run: writes /tmp/semula-bench/*.md (+ .json)
+
+The results file is rendered by scripts/bench/render.py.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +16,6 @@ import argparse
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -316,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     check = None
     if not (args.quick or args.no_cross_check):
         check = cross_check(sweep["shown_threshold"])
-    common.finish("embedding", {"command": " ".join(["scripts/bench_embedding.py", *sys.argv[1:]]), "machine": info,
+    common.finish("embedding", {"command": common.command("embedding", argv), "machine": info,
                                 "params": {"sizes": sizes, "queries": n_queries, "quick": args.quick},
                                 "backfill": backfill, "sizes": results, "sweep": sweep, "cross_check": check,
                                 "load_after": common.loadavg()}, args.out, args.json, args.quick)

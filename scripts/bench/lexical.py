@@ -1,12 +1,19 @@
-"""The lexical near-match tier: miss-path cost and where it goes, FTS build time, write -> findable,
-exact hits, and the serve-threshold sweep + `semula eval` on the request-pair corpora."""
+"""The lexical near-match tier: miss-path cost, FTS build, write -> findable, sweep + `semula eval`.
+
+In full: the miss-path cost and where it goes, FTS build time, write -> findable, exact hits, and the
+serve-threshold sweep + `semula eval` on the request-pair corpora.
+
+    .venv/bin/python scripts/bench.py lexical            # full run: writes benchmark/results/lexical.md (+ .json)
+    .venv/bin/python scripts/bench.py lexical --quick    # smoke run: writes /tmp/semula-bench/*.md (+ .json)
+
+The results file is rendered by scripts/bench/render.py.
+"""
 
 from __future__ import annotations
 
 import argparse
 import random
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -220,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
                            "concurrent64_decision_p99_ms": r["proxy"]["decision_ms"]["p99"] if args.clients else None,
                            **r}
     corpus = None if args.no_corpus else corpus_figures(args.quick)
-    common.finish("lexical", {"command": " ".join(["scripts/bench_lexical.py", *sys.argv[1:]]), "machine": info,
+    common.finish("lexical", {"command": common.command("lexical", argv), "machine": info,
                               "params": {"sizes": sizes, "queries": queries, "quick": args.quick},
                               "workload": workload, "sizes": results, "corpus": corpus}, args.out, args.json, args.quick)
     return 0

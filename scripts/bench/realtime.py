@@ -1,20 +1,16 @@
 """Realtime replay: latency per turn, and the size of a recording with 30 s of audio.
 
+    .venv/bin/python scripts/bench.py realtime     # writes benchmark/results/realtime.md
+
 Records, through a real `semula proxy --mode auto`, a text conversation of TURNS turns and an audio
 conversation (30 s of synthetic 24 kHz PCM16 appended in 100 ms chunks, answered with 30 s of
 audio) against the fake Realtime server (tests/support/fake_realtime.py), driven by the `openai` SDK's
 realtime client. Then a replay proxy with the provider gone answers both: each turn's latency is
 the time from `response.create` sent to `response.done` received, on the same client. Writes
-benchmark/results/realtime.md. Run: .venv/bin/python scripts/bench_realtime.py
+benchmark/results/realtime.md.
 """
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-# Run as a file, this folder would come first on the path and its concurrent.py shadow the stdlib's.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 import argparse
 import base64
@@ -25,16 +21,14 @@ import statistics
 import subprocess
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "addon"))
-sys.path.insert(0, str(REPO / "tests" / "support"))
+import openai
 
-import openai  # noqa: E402
-
-from e2e_helpers import closed_port, ssl_context, start_proxy  # noqa: E402
-from fake_realtime import FakeRealtime, synthetic_pcm  # noqa: E402
+from bench.common import REPO  # puts addon/ and tests/support on the path
+from e2e_helpers import closed_port, ssl_context, start_proxy
+from fake_realtime import FakeRealtime, synthetic_pcm
 
 RESULT = REPO / "benchmark" / "results" / "realtime.md"
 KEY = "sk-bench-not-a-real-key"
@@ -93,11 +87,11 @@ def read(argv: list[str]) -> str:
         return "unknown"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=30)
     parser.add_argument("--audio-seconds", type=float, default=30.0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="semula-bench-realtime-"))
     fake = FakeRealtime.start(work / "certs", audio_seconds=args.audio_seconds)
     recordings, confdir = work / "recordings", work / "mitm"
@@ -161,7 +155,3 @@ def main() -> int:
     RESULT.write_text("\n".join(lines))
     print("\n".join(lines))
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,13 +1,14 @@
 """Turn a benchmark's JSON of figures into benchmark/results/<name>.md: fixed prose + tables.
 
-    .venv/bin/python scripts/bench/render.py benchmark/results/replay.json [--out FILE]
+    .venv/bin/python scripts/bench.py render benchmark/results/replay.json [--out FILE]
+
+The benchmarks that write a JSON (replay, lexical, embedding, sweep) render through it as they finish.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,7 @@ def replay(d: dict[str, Any]) -> list[str]:
         f"({d['timings']['record_s']:.1f} s). semula: `semula proxy --mode replay` on a store of {p['entries']:,} "
         f"entries bulk-inserted with semula's own canonicalisation and fingerprints ({d['timings']['seed_s']:.1f} s), "
         "every benchmark request checked to be an exact hit; its console line per call goes to the proxy's log "
-        "file (the default). no-op: `mitmdump -s scripts/bench_noop_addon.py`. server-replay: `mitmdump "
+        "file (the default). no-op: `mitmdump -s scripts/bench/noop_addon.py`. server-replay: `mitmdump "
         "--server-replay` on the recorded flows.",
         f"- The same proxy settings for all (`flow_detail=0`, `connection_strategy=lazy`, semula's `allow_hosts`); "
         f"a fresh proxy per run, left to go idle before timing; {p['runs']} rounds, the variants interleaved in each, "
@@ -348,11 +349,11 @@ def render(name: str, data: dict[str, Any]) -> str:
     return "\n".join(TEMPLATES[name](data)).rstrip() + "\n"
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("json", type=Path)
     parser.add_argument("--out", type=Path, default=None, help="default: the JSON's path with .md")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     data = json.loads(args.json.read_text())
     (args.out or args.json.with_suffix(".md")).write_text(render(data["benchmark"], data), encoding="utf-8")
-    sys.exit(0)
+    return 0

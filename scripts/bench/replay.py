@@ -2,8 +2,13 @@
 
 Three variants answer the same N distinct OpenAI chat requests through mitmdump, driven by
 concurrent keep-alive httpx clients: `semula proxy --mode replay` on a store of E entries; a
-no-op addon answering from a dict (scripts/bench_noop_addon.py); `mitmdump --server-replay`.
+no-op addon answering from a dict (scripts/bench/noop_addon.py); `mitmdump --server-replay`.
 Runs are interleaved; every answer is checked. Then semula's hooks are timed in-process.
+
+    .venv/bin/python scripts/bench.py replay            # full run: writes benchmark/results/replay.md (+ .json)
+    .venv/bin/python scripts/bench.py replay --quick    # smoke run: writes /tmp/semula-bench/*.md (+ .json)
+
+The results file is rendered by scripts/bench/render.py.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ VARIANTS = ("semula", "noop", "replay")
 # Each proxy gets every request twice: "first" is the first sight of each request (semula: the canonical
 # tiers), "repeat" the same requests again (semula: the raw-request fast path). The targets are the repeat's.
 PASSES = ("first", "repeat")
-NOOP_ADDON = REPO / "scripts" / "bench_noop_addon.py"
+NOOP_ADDON = REPO / "scripts" / "bench" / "noop_addon.py"
 CLIENT_HEADERS = {"content-type": "application/json", "authorization": "Bearer sk-bench-not-a-real-key"}
 SYSTEM_PROMPT = ("You are a careful assistant for the semula replay benchmark. Answer in one short paragraph, "
                  "cite no sources, and never invent numbers you were not given.")
@@ -317,7 +322,7 @@ def hook_breakdown(data_dir: Path, flows_path: Path, bodies: list[bytes], answer
             addon.done()
             loop.close()
     os.environ["SEMULA_BENCH_ANSWERS"] = str(answers)
-    spec = importlib.util.spec_from_file_location("bench_noop_addon", NOOP_ADDON)
+    spec = importlib.util.spec_from_file_location("noop_addon", NOOP_ADDON)
     noop = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(noop)
     out["no-op addon request hook"] = best(noop.addons[0].request)
@@ -442,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def body(procs: common.Processes, work: Path) -> int:
         data = measure(args, procs, work)
-        common.finish("replay", {"command": " ".join(["scripts/bench_replay.py", *sys.argv[1:]]),
+        common.finish("replay", {"command": common.command("replay", argv),
                                  "machine": info, **data}, args.out, args.json, args.quick)
         return 1 if any(r["failures"] for r in data["runs"]) else 0
 

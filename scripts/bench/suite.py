@@ -6,6 +6,10 @@ with `--record-mode=none`; `pytest --semula=replay`; `semula exec --mode replay 
 local fake provider called directly, nothing recorded. Cassettes and recordings are made once
 beforehand against the same fake. The proxy's start-up (and stop) is also timed alone each round,
 through the code the plugin and exec use (session/run.py). Writes benchmark/results/suite.md (+ .json).
+
+    .venv/bin/python scripts/bench.py suite                  # 500 tests, 3 rounds: benchmark/results/suite.md (+ .json)
+    .venv/bin/python scripts/bench.py suite --tests 5000     # benchmark/results/suite-5000.md
+    .venv/bin/python scripts/bench.py suite --tests 50 --rounds 1 --out /tmp/suite.md   # smoke run
 """
 
 from __future__ import annotations
@@ -240,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     info = common.machine(mitmproxy=mitmproxy.version.VERSION, openai=openai.__version__, vcrpy=vcr.__version__)
 
     def body(procs: common.Processes, work: Path) -> int:
-        data = {"benchmark": "suite", "command": " ".join(["scripts/bench_suite.py", *sys.argv[1:]]),
+        data = {"benchmark": "suite", "command": common.command("suite", argv),
                 "machine": info, **measure(args, procs, work)}
         out = args.out or common.RESULTS / ("suite.md" if args.tests == 500 else f"suite-{args.tests}.md")
         common.write_json(out.with_suffix(".json"), data)

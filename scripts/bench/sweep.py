@@ -1,9 +1,14 @@
-"""Tune and measure the lexical tier and its guard on the request-pair corpora (dev pairs, public
-paraphrase pairs): outcomes per category at the defaults, the review floor and word handling tuned
-on odd pair ids and checked on even ones, the public pairs, the serve-threshold sweep with the
-guard on and off, what the guard alone lets through, and the speed of guard() and near_match().
+"""Tuning tables of the lexical tier and its guard on the request-pair corpora.
 
-`sweep` is imported by tests/unit/test_nearmatch_corpus.py, so this module imports only semula at
+On the dev pairs and the public paraphrase pairs: outcomes per category at the defaults, the review
+floor and word handling tuned on odd pair ids and checked on even ones, the public pairs, the
+serve-threshold sweep with the guard on and off, what the guard alone lets through, and the speed of
+guard() and near_match().
+
+    .venv/bin/python scripts/bench.py sweep            # full run: writes benchmark/results/sweep.md (+ .json)
+    .venv/bin/python scripts/bench.py sweep --quick    # smoke run: writes /tmp/semula-bench/*.md (+ .json)
+
+`sweep` is imported by tests/slow/test_nearmatch_corpus.py, so this module imports only semula at
 the top (scripts/bench/common.py is imported where it is needed).
 """
 
@@ -11,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 import time
 import timeit
 from collections import Counter
@@ -82,7 +86,7 @@ def sweep(dev_pairs: Sequence[LabelledPair], public_pairs: Sequence[LabelledPair
     return rows
 
 
-# --- the tuning tables (scripts/sweep_lexical.py) ----------------------------------------------
+# --- the tuning tables (scripts/bench.py sweep) -------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -186,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = args.corpus or common.corpus_file("dev-pairs.jsonl").parent
     dev = load(folder / "dev-pairs.jsonl")
     public = load(folder / "public-paraphrase-pairs.jsonl", 300 if args.quick else None)
-    common.finish("sweep", {"command": " ".join(["scripts/sweep_lexical.py", *sys.argv[1:]]),
+    common.finish("sweep", {"command": common.command("sweep", argv),
                             "machine": common.machine(), "corpus": str(folder),
                             **tables(dev, public, not (args.quick or args.no_speed))}, args.out, args.json, args.quick)
     return 0

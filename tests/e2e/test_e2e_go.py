@@ -1,7 +1,7 @@
 """Go's net/http through the proxy, configured only by `semula env`.
 
 Go's default transport reads HTTPS_PROXY/NO_PROXY, and on Linux SSL_CERT_FILE (the bundle semula env
-writes: public roots + semula's CA). The example client (examples/clients/chat.go) is built once, with
+writes: public roots + semula's CA). The example client (tests/clients/chat.go) is built once, with
 the build cache in a temporary folder, then records a chat call and replays it with the provider gone.
 The project travels as the proxy user name (P:semula@). Skipped when go is not installed.
 """
@@ -21,12 +21,12 @@ from e2e_helpers import REPO, FakeProvider, ProxyHandle, clean_env, parse_export
 
 pytestmark = pytest.mark.e2e
 
-CHAT_GO = REPO / "examples" / "clients" / "chat.go"
+CHAT_GO = REPO / "tests" / "clients" / "chat.go"
 
 
 @pytest.fixture(scope="module")
 def go_chat(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """examples/clients/chat.go built into a temporary folder (build cache there too, never ~/.cache)."""
+    """tests/clients/chat.go built into a temporary folder (build cache there too, never ~/.cache)."""
     go = shutil.which("go")
     if not go:
         pytest.skip("go is not installed: the Go recipe is not tested here")

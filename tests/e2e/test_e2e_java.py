@@ -1,7 +1,7 @@
 """The JVM recipe with a real JDK: `semula env --format java`, then a plain `java Chat.java`.
 
 The JVM reads neither HTTPS_PROXY nor SSL_CERT_FILE; JAVA_TOOL_OPTIONS carries the proxy properties
-and a truststore holding the JDK's own CAs plus semula's. The example client (examples/clients/Chat.java,
+and a truststore holding the JDK's own CAs plus semula's. The example client (tests/clients/Chat.java,
 the JDK's HttpClient, single-file source launch) records a chat call against the fake provider and
 replays it with the provider gone. Skipped when no JDK is installed.
 """
@@ -36,7 +36,7 @@ from e2e_helpers import (
 
 pytestmark = pytest.mark.e2e
 
-CHAT_JAVA = REPO / "examples" / "clients" / "Chat.java"
+CHAT_JAVA = REPO / "tests" / "clients" / "Chat.java"
 
 
 @pytest.fixture(scope="module")

@@ -21,14 +21,14 @@ from e2e_helpers import REPO, FakeProvider, ProxyHandle, clean_env, parse_export
 
 pytestmark = pytest.mark.e2e
 
-CHAT_MJS = REPO / "examples" / "clients" / "chat.mjs"
+CHAT_MJS = REPO / "tests" / "clients" / "chat.mjs"
 # undici 7 (what `npm install undici` gets) needs this Node.
 MIN_NODE = (20, 18, 1)
 
 
 @pytest.fixture(scope="module")
 def node_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A scratch npm project with undici installed, and examples/clients/chat.mjs in it."""
+    """A scratch npm project with undici installed, and tests/clients/chat.mjs in it."""
     node, npm = shutil.which("node"), shutil.which("npm")
     if not node or not npm:
         pytest.skip("node/npm not installed")

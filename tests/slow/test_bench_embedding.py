@@ -1,4 +1,4 @@
-"""scripts/bench_embedding.py still runs against the current API: its smallest path, end to end.
+"""`scripts/bench.py embedding` still runs against the current API: its smallest path, end to end.
 
 The bench is not run by the suite otherwise, so a refactor that removes a name it uses (as one did
 with `put_vectors`) would only show the next time someone measures. This runs the entry point as
@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.slow,
 
 def test_smallest_run_writes_its_figures(tmp_path):
     out = tmp_path / "embedding.md"
-    argv = [sys.executable, str(REPO / "scripts" / "bench_embedding.py"), "--quick", "--sizes", str(SIZE),
+    argv = [sys.executable, str(REPO / "scripts" / "bench.py"), "embedding", "--quick", "--sizes", str(SIZE),
             "--queries", str(QUERIES), "--embed-limit", str(SIZE), "--dev-limit", "12", "--out", str(out)]
     run = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=240)
     assert run.returncode == 0, run.stderr[-3000:]

@@ -9,7 +9,7 @@ is served by a fingerprint; review recall of `same` pairs is at least 0.9.
 
 The review floor and the word handling were tuned on the odd-numbered pair
 ids; the even-numbered ones are checked separately so that overfitting shows
-(scripts/sweep_lexical.py writes the tables).
+(scripts/bench.py sweep writes the tables).
 """
 
 from __future__ import annotations

@@ -159,7 +159,7 @@ def test_the_heap_is_trimmed_on_one_thread_and_freed_pages_go_back():
 def test_a_pass_over_every_stored_request_reads_pages_not_the_whole_table(tmp_path, monkeypatch):
     """Re-fingerprinting (a settings change, an upgrade on open) read every canonical request of a
     project in one query: 10k prompts of 20 KB ran out of DuckDB's 512 MB and the store did not open
-    (scripts/bench_miss_explanation.py). Every such pass now reads pages of CANONICALS_PAGE rows."""
+    (scripts/bench.py miss_explanation). Every such pass now reads pages of CANONICALS_PAGE rows."""
     from semula.core.settings import ProjectSettings
     from semula.engine.engine import Engine
     from semula.recordings.folder import RecordingsFolder

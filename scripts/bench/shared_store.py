@@ -1,9 +1,10 @@
-#!/usr/bin/env python3
-"""Many proxies, one Postgres store: errors, recordings made once, cross-proxy visibility, hit
-throughput against the DuckDB store, connections used, and a Postgres restart in the middle.
+"""Many proxies, one Postgres store: errors, visibility, hit throughput, a Postgres restart.
 
-    .venv/bin/python scripts/bench_shared_store.py            # writes benchmark/results/shared-store.md
-    .venv/bin/python scripts/bench_shared_store.py --quick    # a short smoke run, to /tmp/semula-bench/
+In full: errors, recordings made once, cross-proxy visibility, hit throughput against the DuckDB store,
+connections used, and a Postgres restart in the middle.
+
+    .venv/bin/python scripts/bench.py shared_store            # writes benchmark/results/shared-store.md
+    .venv/bin/python scripts/bench.py shared_store --quick    # a short smoke run, to /tmp/semula-bench/
 
 A throwaway PostgreSQL from the machine's binaries (tests/support/pg_helpers.py), the HTTPS fake provider
 and real `semula proxy` processes; clients are plain httpx through each proxy (threads).
@@ -14,21 +15,19 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 import tempfile
 import threading
 import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench.common import REPO, RESULTS, machine, pct  # noqa: E402
+import httpx
+import psycopg
 
-sys.path.insert(0, str(REPO / "tests" / "support"))
-import httpx  # noqa: E402
-import pg_helpers  # noqa: E402
-import psycopg  # noqa: E402
-from e2e_helpers import ssl_context, start_fake_provider, start_proxy, stop_process  # noqa: E402
+from bench.common import RESULTS, machine, pct
+
+import pg_helpers  # noqa: I001  (tests/support: on the path once bench.common is imported)
+from e2e_helpers import ssl_context, start_fake_provider, start_proxy, stop_process
 
 URL = "https://api.openai.com/v1/chat/completions"
 
@@ -187,12 +186,12 @@ def hit_throughput(proxy, prompts: list[str], clients: int, seconds: float) -> f
     return done["hits"] / seconds
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a short smoke run, to /tmp/semula-bench/")
     parser.add_argument("--proxies", type=int, default=4)
     parser.add_argument("--clients", type=int, default=16)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     seconds, samples, rounds, hit_seconds = (8, 10, 5, 4) if args.quick else (40, 40, 20, 15)
     work = Path(tempfile.mkdtemp(prefix="semula-bench-shared-"))
     (work / "conf").mkdir()
@@ -239,7 +238,7 @@ def write_results(args, about: dict, delays: list[float], once: dict, load: dict
     errors = Counter(e.split(":")[0] for e in load["errors"])
     lines = [
         "# Shared store: many proxies on one Postgres", "",
-        "`scripts/bench_shared_store.py`" + (" --quick" if args.quick else "") + ": a throwaway PostgreSQL 15, the "
+        "`scripts/bench.py shared_store" + (" --quick" if args.quick else "") + "`: a throwaway PostgreSQL 15, the "
         "HTTPS fake provider, real `semula proxy` processes and httpx clients, all on this one machine.", "",
         "| machine | |", "|---|---|", *[f"| {k} | {v} |" for k, v in about.items()], "",
         f"## Mixed load: {args.proxies} proxies × {args.clients} clients, {load['elapsed']:.0f} s, "
@@ -276,7 +275,3 @@ def write_results(args, about: dict, delays: list[float], once: dict, load: dict
         k: v for k, v in load.items() if k != "errors"}, "errors": load["errors"][:50], "pg_hits": pg_hits,
         "duck_hits": duck_hits}, indent=1, default=str) + "\n", encoding="utf-8")
     print("\n".join(lines))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

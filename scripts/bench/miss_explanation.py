@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """What a replay miss's explanation costs (reliability item 11: target p99 <= 200 ms at 10k recordings of 20 KB).
 
-    .venv/bin/python scripts/bench_miss_explanation.py                  # 2k and 10k: benchmark/results/miss_explanation.md
-    .venv/bin/python scripts/bench_miss_explanation.py --sizes 500 --misses 20 --out /tmp/miss.md
+    .venv/bin/python scripts/bench.py miss_explanation                  # 2k and 10k: benchmark/results/miss_explanation.md
+    .venv/bin/python scripts/bench.py miss_explanation --sizes 500 --misses 20 --out /tmp/miss.md
 
 A store of N recordings of 20 KB prompts (random words, as tests/reliability/test_miss_explanation_bound.py),
 its full-text index built, then misses of four kinds timed through `Engine.nearest` and `miss_message`, the
@@ -14,15 +13,12 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench.common import REPO, log, machine, summary  # noqa: E402
-from entries import chat, new_entry  # noqa: E402  (tests/, on the path through bench.common)
+from bench.common import REPO, log, machine, summary
+from entries import chat, new_entry  # tests/support, on the path through bench.common
 
 PROMPT_BYTES = 20_000
 KINDS = ("parameter added", "sentence appended", "word changed", "unrelated")
@@ -90,7 +86,7 @@ def measure(size: int, misses: int, seed: int) -> dict[str, object]:
 
 def render(facts: dict[str, str], results: list[dict[str, object]], misses: int) -> str:
     lines = ["# Miss explanation", "",
-             "`scripts/bench_miss_explanation.py`: what a replay miss's explanation costs (`Engine.nearest` and",
+             "`scripts/bench.py miss_explanation`: what a replay miss's explanation costs (`Engine.nearest` and",
              "`miss_message`) over N recordings of 20 KB prompts, the full-text index built. Target (issue 12,",
              f"item 11): p99 <= 200 ms at 10k. {misses} misses a size, four kinds in turn; the first (cold) call",
              "is reported on its own.", "",
@@ -110,20 +106,16 @@ def render(facts: dict[str, str], results: list[dict[str, object]], misses: int)
     return "\n".join(lines)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[2000, 10_000])
     parser.add_argument("--misses", type=int, default=201)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--out", type=Path, default=REPO / "benchmark" / "results" / "miss_explanation.md")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     facts = machine(misses=str(args.misses), seed=str(args.seed))
     results = [measure(size, args.misses, args.seed) for size in args.sizes]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(render(facts, results, args.misses), encoding="utf-8")
     print(args.out.read_text())
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,36 +2,34 @@
 
 Writes benchmark/results/recordings.md: the export time, the first (cold) load and the second
 (unchanged, incremental) load, with the machine and the commit.
+
+    .venv/bin/python scripts/bench.py recordings [--entries 10000] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "scripts"), str(REPO / "tests" / "support")]
-
-from bench.common import machine  # noqa: E402
-from entries import chat, new_entry  # noqa: E402
-from semula.core.settings import ProjectSettings  # noqa: E402
-from semula.recordings.folder import RecordingsFolder  # noqa: E402
-from semula.store.selection import open_store  # noqa: E402
+from bench.common import RESULTS, machine
+from entries import chat, new_entry  # tests/support, on the path through bench.common
+from semula.core.settings import ProjectSettings
+from semula.recordings.folder import RecordingsFolder
+from semula.store.selection import open_store
 
 ANSWER = {"id": "chatcmpl-x", "object": "chat.completion", "model": "gpt-4o-mini",
           "choices": [{"index": 0, "message": {"role": "assistant", "content": "An answer of a few words. " * 8},
                        "finish_reason": "stop"}], "usage": {"prompt_tokens": 40, "completion_tokens": 30}}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--entries", type=int, default=10_000)
-    parser.add_argument("--out", type=Path, default=REPO / "benchmark" / "results" / "recordings.md")
-    args = parser.parse_args()
+    parser.add_argument("--out", type=Path, default=RESULTS / "recordings.md")
+    args = parser.parse_args(argv)
     settings = ProjectSettings()
     body = json.dumps(ANSWER).encode()
     with tempfile.TemporaryDirectory() as tmp:
@@ -56,7 +54,7 @@ def main() -> int:
     lines = [
         "# Loading committed recordings into an empty data dir",
         "",
-        f"`scripts/bench_recordings.py --entries {args.entries}`: a store of {args.entries:,} chat recordings is "
+        f"`scripts/bench.py recordings --entries {args.entries}`: a store of {args.entries:,} chat recordings is "
         "exported to a recordings folder; then a fresh data dir (a clean CI checkout) loads the folder, "
         "and loads it again (nothing changed: the incremental path). Target: ≤ 10 s for 10,000 on 2 cores.",
         "",
@@ -73,7 +71,3 @@ def main() -> int:
     args.out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -4,7 +4,7 @@ Runs a generated suite of trivial tests (no calls) with `-p no:semula`, with the
 and with `--semula=replay`, interleaved, in one run (ratios); then times the question the active
 plugin asks the proxy after each test (new refusals?). Writes benchmark/results/pytest_plugin.md.
 
-    .venv/bin/python scripts/bench_pytest_plugin.py [--tests 500] [--rounds 4] [--questions 500]
+    .venv/bin/python scripts/bench.py pytest_plugin [--tests 500] [--rounds 4] [--questions 500]
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import common  # noqa: E402
+from bench import common
 
 VARIANTS = {
     "without the plugin (-p no:semula)": ["-p", "no:semula"],
@@ -70,12 +69,12 @@ def import_ms(repeats: int = 5) -> float:
                                                   check=True).stdout) for _ in range(repeats))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--questions", type=int, default=500)
-    options = parser.parse_args()
+    options = parser.parse_args(argv)
     times: dict[str, list[float]] = {name: [] for name in VARIANTS}
     with tempfile.TemporaryDirectory(prefix="semula-bench-pytest-") as tmp:
         work = Path(tmp)
@@ -92,7 +91,7 @@ def main() -> None:
     q50, q90 = latency[len(latency) // 2] * 1000, latency[int(len(latency) * 0.9)] * 1000
     lines = ["# pytest plugin overhead", "",
              f"A generated suite of {options.tests} trivial tests (no calls), {options.rounds} interleaved rounds (order alternating), "
-             "medians of wall time; `scripts/bench_pytest_plugin.py`. The active plugin's cost is one proxy "
+             "medians of wall time; `scripts/bench.py pytest_plugin`. The active plugin's cost is one proxy "
              "start-up and stop per session, plus, in replay mode, two questions to the proxy's admin endpoint per "
              "passing test (after the call and the teardown phase: new refusals?).", "",
              "| variant | wall (s) | ratio to without |", "|---|---|---|"]
@@ -107,7 +106,4 @@ def main() -> None:
     out = common.RESULTS / "pytest_plugin.md"
     out.write_text("\n".join(lines) + "\n")
     print(out.read_text())
-
-
-if __name__ == "__main__":
-    main()
+    return 0

@@ -1,28 +1,23 @@
 """`semula eval` on the DuckDB store and on Postgres, pair by pair: where do the decisions differ, and why?
 
 Starts a throwaway PostgreSQL from the machine's binaries (tests/support/pg_helpers.py), runs the same
-cascade over each corpus in ../shared/corpus against both stores, and writes
+cascade over each corpus in the shared folder's corpus/ (../shared/corpus) against both stores, and writes
 benchmark/results/eval-stores.md: the summary figures side by side and every pair whose outcome
 differs, with the candidates each store's full-text search proposed.
 
-    .venv/bin/python scripts/compare_eval_stores.py [corpus.jsonl …]
+    .venv/bin/python scripts/bench.py compare_eval_stores [corpus.jsonl …]
 """
 
 from __future__ import annotations
 
+import argparse
 import platform
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "support"))
+from bench.common import RESULTS, git, shared_path
+from semula.engine.evaluate import evaluate
 
-import pg_helpers  # noqa: E402
-
-from semula.engine.evaluate import evaluate  # noqa: E402
-
-CORPUS = ROOT.parent / "shared" / "corpus"
+import pg_helpers  # noqa: I001  (tests/support: on the path once bench.common is imported)
 
 
 def run(path: Path, store: str | None) -> tuple[dict, list[dict]]:
@@ -31,13 +26,15 @@ def run(path: Path, store: str | None) -> tuple[dict, list[dict]]:
     return result, lines
 
 
-def main() -> None:
-    corpora = [Path(p) for p in sys.argv[1:]] or sorted(CORPUS.glob("*-pairs.jsonl"))
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("corpora", type=Path, nargs="*", help="pair files (default: every *-pairs.jsonl of the "
+                                                             "shared corpus)")
+    corpora = parser.parse_args(argv).corpora or sorted(shared_path("corpus").glob("*-pairs.jsonl"))
     server = pg_helpers.start_postgres()
     out = ["# `semula eval`: DuckDB store vs Postgres store", ""]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
     out += [f"Machine: {platform.machine()}, {platform.system()} {platform.release()}, Python "
-            f"{platform.python_version()}; commit {commit.strip()}. "
+            f"{platform.python_version()}; commit {git('rev-parse', '--short', 'HEAD')}. "
             "Same cascade, same settings; only the store (and so the full-text proposer) differs.", ""]
     try:
         url = server.new_database()
@@ -73,10 +70,7 @@ def main() -> None:
             "nothing for a non-ASCII text.",
             "- A proposal is only a candidate: the core's word-overlap score and guard decide, so a differing "
             "proposal scored below the review floor leaves both stores with the same decision (a miss).", ""]
-    target = ROOT / "benchmark" / "results" / "eval-stores.md"
+    target = RESULTS / "eval-stores.md"
     target.write_text("\n".join(out) + "\n", encoding="utf-8")
     print("\n".join(out))
-
-
-if __name__ == "__main__":
-    main()
+    return 0

@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """Soak: 64 clients of mixed load through one auto-mode proxy, then a replay check of every recording.
 
-    .venv/bin/python scripts/soak.py                          # 10 minutes: writes benchmark/results/reliability.md
-    .venv/bin/python scripts/soak.py --minutes 1 --max-warmup-minutes 1 --out /tmp/reliability.md
+    .venv/bin/python scripts/bench.py soak                          # 10 minutes: writes benchmark/results/reliability.md
+    .venv/bin/python scripts/bench.py soak --minutes 1 --max-warmup-minutes 1 --out /tmp/reliability.md
 
 The load: new and repeated prompts (OpenAI chat, Anthropic, Gemini), streams, bursts of identical
 requests sent at once, several projects, and seeded bad bodies (tests/support/fuzzbodies.py). Reported:
@@ -19,7 +18,6 @@ import json
 import os
 import random
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -28,16 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests" / "support"))
-sys.path.insert(0, str(REPO / "scripts"))
-os.environ["SEMULA_RECORDINGS"] = "off"  # as the tests: no recordings folder in the working directory
+import httpx
 
-import httpx  # noqa: E402
-
-from bench.common import machine  # noqa: E402
-from e2e_helpers import read_call_log, ssl_context, start_fake_provider, start_proxy, stop_process  # noqa: E402
-from fuzzbodies import ANTHROPIC, GEMINI, GEMINI_STREAM, OPENAI_CHAT, PROXY_TARGETS, Target, mutated_bodies  # noqa: E402
+from bench.common import RESULTS, machine  # puts tests/support (e2e_helpers, fuzzbodies) on the path
+from e2e_helpers import read_call_log, ssl_context, start_fake_provider, start_proxy, stop_process
+from fuzzbodies import ANTHROPIC, GEMINI, GEMINI_STREAM, OPENAI_CHAT, PROXY_TARGETS, Target, mutated_bodies
 
 CLIENTS = 64
 PROJECTS = ("soak-a", "soak-b", "soak-c", "soak-d")
@@ -183,7 +176,8 @@ def replay_check(calls: list[Call], data_dir: Path, confdir: Path, dead_port: in
             "outcomes": dict(outcomes), "examples of failures": misses, "internal errors (replay console)": internal[:10]}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    os.environ["SEMULA_RECORDINGS"] = "off"  # as the tests: no recordings folder in the working directory
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=10)
     parser.add_argument("--clients", type=int, default=CLIENTS)
@@ -193,8 +187,8 @@ def main() -> int:
                              "start at their budgets, so RSS after warm-up is the steady state)")
     parser.add_argument("--max-warmup-minutes", type=float, default=15,
                         help="warm-up lasts until the answer cache has turned over once, at most this long")
-    parser.add_argument("--out", type=Path, default=REPO / "benchmark" / "results" / "reliability.md")
-    args = parser.parse_args()
+    parser.add_argument("--out", type=Path, default=RESULTS / "reliability.md")
+    args = parser.parse_args(argv)
     from e2e_helpers import closed_port
 
     facts = machine(clients=str(args.clients), minutes=f"{args.minutes:g}", seed=str(args.seed),
@@ -388,7 +382,7 @@ def pctl(values: list[float]) -> tuple[float, float]:
 
 def render(facts: dict[str, str], report: dict[str, object]) -> str:
     lines = ["# Reliability soak", "",
-             "`scripts/soak.py`: 64 clients of mixed load (new and repeated prompts, streams, bursts of identical",
+             "`scripts/bench.py soak`: 64 clients of mixed load (new and repeated prompts, streams, bursts of identical",
              "requests, four projects, seeded bad bodies) through one auto-mode proxy in front of the fake provider,",
              "then a replay proxy on the same data dir asked every recorded request.", "",
              f"**Verdict: {report['verdict']}**", "", "## Figures", "", "| | |", "|---|---|"]
@@ -424,7 +418,3 @@ def render(facts: dict[str, str], report: dict[str, object]) -> str:
             lines += ["", f"## {title}", "", "```", *map(str, report[key]), "```"]  # type: ignore[arg-type]
     lines += ["", "## Machine", "", "| | |", "|---|---|", *[f"| {k} | {v} |" for k, v in facts.items()], ""]
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,7 +6,7 @@ hook, answers each request with the stored response: one dict lookup and one
 `Response.make`. No parsing, no fingerprinting, no logging. A body it does not know gets a
 404 from the proxy itself (nothing ever goes upstream).
 
-    SEMULA_BENCH_ANSWERS=answers.pickle mitmdump -s scripts/bench_noop_addon.py ...
+    SEMULA_BENCH_ANSWERS=answers.pickle mitmdump -s scripts/bench/noop_addon.py ...
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
-#!/usr/bin/env python3
-"""Lexical proposals on Postgres: the shipped tsvector + GIN query against pg_trgm, with DuckDB's FTS
-index beside them, on the same synthetic recordings and paraphrased queries, in one run.
+"""Lexical proposals on Postgres: tsvector + GIN (shipped) vs pg_trgm, DuckDB's FTS beside them.
 
-    .venv/bin/python scripts/bench_pg_lexical.py            # 10,000 recordings: benchmark/results/pg-lexical.md
-    .venv/bin/python scripts/bench_pg_lexical.py --quick    # 2,000, to /tmp/semula-bench/
+The shipped tsvector + GIN query against pg_trgm, with DuckDB's FTS index beside them, on the same
+synthetic recordings and paraphrased queries, in one run.
+
+    .venv/bin/python scripts/bench.py pg_lexical            # 10,000 recordings: benchmark/results/pg-lexical.md
+    .venv/bin/python scripts/bench.py pg_lexical --quick    # 2,000, to /tmp/semula-bench/
 
 Per query: milliseconds to propose 10 recordings, and whether the paraphrased recording is among
 them (what matters: the core scores only what is proposed).
@@ -13,17 +14,14 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import common  # noqa: E402
-from bench.common import PROJECT, RESULTS, canonical_for, machine, pct  # noqa: E402
+from bench import common
+from bench.common import PROJECT, RESULTS, canonical_for, machine, pct
 
-sys.path.insert(0, str(common.REPO / "tests" / "support"))
-import pg_helpers  # noqa: E402
+import pg_helpers  # noqa: I001  (tests/support: on the path once bench.common is imported)
 
 TRGM_SQL = """SELECT id FROM entries WHERE project = %s AND last_text %% %s
 ORDER BY similarity(last_text, %s) DESC, id DESC LIMIT 10"""
@@ -39,10 +37,10 @@ def measure(name: str, propose, queries: list[tuple[int, str]]) -> dict:
     return {"name": name, "p50": pct(ms, 50), "p90": pct(ms, 90), "p99": pct(ms, 99), "found": found / len(queries)}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2,000 recordings, 100 queries, to /tmp/semula-bench/")
+    args = parser.parse_args(argv)
     size, n_queries = (2_000, 100) if args.quick else (10_000, 200)
     trgm_queries = 30  # pg_trgm costs seconds a query at this size: a sample is enough to rank it
     from semula.store.postgres.store import PgStore
@@ -95,7 +93,7 @@ def main() -> int:
     finally:
         pg_helpers.discard(server)
     lines = ["# Lexical proposals on Postgres: tsvector vs pg_trgm (DuckDB FTS beside them)", "",
-             f"`scripts/bench_pg_lexical.py`{' --quick' if args.quick else ''}: {size:,} synthetic recordings, "
+             f"`scripts/bench.py pg_lexical{' --quick' if args.quick else ''}`: {size:,} synthetic recordings, "
              f"{n_queries} paraphrased queries, one run; proposals only (the core scores them).", "",
              "| machine | |", "|---|---|", *[f"| {k} | {v} |" for k, v in machine().items()], "",
              f"Loading: DuckDB {duck_seconds:.1f} s; Postgres {pg_seconds:.1f} s (one transaction per 2,000, "
@@ -108,7 +106,3 @@ def main() -> int:
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
