@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import threading
 
 import pytest
 from mitmproxy import exceptions
@@ -128,6 +129,30 @@ def test_review_commands_for_mitmweb(tmp_path):
         assert served.response.headers["x-semula-tier"] == "alias"
         with pytest.raises(exceptions.CommandError, match="no review candidate #9"):
             tctx.master.commands.execute("semula.review.reject 9")
+
+    run(scenario, tmp_path)
+
+
+def test_an_auto_near_miss_is_forwarded_without_waiting_for_its_review_queue_write(tmp_path):
+    """The queue write cannot change an auto-mode miss's decision: the call goes upstream while the store
+    thread is busy, and its comment still names the candidate it queued once the answer is in."""
+    async def scenario(addon, tctx):
+        original = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Please list three quiet hotels near the harbour"}]}
+        paraphrase = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Please list three calm hotels near the harbour"}]}
+        await call(addon, provider_flow(original))
+        release, timed_out = threading.Event(), []
+        addon.store.background("a long write", lambda: timed_out.append(not release.wait(30)))
+        flow = provider_flow(paraphrase)
+        addon.requestheaders(flow)
+        await addon.request(flow)  # decided while the store thread is still busy
+        release.set()
+        state = addon.flows[flow.id]
+        assert flow.response is None and state.decision.decision == "miss" and state.queueing is not None
+        upstream_answer(flow, "calm hotels")
+        addon.responseheaders(flow)
+        await addon.response(flow)
+        assert timed_out == [False], "the decision waited for the store thread"
+        assert "queued for review #1" in flow.comment, flow.comment  # (then closed: its own answer is recorded)
 
     run(scenario, tmp_path)
 

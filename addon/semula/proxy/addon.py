@@ -205,7 +205,7 @@ class SemulaAddon:
             except AdapterError as e:
                 bypass = Bypass("unparsable_body", f"cannot match this request: {e}")
         state.settings = engine.settings_for(state.project) if engine else ProjectSettings()
-        lookups = (ProxyLookups(engine, self.store, self.pending, defer_embedding=self.mode is Mode.AUTO)
+        lookups = (ProxyLookups(engine, self.store, self.pending, after_forward=self.mode is Mode.AUTO)
                    if engine is not None else None)
         try:
             outcome = await cascade(self.mode, state.project, state.canonical, state.settings, lookups,
@@ -213,6 +213,7 @@ class SemulaAddon:
                                     repeats=self.runs.repeats(self.settings, state.run, state.project))
         finally:
             state.pending_key = lookups.claimed if lookups is not None else None
+            state.queueing = lookups.queueing if lookups is not None else None
         if engine is not None:
             self.fast.remember(engine, self.mode, state, outcome)
         return outcome
@@ -340,8 +341,17 @@ class SemulaAddon:
                 entry_id = await self._record(state, response, body, usage, upstream_ms, flow.request.headers)
                 if entry_id is not None and not state.streamed:  # a streamed answer's headers are gone
                     response.headers["x-semula-entry"] = str(entry_id)
+        await self._queued(state)
         self._finish(flow, state, upstream_ms=upstream_ms, usage=usage, entry_id=entry_id,
                      recorded=entry_id is not None)
+
+    @staticmethod
+    async def _queued(state: FlowState) -> None:
+        """The review candidates a forwarded miss queued meanwhile, for its comment and console line."""
+        queueing, state.queueing = state.queueing, None
+        near = await queueing if queueing is not None else None
+        if near is not None and state.outcome is not None:
+            state.outcome = replace(state.outcome, near=near)
 
     def _unrecordable(self, adapter: Adapter, status: int, streamed: bool, frames: list[bytes],
                       body: bytes) -> str | None:

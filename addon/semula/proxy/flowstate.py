@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from mitmproxy import http
 
 from semula.core.request.canonical import CanonicalRequest
-from semula.core.cascade import Outcome
+from semula.core.cascade import NearSearch, Outcome
 from semula.core.decision import Decision
 from semula.core.fasthit import FastHit, FastKey
 from semula.core.settings import ProjectSettings
@@ -47,6 +48,8 @@ class FlowState:
     test: str = ""  # the test current for the tag, or the x-semula-scope header (proxy/scopes.py)
     fast_key: FastKey | None = None  # set when the raw-request fast path may serve this request
     fast: FastHit | None = None  # set when it did (then `canonical` is None: nothing was parsed)
+    # auto mode: the review queue's write for this miss, left to run while the call is forwarded
+    queueing: asyncio.Future[NearSearch | None] | None = None
 
     @property
     def decision(self) -> Decision | None:

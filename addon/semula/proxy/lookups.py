@@ -30,18 +30,23 @@ class ProxyLookups:
     With `coalesce`, a miss with no identical request in flight claims its key in `pending` at once
     (no await between the lookup and the claim): `claimed` names it, and the addon releases it when
     the call is not recorded, or when its recording is stored.
+
+    With `after_forward` (auto mode: a miss is forwarded whatever it queues), work that only queues
+    for review is not waited for: the embedding tier's search, and the lexical candidates' queue write,
+    whose result (`queueing`: the search with the queued candidates) the addon awaits before it logs
+    the call. Sixty-four misses at once no longer wait in line behind each other's writes.
     """
 
     def __init__(self, engine: Engine, thread: StoreThread, pending: dict[tuple[str, str], asyncio.Event],
-                 coalesce: bool = True, defer_embedding: bool = False):
+                 coalesce: bool = True, after_forward: bool = False):
         self.engine = engine
         self.searcher = engine.searcher
-        # auto mode: an embedding tier that only queues searches after the miss is forwarded, not before
-        self.defer_embedding = defer_embedding
+        self.after_forward = after_forward
         self.thread = thread
         self.pending = pending
         self.coalesce = coalesce
         self.claimed: tuple[str, str] | None = None
+        self.queueing: asyncio.Future[NearSearch | None] | None = None
 
     def certain(self, project: str, request_fp: str, normalised_fp: str | None) -> Match | None:
         return self.engine.match(project, request_fp, normalised_fp)
@@ -74,12 +79,16 @@ class ProxyLookups:
         searcher = self.searcher
         try:
             lexical = await loop.run_in_executor(self.thread.readers, self._find, query)
-            embed = not (self.defer_embedding and searcher.embedding_only_queues(query.settings))
+            embed = not (self.after_forward and searcher.embedding_only_queues(query.settings))
             settle = functools.partial(searcher.settle, query, lexical, embed=embed)
-            if searcher.settle_needs_store(lexical, embed=embed):
-                result = await loop.run_in_executor(self.thread.executor, settle)
-            else:
+            if not searcher.settle_needs_store(lexical, embed=embed):
                 result = settle()
+            elif self.after_forward and not searcher.settle_needs_store(lexical, queue=False, embed=embed):
+                # Only the review queue's write is left, and it cannot change the decision.
+                result = searcher.settle(query, lexical, queue=False, embed=embed)
+                self.queueing = loop.run_in_executor(self.thread.executor, self._queue_quietly, settle)
+            else:
+                result = await loop.run_in_executor(self.thread.executor, settle)
             if not embed and result.served is None:
                 self.thread.background("the embedding tier's review search", searcher.queue_embedding_candidates,
                                        query)
@@ -87,6 +96,14 @@ class ProxyLookups:
         except Exception as e:
             log.warning("semula: near-match search failed (%s); treating the call as a miss", e)
             return NearSearch()
+
+    @staticmethod
+    def _queue_quietly(settle: functools.partial[NearSearch]) -> NearSearch | None:
+        try:
+            return settle()
+        except Exception as e:  # the verdicts stand and are logged; only the queueing is lost
+            log.warning("semula: could not queue review candidates (%s); the call stays a miss", e)
+            return None
 
     def _find(self, query: NearQuery) -> list[Candidate]:
         """The lexical tier's verdicts, on a reader thread through that thread's own store handle."""
