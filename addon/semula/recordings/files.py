@@ -62,8 +62,9 @@ def _process_umask() -> int:
     return 0o022
 
 
-def make_directories(directory: Path) -> None:
-    """`directory` and its missing parents, each with the user's umask (git's modes for a work tree)."""
+def make_directories(directory: Path) -> bool:
+    """`directory` and its missing parents, each with the user's umask (git's modes for a work tree);
+    whether any was made."""
     missing = []
     while not os.path.lexists(directory):
         missing.append(directory)
@@ -74,6 +75,7 @@ def make_directories(directory: Path) -> None:
         except FileExistsError:
             continue
         os.chmod(path, 0o777 & ~user_umask())
+    return bool(missing)
 
 
 def max_file_bytes(environ: os._Environ[str] | dict[str, str] = os.environ) -> int:

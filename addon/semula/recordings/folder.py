@@ -25,6 +25,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -241,8 +242,8 @@ class RecordingsFolder:
         text, blobs = dumps_with_sidecars(recording_from_entry(entry), sidecars.threshold())
         try:
             path = contained(self.root, rel)
-            make_directories(path.parent)
-            path = contained(self.root, rel)  # again: a link planted while the directories were made
+            if make_directories(path.parent):
+                path = contained(self.root, rel)  # again: a link planted while the directories were made
             for _, data in blobs:  # first: the file never refers to a sidecar not there yet
                 sidecars.write(self.root, rel.rpartition("/")[0], data)
             write_atomically(path, text)
@@ -326,9 +327,7 @@ class RecordingsFolder:
     def _saw_directory(self, directory: Path) -> None:
         """This proxy's own write or delete changed `directory`: not a change to load."""
         try:
-            parts = directory.relative_to(self.root).parts
-            parent_times = {"/".join(parts[:depth]) or ".": os.stat(os.path.join(self.root, *parts[:depth])).st_mtime_ns
-                            for depth in range(len(parts) + 1)}  # the directory and its parents up to the root
+            parent_times = {key: os.stat(path).st_mtime_ns for key, path in _up_to(self.root, directory)}
         except (OSError, ValueError):
             return
         self.directories.update(parent_times)
@@ -480,6 +479,13 @@ class RecordingsFolder:
                     log.error("semula: recording #%s was not exported: %s", entry_id, e)
         self._save_manifest()
         return count
+
+
+@lru_cache(maxsize=256)
+def _up_to(root: Path, directory: Path) -> tuple[tuple[str, str], ...]:
+    """(key in `directories`, path) of `directory` and each parent up to `root` (the same few, again and again)."""
+    parts = directory.relative_to(root).parts
+    return tuple(("/".join(parts[:depth]) or ".", os.path.join(root, *parts[:depth])) for depth in range(len(parts) + 1))
 
 
 def _plain(rel: Any) -> bool:
