@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 import time
 from dataclasses import replace
 from functools import lru_cache
@@ -57,6 +58,10 @@ log = logging.getLogger("semula")
 
 REPLAY_REFUSAL_STATUS = 404  # a 4xx that SDKs do not retry (not 408/409/429)
 BIG_BODY_BYTES = 256 * 1024  # larger request bodies are parsed and fingerprinted off the event loop
+# How long a thread holds the GIL while another waits for it (Python's default: 5 ms). The event loop,
+# the store thread, the near-search readers and the embedder take turns; at 5 ms an embedding beside one
+# busy thread took 23 ms instead of 12 (1 ms: 16; benchmark/results/embedding.md).
+GIL_SWITCH_SECONDS = 0.001
 
 
 class SemulaAddon:
@@ -81,6 +86,7 @@ class SemulaAddon:
 
     def load(self, loader: Any) -> None:
         limit_arenas()  # before the store's threads start
+        sys.setswitchinterval(GIL_SWITCH_SECONDS)
         start_trimming()
         options.declare(loader)
 

@@ -19,7 +19,7 @@ import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path, PurePosixPath
 
 SKIPPED_PREFIX = ("_", ".")  # folder metadata (_semula.json), editor and git files
@@ -119,6 +119,14 @@ def contained(root: Path, rel: str) -> Path:
     if os.path.commonpath((real_root, os.path.realpath(os.path.dirname(path)))) != real_root:
         raise UnsafePath(f"{path} leaves the recordings folder {root}")
     return path
+
+
+@lru_cache(maxsize=256)
+def up_to(root: Path, directory: Path) -> tuple[tuple[str, str], ...]:
+    """(relative key, path) of `directory` and of each parent up to `root`: "." for the root itself.
+    Cached: a folder's writes go to the same few directories again and again."""
+    parts = directory.relative_to(root).parts
+    return tuple(("/".join(parts[:depth]) or ".", os.path.join(root, *parts[:depth])) for depth in range(len(parts) + 1))
 
 
 @dataclass(frozen=True)

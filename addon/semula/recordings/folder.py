@@ -25,7 +25,6 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +46,7 @@ from semula.recordings.files import (
     read_capped,
     remove_stale_temps,
     scan,
+    up_to,
     write_atomically,
 )
 from semula.recordings import sidecars
@@ -327,7 +327,7 @@ class RecordingsFolder:
     def _saw_directory(self, directory: Path) -> None:
         """This proxy's own write or delete changed `directory`: not a change to load."""
         try:
-            parent_times = {key: os.stat(path).st_mtime_ns for key, path in _up_to(self.root, directory)}
+            parent_times = {key: os.stat(path).st_mtime_ns for key, path in up_to(self.root, directory)}
         except (OSError, ValueError):
             return
         self.directories.update(parent_times)
@@ -479,13 +479,6 @@ class RecordingsFolder:
                     log.error("semula: recording #%s was not exported: %s", entry_id, e)
         self._save_manifest()
         return count
-
-
-@lru_cache(maxsize=256)
-def _up_to(root: Path, directory: Path) -> tuple[tuple[str, str], ...]:
-    """(key in `directories`, path) of `directory` and each parent up to `root` (the same few, again and again)."""
-    parts = directory.relative_to(root).parts
-    return tuple(("/".join(parts[:depth]) or ".", os.path.join(root, *parts[:depth])) for depth in range(len(parts) + 1))
 
 
 def _plain(rel: Any) -> bool:
