@@ -37,6 +37,9 @@ DEFAULT_MAX_TOKENS = 100_000
 @click.option("--json", "report_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="also write the full report (shape changes, diffs) to this JSON file")
 @click.option("--base-url", default=None, help="send to this base URL instead of the recording's host (a gateway)")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="HOST",
+              help="also re-send the generic recordings of this host (one you added with --extra-host), with no "
+                   "API key; provider recordings go only to their provider's own hosts")
 @click.option("--header", "headers", multiple=True, metavar="NAME:VALUE", help="a header added to every call")
 @click.option("--proxy", default=None, help="send through this HTTP proxy")
 @click.option("--ca-bundle", type=click.Path(exists=True, dir_okay=False), default=None,
@@ -44,15 +47,15 @@ DEFAULT_MAX_TOKENS = 100_000
 @click.option("--fail", is_flag=True, help="exit 1 when a recording drifted (a CI gate)")
 def drift(folder: Path | None, project: str | None, path_glob: str | None, max_age: str | None, sample: int | None,
           seed: int, max_calls: int, max_tokens: int, min_similarity: float, update: bool, report_path: Path | None,
-          base_url: str | None, headers: tuple[str, ...], proxy: str | None, ca_bundle: str | None,
-          fail: bool) -> None:
+          base_url: str | None, allow_hosts: tuple[str, ...], headers: tuple[str, ...], proxy: str | None,
+          ca_bundle: str | None, fail: bool) -> None:
     """Re-send recorded requests to the live provider and report what changed (status, JSON shape by path,
     stream events, usage, answer text). Never changes a recording unless --update."""
     import httpx
 
     from semula.cli.recordings_cmd import default_recordings
     from semula.drift import run, select
-    from semula.drift.send import has_key
+    from semula.drift.send import NotSent, allowed, has_key, target_of
 
     if os.environ.get("SEMULA_MODE", "").strip().lower() == "replay":
         raise click.ClickException("SEMULA_MODE=replay: drift calls the live API, it never runs in replay mode")
@@ -69,15 +72,22 @@ def drift(folder: Path | None, project: str | None, path_glob: str | None, max_a
     scoped = select.in_scope(items, project=project, path_glob=path_glob, older_than=older_than, now=now,
                              sample=sample, seed=seed)
     sent, left_out = select.capped(scoped, max_calls, max_tokens)
-    keyed = [s for s in sent if has_key(s.recording.provider)]
+    allow = allowed(allow_hosts)
+    sendable = []
+    for item in sent:
+        try:
+            sendable.append((item, target_of(item.recording, allow)))
+        except NotSent:
+            pass  # its row says why
+    keyed = [s for s, target in sendable if not target.keyed or has_key(s.recording.provider)]
     click.echo(f"drift: {len(scoped)} recording(s) in scope in {root}; sending at most {len(sent)} call(s) "
                f"(--max-calls {max_calls}), about {sum(s.tokens for s in sent)} recorded tokens "
                f"(--max-tokens {max_tokens}){'; --update re-records drifted ones in place' if update else ''}")
-    if sent and not keyed:
-        providers = sorted({s.recording.provider for s in sent})
+    if sendable and not keyed:
+        providers = sorted({s.recording.provider for s, _ in sendable})
         raise click.ClickException(f"no real API key in the environment for {', '.join(providers)}: drift calls "
                                    "the live API (set the key the provider's SDK reads, e.g. OPENAI_API_KEY)")
-    options = run.DriftOptions(base_url=base_url, extra_headers=extra, max_tokens=max_tokens,
+    options = run.DriftOptions(base_url=base_url, allow_hosts=allow, extra_headers=extra, max_tokens=max_tokens,
                                min_similarity=min_similarity, update=update)
     verify = ssl.create_default_context(cafile=ca_bundle) if ca_bundle else True
     with httpx.Client(proxy=proxy, verify=verify, trust_env=False, timeout=120) as client:

@@ -22,7 +22,7 @@ from semula.core.redact import FingerprintKey, redact_text
 from semula.core.settings import ProjectSettings
 from semula.drift import compare
 from semula.drift.select import Selected
-from semula.drift.send import Live, NoKey, auth_header, send
+from semula.drift.send import Live, NoKey, NotSent, auth_header, send, target_of
 from semula.providers import adapter_for
 from semula.providers.sse import split_frames
 from semula.recordings.entry import Answer, recording_of, semula_version
@@ -48,6 +48,7 @@ class Row:
 @dataclass(frozen=True)
 class DriftOptions:
     base_url: str | None = None
+    allow_hosts: frozenset[str] = frozenset()  # --allow-host: generic recordings' hosts the user vouches for
     extra_headers: tuple[tuple[str, str], ...] = ()
     max_tokens: int | None = None
     min_similarity: float = compare.TEXT_DRIFT_BELOW
@@ -83,11 +84,12 @@ def _check_one(root: Path, item: Selected, client: httpx.Client, options: DriftO
                environ: Mapping[str, str]) -> Row:
     recording = item.recording
     try:
-        auth = auth_header(recording.provider, environ)
-    except NoKey as e:
+        target = target_of(recording, options.allow_hosts)
+        auth = auth_header(recording.provider, environ) if target.keyed else None
+    except (NotSent, NoKey) as e:
         return Row(item.rel, recording.provider, "skipped", str(e))
     try:
-        live = send(client, recording, auth, options.base_url, list(options.extra_headers))
+        live = send(client, recording, target, auth, options.base_url, list(options.extra_headers))
     except ValueError as e:
         return Row(item.rel, recording.provider, "skipped", str(e))
     except httpx.HTTPError as e:

@@ -3,7 +3,13 @@
 The request is the recording's: method, host, endpoint, query, the headers that select behaviour
 (`anthropic-version`, beta flags) and the JSON body. The key is the caller's, read from the
 environment as the provider's SDK reads it; it goes in the request and nowhere else.
-`base_url` (tests, a gateway) replaces the scheme and host.
+
+Where a request goes is never the file's to say: a recordings folder comes from pull requests. The
+host is one the adapter registry lists for the recording's provider (the validator refused any other),
+the endpoint a plain path (ditto), and the URL is checked again here, at the edge, before a key is
+added. A generic recording (a host the user added to the proxy) is sent only to a host the user names
+again (`--allow-host`), with no key. `base_url` (tests, a gateway) is the user's own choice and
+replaces the scheme and host.
 """
 
 from __future__ import annotations
@@ -11,13 +17,16 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import httpx
 
+from semula.providers import GENERIC, is_provider_host
+from semula.providers.base import bare_host
 from semula.providers.rawbody import DESCRIPTOR_KEY
 from semula.recordings.format import Recording
+from semula.recordings.validate import endpoint_problem
 
 # provider -> (environment variables, in the order the SDK tries them; header; value template)
 KEYS: dict[str, tuple[tuple[str, ...], str, str]] = {
@@ -63,6 +72,38 @@ def has_key(provider: str, environ: Mapping[str, str] = os.environ) -> bool:
     return True
 
 
+class NotSent(ValueError):
+    """Drift may not send this recording where it says it went: the message says why."""
+
+
+@dataclass(frozen=True)
+class Target:
+    origin: str  # https://host, from the registry's hosts or the user's --allow-host
+    keyed: bool  # whether the provider's key goes with it
+
+
+def target_of(recording: Recording, allow_hosts: frozenset[str] = frozenset()) -> Target:
+    """Where a recording is re-sent, or NotSent. The loader's validator already refused other hosts
+    and endpoints; this is checked again at the edge where the key is added."""
+    if (bad := endpoint_problem(recording.endpoint)) is not None:
+        raise NotSent(f"endpoint {recording.endpoint!r:.60} {bad}: not sent")
+    host = bare_host(recording.host)  # a port or a trailing dot makes it differ: refused below
+    if recording.provider != GENERIC.name:
+        if recording.host.lower() != host or not is_provider_host(recording.provider, host):
+            raise NotSent(f"host {recording.host!r:.60} is not one of {recording.provider}'s hosts: not sent")
+        return Target(f"https://{host}", keyed=True)
+    named = recording.host.lower()
+    if named not in allow_hosts:
+        raise NotSent(f"{named} is not a provider's host: not sent (name it with --allow-host {named} to send "
+                      "this recording, with no API key)")
+    return Target(f"https://{named}", keyed=False)
+
+
+def allowed(values: Iterable[str]) -> frozenset[str]:
+    """`--allow-host` values as `target_of` compares them: lower case, no trailing dot."""
+    return frozenset(v.strip().lower().rstrip(".") for v in values if v.strip())
+
+
 @dataclass(frozen=True)
 class Live:
     status: int
@@ -85,13 +126,16 @@ def request_of(recording: Recording) -> tuple[str, str, list[tuple[str, str]], l
     return recording.method, recording.endpoint, query, headers, data
 
 
-def send(client: httpx.Client, recording: Recording, auth: tuple[str, str], base_url: str | None,
-         extra_headers: list[tuple[str, str]]) -> Live:
+def send(client: httpx.Client, recording: Recording, target: Target, auth: tuple[str, str] | None,
+         base_url: str | None, extra_headers: list[tuple[str, str]]) -> Live:
     method, endpoint, query, headers, data = request_of(recording)
-    url = (base_url.rstrip("/") if base_url else f"https://{recording.host}") + endpoint
+    origin = base_url.rstrip("/") if base_url else target.origin
+    url = httpx.URL(origin + endpoint)
+    if url.host != httpx.URL(origin).host or url.port != httpx.URL(origin).port or url.userinfo:
+        raise NotSent(f"{origin + endpoint!r:.80} does not stay on {origin}: not sent")
     started = time.perf_counter()
     response = client.request(method, url, params=query, content=data,
-                              headers=[*headers, auth, *extra_headers])
+                              headers=[*headers, *([auth] if auth else []), *extra_headers])
     body = response.content
     return Live(response.status_code, list(response.headers.multi_items()), body,
                 (time.perf_counter() - started) * 1000)

@@ -48,6 +48,8 @@ __all__ = [
     "adapter_for",
     "allow_hosts_regexes",
     "host_matches",
+    "is_provider_host",
+    "provider_hosts",
     "side_call_for",
     "stream_frames",
     "stream_framer",
@@ -82,6 +84,17 @@ def adapter_for(host: str, path: str) -> Adapter:
         if adapter.handles(host, path):
             return adapter
     return GENERIC
+
+
+def is_provider_host(provider: str, host: str) -> bool:
+    """Whether `host` (a bare name, no port) is one of `provider`'s own hosts in the registry. The generic
+    provider owns none: its recordings are of the hosts a user added, which only the user can vouch for."""
+    return ":" not in host and any(a.name == provider and a.serves_host(host) for a in ADAPTERS)
+
+
+def provider_hosts(provider: str) -> tuple[str, ...]:
+    """The host patterns registered for `provider`, for messages."""
+    return tuple(dict.fromkeys(h for a in ADAPTERS if a.name == provider for h in a.hosts))
 
 
 def side_call_for(host: str, path: str, project_paths: Sequence[SidePath] = ()) -> SideCall | None:

@@ -83,7 +83,12 @@ class Adapter:
     intercepted_by_default: bool = True
 
     def handles(self, host: str, path: str) -> bool:
-        return host_matches(host, self.hosts) and self._handles_path(path)
+        return self.serves_host(host) and self._handles_path(path)
+
+    def serves_host(self, host: str) -> bool:
+        """Whether `host` is one of this provider's own: where a recording of it may say it went, and
+        the only place `semula drift` sends its key."""
+        return host_matches(host, self.hosts)
 
     def _handles_path(self, path: str) -> bool:
         return True

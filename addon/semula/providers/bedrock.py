@@ -142,8 +142,11 @@ class BedrockAdapter(Adapter):
     hosts = BEDROCK_HOSTS
 
     def handles(self, host: str, path: str) -> bool:
+        return self.serves_host(host) and _PATH.match(path) is not None
+
+    def serves_host(self, host: str) -> bool:
         host = bare_host(host)
-        return (host_matches(host, self.hosts) or _REGIONAL.match(host) is not None) and _PATH.match(path) is not None
+        return host_matches(host, self.hosts) or _REGIONAL.match(host) is not None
 
     def _read(self, raw: RawRequest, body: dict[str, Any]) -> CanonicalRequest:
         model, operation = _operation(raw.path)

@@ -5,6 +5,12 @@ name a path, a header or a number the proxy later acts on. This module says, for
 document, whether each field has the type and range a recording can have, and names the first
 field that does not ("response.status 99999 is not 100-599"). Nothing that fails here reaches the
 store, a path or a client. Pure: a JSON value in, a problem (or None) out.
+
+`host` and `endpoint` are where `semula drift` sends the user's key, so they are held to what the
+proxy itself can write: a provider's recording names one of that provider's registered hosts (no port),
+and an endpoint is a plain path that cannot move the request's authority (`//x`, `@x`, `\\`).
+Recordings of the generic provider are of hosts a user added to the proxy; any host name passes
+here, and drift sends them nowhere unless the user names the host again (`--allow-host`).
 """
 
 from __future__ import annotations
@@ -12,9 +18,11 @@ from __future__ import annotations
 import math
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 from semula.core.httpfields import header_problem
 from semula.core.settings import PROJECT_NAME
+from semula.providers import GENERIC, is_provider_host, provider_hosts
 from semula.recordings.sidecars import reference_problem
 
 MAX_DEPTH = 128  # nesting of the whole document; a real request's JSON schemas stay far below this
@@ -50,6 +58,29 @@ def depth_problem(value: Any, limit: int = MAX_DEPTH) -> str | None:
     return None
 
 
+def endpoint_problem(endpoint: Any) -> str | None:
+    """Why `endpoint` is not a plain path that `https://<host>` + it keeps on that host, or None."""
+    if not isinstance(endpoint, str):
+        return "is not text"
+    if not endpoint.startswith("/") or endpoint.startswith("//"):
+        return "is not a path (one '/' first)"
+    if "\\" in endpoint or any(ord(c) < 0x20 or ord(c) == 0x7F for c in endpoint):
+        return "holds a backslash or a control character"
+    parts = urlsplit(endpoint)
+    if parts.scheme or parts.netloc or urlsplit(f"https://h.test{endpoint}").netloc != "h.test":
+        return "would change the host it is sent to"
+    return None
+
+
+def host_problem(provider: str, host: Any) -> str | None:
+    """Why a recording of `provider` cannot say it went to `host`, or None."""
+    if not isinstance(host, str) or not _HOST.match(host):
+        return "is not a host name"
+    if provider == GENERIC.name or is_provider_host(provider, host):
+        return None
+    return f"is not one of {provider}'s hosts ({', '.join(provider_hosts(provider))})"
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -83,7 +114,8 @@ def _request(request: Any, provider: str) -> None:
     if request.get("provider") != provider:
         raise Invalid(f"request.provider {request.get('provider')!r:.60} is not the file's provider {provider!r}")
     _text(request["method"], "request.method")
-    _text(request["endpoint"], "request.endpoint")
+    if (bad := endpoint_problem(request["endpoint"])) is not None:
+        raise Invalid(f"request.endpoint {request['endpoint']!r:.60} {bad}")
     _text(request.get("model"), "request.model", optional=True)
     _text(request.get("system"), "request.system", optional=True)
     _text(request.get("instructions"), "request.instructions", optional=True)
@@ -169,12 +201,13 @@ def check(data: Any, providers: frozenset[str]) -> None:
     if not isinstance(provider, str) or provider not in providers:
         raise Invalid(f"provider {provider!r:.60} is not one of {', '.join(sorted(providers))}")
     host = data.get("host")
-    if not isinstance(host, str) or not _HOST.match(host):
-        raise Invalid(f"host {host!r:.60} is not a host name")
+    if (bad := host_problem(provider, host)) is not None:
+        raise Invalid(f"host {host!r:.60} {bad}")
     method = data.get("method")
     if not isinstance(method, str) or not _METHOD.match(method):
         raise Invalid(f"method {method!r:.60} is not an HTTP method")
-    _text(data.get("endpoint"), "endpoint")
+    if (bad := endpoint_problem(data.get("endpoint"))) is not None:
+        raise Invalid(f"endpoint {data.get('endpoint')!r:.60} {bad}")
     _text(data.get("model"), "model", optional=True)
     _text(data.get("recorded_at"), "recorded_at", optional=True)
     if not isinstance(data.get("streamed", False), bool):
