@@ -608,6 +608,9 @@ def gemini_generate(call: Call) -> Reply | StreamReply:
 
     if call.path_params["method"] == "generateContent":
         return Reply(200, chunk(text, final=True))
+    if "STREAM404" in last_user_text(call.body):  # as Gemini answers an unknown model on the stream endpoint
+        err = error_reply("gemini", 404, f"models/{model} is not found for API version v1beta")
+        return Reply(404, err.body, {"content-type": "text/event-stream"})
     pieces = deltas(text)
     chunks = [chunk(p, final=i == len(pieces) - 1) for i, p in enumerate(pieces)]
     if call.query.get("alt", [""])[0] == "sse":
@@ -704,11 +707,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         data = json.dumps(body).encode()
         if compress:
             data = gzip.compress(data)
+        headers = dict(headers or {})
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", headers.pop("content-type", "application/json"))  # a reply's own first
         if compress:
             self.send_header("Content-Encoding", "gzip")
-        for k, v in (headers or {}).items():
+        for k, v in headers.items():
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from semula.core.errorpolicy import replayed_note, unrecordable_status
+from semula.core.errorpolicy import replayed_note, unrecordable_answer, unrecordable_status
 
 
 @pytest.mark.parametrize(
@@ -55,3 +55,24 @@ def test_the_reason_names_the_status_and_the_option() -> None:
                                               (500, "replayed a recorded 500 answer")])
 def test_replayed_note(status: int, note: str | None) -> None:
     assert replayed_note(status) == note
+
+
+_GEMINI_404 = b'{"error": {"code": 404, "message": "models/x is not found", "status": "NOT_FOUND"}}'
+
+
+@pytest.mark.parametrize(
+    ("status", "record_errors", "complete", "recorded"),
+    [
+        (200, False, True, True), (200, False, False, False),  # a success is judged as a stream
+        (200, True, False, False),  # record_errors records errors, not cut streams
+        (404, False, False, True), (404, True, False, True),  # an error by its status, not as a stream
+        (400, False, False, True), (503, True, False, True),
+        (503, False, False, False), (429, False, True, False),
+    ],
+)
+def test_a_streamed_answer_is_judged_by_its_status_first(status: int, record_errors: bool, complete: bool,
+                                                         recorded: bool) -> None:
+    why_not = unrecordable_answer(status, record_errors, _GEMINI_404, True, lambda: complete)
+    assert (why_not is None) is recorded, why_not
+    assert unrecordable_answer(status, record_errors, _GEMINI_404, False, lambda: False) == \
+        unrecordable_status(status, record_errors, _GEMINI_404), "an unstreamed answer: the status alone"

@@ -11,13 +11,18 @@ gets again either: they too wait for `semula_record_errors`.
 One exception: Gemini answers a bad API key with a 400 (`API_KEY_INVALID`), and the key is never part
 of the fingerprint, so a 400 or 404 whose body says the key is wrong is treated like a 401: recorded,
 it would keep failing after the key is fixed.
+
+An error is judged by its status, whatever its content type: Gemini answers a 400 or 404 to
+`streamGenerateContent` with `content-type: text/event-stream` and a plain JSON body, which has no
+stream terminal event to look for. Only a success is judged as a stream (complete or cut).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-__all__ = ["DETERMINISTIC_ERRORS", "replayed_note", "unrecordable_status"]
+__all__ = ["DETERMINISTIC_ERRORS", "replayed_note", "unrecordable_answer", "unrecordable_status"]
 
 DETERMINISTIC_ERRORS: frozenset[int] = frozenset({400, 404, 422})
 # What an error body says when the key, not the request, is at fault (Gemini: 400 API_KEY_INVALID).
@@ -37,6 +42,17 @@ def unrecordable_status(status: int, record_errors: bool, body: bytes = b"") -> 
                 "401; --set semula_record_errors=true records every answer)")
     return (f"not recorded: upstream answered {status} (recorded by default: 2xx, and 400/404/422 errors; "
             "--set semula_record_errors=true records every answer)")
+
+
+def unrecordable_answer(status: int, record_errors: bool, body: bytes, streamed: bool,
+                        stream_complete: Callable[[], bool]) -> str | None:
+    """Why this answer is not recorded, or None: the status policy, then, for a streamed success only,
+    whether the stream reached its terminal event (`stream_complete`, asked only then)."""
+    if why_not := unrecordable_status(status, record_errors, body):
+        return why_not
+    if streamed and 200 <= status < 300 and not stream_complete():
+        return "not recorded: the stream ended without its terminal event"
+    return None
 
 
 def replayed_note(status: int) -> str | None:

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 
 from semula.core.request.canonical import CanonicalRequest
-from semula.core.errorpolicy import unrecordable_status
+from semula.core.errorpolicy import unrecordable_answer
 from semula.core.provenance import provenance_of
 from semula.core.redact import FingerprintKey, redact_text
 from semula.core.settings import ProjectSettings
@@ -108,11 +108,10 @@ def _check_one(root: Path, item: Selected, client: httpx.Client, options: DriftO
 def _rerecord(root: Path, item: Selected, live: Live, streamed: bool, adapter: Any, now: datetime) -> tuple[str, str]:
     """Write the live answer over the recording's file; (outcome, reason)."""
     recording = item.recording
-    if why_not := unrecordable_status(live.status, False, live.body):
-        return "drifted", why_not.replace("--set semula_record_errors=true", "re-record by hand")
     frames = split_frames(live.body) if streamed else []
-    if streamed and not adapter.stream_complete(frames):
-        return "drifted", "not recorded: the stream ended without its terminal event"
+    if why_not := unrecordable_answer(live.status, False, live.body, streamed,
+                                      lambda: adapter.stream_complete(frames)):
+        return "drifted", why_not.replace("--set semula_record_errors=true", "re-record by hand")
     usage = adapter.usage_from_frames(frames) if streamed else adapter.usage_from_body(live.body)
     provenance = provenance_of((recording.provenance or {}).get("user_agent"), live.body, streamed, semula_version())
     answer = Answer(host=recording.host, body=live.body, status=live.status, headers=live.headers, streamed=streamed,

@@ -25,7 +25,7 @@ from semula.core.bypass import NO_CACHE_HEADER, no_cache_header
 from semula.core.request.canonical import CanonicalRequest
 from semula.core.cascade import Candidate, NearSearch, Outcome, cascade
 from semula.core.decision import Action, Bypass, Decision, Kind, decide
-from semula.core.errorpolicy import replayed_note, unrecordable_status
+from semula.core.errorpolicy import replayed_note, unrecordable_answer
 from semula.core.explain import miss_message
 from semula.core.fasthit import fast_outcome
 from semula.core.modes import Mode
@@ -361,11 +361,8 @@ class SemulaAddon:
 
     def _unrecordable(self, adapter: Adapter, status: int, streamed: bool, frames: list[bytes],
                       body: bytes) -> str | None:
-        if why_not := unrecordable_status(status, self.settings.record_errors, body):
-            return why_not
-        if streamed and not adapter.stream_complete(frames):
-            return "not recorded: the stream ended without its terminal event"
-        return None
+        return unrecordable_answer(status, self.settings.record_errors, body, streamed,
+                                   lambda: adapter.stream_complete(frames))
 
     async def _record(self, state: FlowState, response: http.Response, body: bytes, usage: Usage,
                       upstream_ms: float | None, request_headers: http.Headers) -> int | None:

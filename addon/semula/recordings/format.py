@@ -156,9 +156,10 @@ def body_fields(body: bytes, streamed: bool, sidecar_above: int | None = None) -
     # Event-stream first: its CRCs make a false match impossible, and binary frames can be valid UTF-8.
     if streamed and (messages := readable_messages(body)) is not None:
         return {"body_eventstream": messages, "answer_text": "".join(_texts(payloads(messages)))}
-    if streamed and (frames := _sse_frames(body)) is not None:
-        return {"body_sse": frames, "answer_text": answer_text(body, frames)}
     ok, value = _json_body(body)
+    # A stream endpoint's error answer is one JSON document (Gemini's 404 as text/event-stream): kept as JSON.
+    if streamed and not ok and (frames := _sse_frames(body)) is not None:
+        return {"body_sse": frames, "answer_text": answer_text(body, frames)}
     if ok and (layout := _layout(value, body)) is not None:
         return {"body_json": value, "body_layout": layout, "answer_text": answer_text(body, None)}
     if ok:  # JSON in another layout: keep its exact bytes, and show the answer

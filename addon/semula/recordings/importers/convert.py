@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from urllib.parse import parse_qsl, urlsplit
 
 from semula.core.request.canonical import CanonicalRequest
-from semula.core.errorpolicy import unrecordable_status
+from semula.core.errorpolicy import unrecordable_answer
 from semula.core.provenance import provenance_of
 from semula.core.redact import FingerprintKey, clean_query, redact_text
 from semula.core.settings import DEFAULT_PROJECT, ProjectSettings
@@ -127,10 +127,9 @@ def _convert(item: Interaction, options: ImportOptions, key: FingerprintKey, now
     answer_body = decoded(item.response_body, header(item.response_headers, "content-encoding"), options.max_file_bytes)
     streamed = header(item.response_headers, "content-type").startswith("text/event-stream")
     frames = split_frames(answer_body) if streamed else []
-    if why_not := unrecordable_status(item.status, options.record_errors, answer_body):
+    if why_not := unrecordable_answer(item.status, options.record_errors, answer_body, streamed,
+                                      lambda: adapter.stream_complete(frames)):
         return Skipped(item.source, why_not.replace("--set semula_record_errors=true", "--record-errors"))
-    if streamed and not adapter.stream_complete(frames):
-        return Skipped(item.source, "not recorded: the stream ended without its terminal event")
     answer = Answer(host=host, body=answer_body, status=item.status, headers=folded(item.response_headers),
                     streamed=streamed, upstream_ms=item.upstream_ms,
                     usage=adapter.usage_from_frames(frames) if streamed else adapter.usage_from_body(answer_body),
