@@ -1,5 +1,5 @@
 """semula.review_web: the word and field highlight, the escaping of hostile prompts, and the server's
-token, CSRF and host checks against a real temporary store (the browser flow: tests/e2e/test_e2e_review_web.py)."""
+token, Origin and Host checks against a real temporary store (the browser flow: tests/e2e/test_e2e_review_web.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from semula.engine.engine import Engine
 from semula.engine.operations import run_operation
 from semula.proxy.admin import dumps
 from semula.review_web.highlight import ABSENT, FieldChange, Segment, field_changes, side_by_side, tokens, word_segments
-from semula.review_web.page import Filters, QueuePage, candidate_html, page_html
+from semula.review_web.page import Filters, QueuePage, candidate_html, queue_html, shell_html
 from semula.review_web.server import ReviewWeb, parse_filters
 from semula.store.selection import open_store
 
@@ -103,9 +103,11 @@ def test_every_piece_of_candidate_text_is_escaped() -> None:
 def test_the_page_has_only_its_own_script_and_escapes_the_filters_and_errors() -> None:
     page = QueuePage(Filters(project=HOSTILE, tier=HOSTILE, min_score=0.5), [HOSTILE], ["lexical", HOSTILE],
                      [hostile_candidate()], 1, error=HOSTILE)
-    text = page_html(page, token="tok-123", nonce="n0nce")
-    assert len(re.findall(r"<script", text)) == 1 and '<script nonce="n0nce">' in text
-    assert "<img" not in text and 'data-token="tok-123"' in text
+    text = queue_html(page)
+    assert "<script" not in text and "<img" not in text and "&lt;script&gt;" in text
+    shell = shell_html(nonce="n0nce")
+    assert len(re.findall(r"<script", shell)) == 1 and '<script nonce="n0nce">' in shell
+    assert "sessionStorage" in shell and "history.replaceState" in shell and "cookie" not in shell
 
 
 @pytest.mark.parametrize(("query", "filters", "problem"), [
@@ -169,58 +171,89 @@ def request(server: ReviewWeb, method: str, path: str, body: Any = None, **heade
 
 
 def signed_in(server: ReviewWeb) -> dict[str, str]:
-    status, headers, _ = request(server, "GET", f"/?token={server.token}&tier=lexical")
-    assert status == 303 and headers["location"] == "/?tier=lexical", headers
-    cookie = headers["set-cookie"]
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
-    return {"cookie": cookie.split(";")[0]}
+    """What the page's script sends: the token header (the same-origin GET carries no Origin)."""
+    return {"x-semula-token": server.token}
 
 
-def test_the_page_needs_the_token_and_then_shows_the_queue_escaped(web) -> None:
+def posting(server: ReviewWeb) -> dict[str, str]:
+    return {**signed_in(server), "origin": f"http://127.0.0.1:{server.port}"}
+
+
+def queue_page(server: ReviewWeb, query: str = "") -> str:
+    status, _, text = request(server, "GET", f"/api/queue{query}", **signed_in(server))
+    answer = json.loads(text)
+    assert status == 200 and answer["ok"], answer
+    return answer["html"]
+
+
+def test_the_shell_holds_nothing_and_the_queue_needs_the_token_and_is_escaped(web) -> None:
     server, _, ids = web
-    assert request(server, "GET", "/")[0] == 403
-    assert request(server, "GET", "/?token=wrong")[0] == 403
-    status, headers, page = request(server, "GET", "/", **signed_in(server))
-    assert status == 200 and "nonce-" in headers["content-security-policy"]
+    assert server.url == f"http://127.0.0.1:{server.port}/#token={server.token}"
+    status, headers, shell = request(server, "GET", "/")
+    assert status == 200 and "nonce-" in headers["content-security-policy"] and "set-cookie" not in headers
+    assert "museum" not in shell and server.token not in shell
+    assert request(server, "GET", f"/?token={server.token}")[0] == 400  # never in a query: logs, Referers
+    for headers in ({}, {"x-semula-token": "wrong"}, {"cookie": f"semula_review_{server.port}={server.token}"}):
+        status, answer, text = request(server, "GET", "/api/queue", **headers)
+        assert status == 401 and "museum" not in text and "set-cookie" not in answer, headers
+    assert request(server, "GET", "/api/queue", **signed_in(server), host="evil.example:80")[0] == 403
+    page = queue_page(server)
     assert f'id="c-{ids[0]}"' in page and f'id="c-{ids[1]}"' in page
     assert '<del class="w">city</del>' in page and '<ins class="w">town</ins>' in page
-    assert "<img" not in page and len(re.findall("<script", page)) == 1
+    assert "<img" not in page and "<script" not in page
     for query, shown in (("min_score=0.8&tier=lexical", 2), ("min_score=0.81", 0), ("tier=embedding", 0),
                          ("project=other", 0), ("project=p", 2), ("min_score=oops", 2)):
-        page = request(server, "GET", f"/?{query}", **signed_in(server))[2]
+        page = queue_page(server, f"?{query}")
         assert page.count('<article class="card"') == shown, query
     assert "min score &#x27;oops&#x27; is not a number" in page
 
 
 def test_approve_and_reject_need_the_token_header_the_host_and_the_origin(web) -> None:
     server, engine, ids = web
-    cookie = signed_in(server)
-    token = {"x-semula-token": server.token}
-    assert request(server, "POST", "/api/approve", {"id": ids[0]}, **cookie)[0] == 403  # a cookie is not enough
-    assert request(server, "POST", "/api/approve", {"id": ids[0]}, **token, host="evil.example:80")[0] == 403
+    token, origin = signed_in(server), {"origin": f"http://127.0.0.1:{server.port}"}
+    cookie = {"cookie": f"semula_review_{server.port}={server.token}"}
+    assert request(server, "POST", "/api/approve", {"id": ids[0]}, **cookie, **origin)[0] == 401
+    assert request(server, "POST", "/api/approve", {"id": ids[0]}, **posting(server), host="evil.example:80")[0] == 403
     assert request(server, "POST", "/api/approve", {"id": ids[0]}, **token, origin="http://evil.example")[0] == 403
+    assert request(server, "POST", "/api/approve", {"id": ids[0]}, **token)[0] == 403  # no Origin: not the page
     assert engine.store.candidate(ids[0])["status"] == "open"
-    status, _, text = request(server, "POST", "/api/approve", {"id": ids[0]}, **token,
-                              origin=f"http://127.0.0.1:{server.port}")
+    status, _, text = request(server, "POST", "/api/approve", {"id": ids[0]}, **posting(server))
     answer = json.loads(text)
     assert status == 200 and answer["ok"] and f"approved #{ids[0]}" in answer["message"], answer
     assert engine.store.candidate(ids[0])["status"] == "approved"
-    again = json.loads(request(server, "POST", "/api/approve", {"id": ids[0]}, **token)[2])
+    again = json.loads(request(server, "POST", "/api/approve", {"id": ids[0]}, **posting(server))[2])
     assert again == {"ok": False, "error": f"candidate #{ids[0]} is already approved"}
-    rejected = json.loads(request(server, "POST", "/api/reject", {"id": ids[1]}, **token)[2])
+    rejected = json.loads(request(server, "POST", "/api/reject", {"id": ids[1]}, **posting(server))[2])
     assert rejected["ok"] and engine.store.candidate(ids[1])["status"] == "rejected"
+
+
+@pytest.mark.parametrize(("bound", "host", "ok"), [
+    ("127.0.0.1", "127.0.0.1:{port}", True), ("127.0.0.1", "localhost:{port}", True),
+    ("127.0.0.1", "127.0.0.1:1", False), ("127.0.0.1", "rebind.example:{port}", False), ("127.0.0.1", "", False),
+    ("0.0.0.0", "192.0.2.7:{port}", True), ("0.0.0.0", "rebind.example:{port}", False),
+])
+def test_the_host_header_must_name_this_server(bound: str, host: str, ok: bool) -> None:
+    @contextmanager
+    def nothing() -> Iterator[Any]:
+        yield None
+
+    server = ReviewWeb(nothing, host=bound)
+    try:
+        assert server.host_ok(host.format(port=server.port)) is ok
+    finally:
+        server.close()
 
 
 def test_a_bad_body_is_a_clear_error_and_the_server_keeps_serving(web) -> None:
     server, _, _ = web
     for body in (b"not json", b"[]", b'{"id": "7"}', b'{"id": true}', b'{"id": -1}', b"{}"):
-        status, _, text = request(server, "POST", "/api/reject", body, **{"x-semula-token": server.token})
+        status, _, text = request(server, "POST", "/api/reject", body, **posting(server))
         assert status == 200 and json.loads(text) == {"ok": False, "error": 'give the candidate\'s id as a positive '
                                                                             'integer: {"id": 7}'}, body
-    missing = json.loads(request(server, "POST", "/api/reject", {"id": 999}, **{"x-semula-token": server.token})[2])
+    missing = json.loads(request(server, "POST", "/api/reject", {"id": 999}, **posting(server))[2])
     assert missing == {"ok": False, "error": "no review candidate #999"}
-    assert request(server, "POST", "/api/approve", b"x" * 5000, **{"x-semula-token": server.token})[0] == 413
-    assert request(server, "GET", "/", **signed_in(server))[0] == 200
+    assert request(server, "POST", "/api/approve", b"x" * 5000, **posting(server))[0] == 413
+    assert request(server, "GET", "/api/queue", **signed_in(server))[0] == 200
 
 
 def test_a_candidate_whose_recording_was_deleted_still_renders() -> None:

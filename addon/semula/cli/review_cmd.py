@@ -101,6 +101,24 @@ def review_reject(candidate_id: int, data_dir: Path) -> None:
     click.echo(f"rejected #{candidate_id}: this pairing will never be queued or served again")
 
 
+def launch_file(url: str) -> Path:
+    """A page only this user can read that sends the browser on to `url`.
+
+    The browser is started with this file's path, not the URL: a command line is readable by every
+    local user (`ps`), and the URL holds the token. The directory is private (0700, mkdtemp)."""
+    import html
+    import json
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="semula-review-"))
+    page = folder / "open.html"
+    page.touch(mode=0o600)
+    page.write_text('<!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer">'
+                    f"<title>semula review</title><script>location.replace({json.dumps(url)})</script>"
+                    f'<p><a href="{html.escape(url)}">open semula review</a></p>\n', encoding="utf-8")
+    return page
+
+
 @review.command("web")
 @data_dir_option
 @click.option("--project", default=None, help="show this project's candidates first (the page's filter can change it)")
@@ -109,7 +127,11 @@ def review_reject(candidate_id: int, data_dir: Path) -> None:
               help="the address to listen on; anything but loopback lets other machines try the token")
 @click.option("--no-open", is_flag=True, help="print the URL only; don't open a browser")
 def review_web(data_dir: Path, project: str | None, port: int, host: str, no_open: bool) -> None:
-    """Review in the browser: both requests side by side, changes highlighted, approve/reject (keys a, r, j, k)."""
+    """Review in the browser: both requests side by side, changes highlighted, approve/reject (keys a, r, j, k).
+
+    The URL carries this run's token after `#`: the page keeps it in its own tab and never sends it
+    anywhere but as a header to this server. Printed once, here, for you to open."""
+    import shutil
     import webbrowser
 
     from semula.review_web.server import ReviewWeb
@@ -123,11 +145,14 @@ def review_web(data_dir: Path, project: str | None, port: int, host: str, no_ope
         click.echo(f"warning: listening on {host}, not loopback: anyone who can reach it and learns the URL "
                    "can approve", err=True)
     click.echo(f"semula review web: {web.url}  (Ctrl-C to stop)", err=False)
-    if not no_open:
-        webbrowser.open(web.url)
+    launcher = None if no_open else launch_file(web.url)
     try:
+        if launcher is not None:
+            webbrowser.open(launcher.as_uri())
         web.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         web.close()
+        if launcher is not None:
+            shutil.rmtree(launcher.parent, ignore_errors=True)

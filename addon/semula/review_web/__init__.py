@@ -1,7 +1,7 @@
 """`semula review web`: the review queue in a local browser page.
 
-A small stdlib HTTP server (bound to loopback, a random token per run, approve and reject only as
-POSTs carrying it) renders each open candidate with its two requests side by side, the changed words
+A small stdlib HTTP server (bound to loopback, a random token per run that only the page's own
+origin holds and sends as a header) renders each open candidate with its two requests side by side, the changed words
 and fields highlighted, and calls the same review operations as `semula review approve|reject`, so an
 approval writes the same alias (store and recordings folder) by the same code path.
 

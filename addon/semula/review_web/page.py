@@ -1,8 +1,10 @@
 """The review page: the open candidates as cards, from the plain dicts `review.show` returns.
 
 Every value that came from a request, an answer or the store is escaped here (`highlight.escape`)
-or by `highlight`'s diff; the only markup is this module's own. The script and style carry the
-response's CSP nonce, and the script reads the token from the page, so only this page can POST.
+or by `highlight`'s diff; the only markup is this module's own. The page is split in two: a shell
+(`shell_html`: no data, served to anyone who names this server) whose nonce'd script takes the token
+from the URL's fragment into sessionStorage, and the queue (`queue_html`), which the script fetches
+with the token in a header and inserts, so nothing queued is ever sent without the token.
 """
 
 from __future__ import annotations
@@ -128,7 +130,8 @@ def _filters_html(page: QueuePage) -> str:
  <button type="submit">filter</button></form>"""
 
 
-def page_html(page: QueuePage, token: str, nonce: str) -> str:
+def queue_html(page: QueuePage) -> str:
+    """The filters, the summary and the cards: what `GET /api/queue` answers and the shell's script inserts."""
     shown = len(page.candidates)
     if page.error:
         summary = f'<p class="error">{escape(page.error)}</p>'
@@ -139,11 +142,16 @@ def page_html(page: QueuePage, token: str, nonce: str) -> str:
         summary = f'<p class="muted">{page.matching} open candidate(s){escape(more)} · keys: j/k next/previous, ' \
                   "a approve, r reject</p>"
     cards = "".join(candidate_html(c) for c in page.candidates)
+    return f"{_filters_html(page)}{summary}<div class=\"cards\">{cards}</div>"
+
+
+def shell_html(nonce: str) -> str:
+    """The page without data or token: its script loads the queue with the token this tab holds."""
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>semula review</title>
 <meta name="referrer" content="no-referrer"><style nonce="{escape(nonce)}">{STYLE}</style></head>
-<body data-token="{escape(token)}"><h1>semula review</h1>{_filters_html(page)}{summary}
-<main>{cards}</main><script nonce="{escape(nonce)}">{SCRIPT}</script></body></html>"""
+<body><h1>semula review</h1><p class="muted" id="status" role="status">loading the review queue…</p>
+<main></main><script nonce="{escape(nonce)}">{SCRIPT}</script></body></html>"""
 
 
 STYLE = """
@@ -164,8 +172,16 @@ table.fields{border-collapse:collapse;margin:.5rem 0} .fields td,.fields th{bord
 
 SCRIPT = """
 (() => {
-  const token = document.body.dataset.token;
-  const cards = Array.from(document.querySelectorAll('article.card'));
+  const KEY = 'semula-review-token';  // sessionStorage: this tab and this origin (scheme, host, port) only
+  const given = new URLSearchParams(location.hash.slice(1)).get('token');
+  if (given) {
+    sessionStorage.setItem(KEY, given);
+    history.replaceState(null, '', location.pathname + location.search);  // out of the address bar and history
+  }
+  const token = sessionStorage.getItem(KEY);
+  const status = document.getElementById('status');
+  const main = document.querySelector('main');
+  let cards = [];
   let current = -1;
   function select(i) {
     if (!cards.length) return;
@@ -174,21 +190,23 @@ SCRIPT = """
     cards[current].scrollIntoView({block: 'nearest'});
     cards[current].focus({preventScroll: true});
   }
+  async function call(path, init) {
+    try {
+      const response = await fetch(path, {...init, cache: 'no-store', credentials: 'omit',
+        headers: {...(init.headers || {}), 'X-Semula-Token': token}});
+      return await response.json();
+    } catch (e) {
+      return {ok: false, error: String(e)};
+    }
+  }
   async function decide(card, action) {
     if (card.dataset.done) return;
     const buttons = card.querySelectorAll('button');
     const result = card.querySelector('.result');
     buttons.forEach(b => b.disabled = true);
     result.textContent = action === 'approve' ? 'approving…' : 'rejecting…';
-    let data;
-    try {
-      const response = await fetch('/api/' + action, {method: 'POST', credentials: 'same-origin',
-        headers: {'Content-Type': 'application/json', 'X-Semula-Token': token},
-        body: JSON.stringify({id: Number(card.dataset.id)})});
-      data = await response.json();
-    } catch (e) {
-      data = {ok: false, error: String(e)};
-    }
+    const data = await call('/api/' + action, {method: 'POST', headers: {'Content-Type': 'application/json'},
+      body: JSON.stringify({id: Number(card.dataset.id)})});
     if (data.ok) {
       card.dataset.done = action;
       card.classList.add(action === 'approve' ? 'approved' : 'rejected');
@@ -201,17 +219,32 @@ SCRIPT = """
       buttons.forEach(b => b.disabled = false);
     }
   }
-  cards.forEach((card, n) => {
-    card.addEventListener('click', () => select(n));
-    card.querySelectorAll('button[data-action]').forEach(b =>
-      b.addEventListener('click', e => { e.stopPropagation(); select(n); decide(card, b.dataset.action); }));
-  });
+  async function load() {
+    if (!token) {
+      status.textContent = 'no token in this tab: open the URL semula review web printed';
+      return;
+    }
+    const data = await call('/api/queue' + location.search, {method: 'GET'});
+    if (!data.ok) {
+      status.textContent = 'error: ' + data.error;
+      return;
+    }
+    main.innerHTML = data.html;  // the server's own markup: every stored value in it is escaped
+    status.remove();
+    cards = Array.from(main.querySelectorAll('article.card'));
+    cards.forEach((card, n) => {
+      card.addEventListener('click', () => select(n));
+      card.querySelectorAll('button[data-action]').forEach(b =>
+        b.addEventListener('click', e => { e.stopPropagation(); select(n); decide(card, b.dataset.action); }));
+    });
+    select(0);
+  }
   document.addEventListener('keydown', e => {
     if (e.ctrlKey || e.metaKey || e.altKey || e.target.closest('input,select,textarea')) return;
     if (e.key === 'j') select(current + 1);
     else if (e.key === 'k') select(current - 1);
     else if ((e.key === 'a' || e.key === 'r') && current >= 0) decide(cards[current], e.key === 'a' ? 'approve' : 'reject');
   });
-  select(0);
+  load();
 })();
 """
