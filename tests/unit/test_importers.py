@@ -49,11 +49,12 @@ def run_import(tmp_path: Path, source: str, *files: Path, args: tuple[str, ...] 
     res = CliRunner().invoke(main, ["import", "--from", source, *map(str, files), "--recordings",
                                     str(tmp_path / "rec"), "--json", *args], env=env)
     assert KEY not in res.output and GEMINI_KEY not in res.output
-    return res.exit_code, (json.loads(res.output) if res.exit_code == 0 else {"error": res.output})
+    assert "Traceback" not in res.output and res.exception is None or isinstance(res.exception, SystemExit), res.output
+    return res.exit_code, (json.loads(res.output) if res.output.startswith("{") else {"error": res.output})
 
 
 def reasons(report: dict[str, Any]) -> list[str]:
-    return [i["reason"] if i["result"] == "skipped" else "written" for i in report["items"]]
+    return [i["reason"] if i["result"] in ("skipped", "error") else "written" for i in report["items"]]
 
 
 def written_files(tmp_path: Path) -> list[Path]:
@@ -156,10 +157,14 @@ HOSTILE: list[tuple[str, Any, str]] = [
     ("a 500", [vcr_item(status={"code": 500})], "not recorded: upstream answered 500"),
     ("a stream cut short", [vcr_item(json.dumps({"model": "m", "stream": True, "messages": []}), SSE[:120],
                                      headers={"content-type": ["text/event-stream"]})], "without its terminal event"),
-    ("a duplicate", [vcr_item(), vcr_item()], "duplicate: the same request as c.json#1"),
+    ("a duplicate", [vcr_item(), vcr_item()], "c.json#1, which is imported"),
     ("headers that are a number", [vcr_item(headers=5)], "headers are a int"),
     ("not http", [vcr_item(uri="file:///etc/passwd")], "not an http(s) URL"),
 ]
+
+
+BROKEN = {"a non-dict interaction", "a dict without a response", "a status that is not one", "a body that is a list",
+          "headers that are a number"}
 
 
 @pytest.mark.parametrize(("label", "interactions", "reason"), HOSTILE, ids=[h[0] for h in HOSTILE])
@@ -167,7 +172,9 @@ def test_hostile_interactions_get_a_reason(tmp_path: Path, label: str, interacti
     path = tmp_path / "c.json"
     path.write_text(json.dumps({"interactions": interactions}))
     code, report = run_import(tmp_path, "vcr", path)
-    assert code == 0, report
+    broken = any(i["result"] == "error" for i in report["items"])
+    assert code == (1 if broken else 0), report  # a broken entry fails the command; a rule's skip does not
+    assert broken == (label in BROKEN), report
     assert any(reason in r for r in reasons(report)), reasons(report)
     no_secrets(tmp_path)
 
@@ -180,7 +187,7 @@ def test_hostile_files(tmp_path: Path) -> None:
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)
     code, report = run_import(tmp_path, "vcr", *(tmp_path / n for n in files))
-    assert code == 0
+    assert code == 1 and report["errors"] == 3, report  # a non-cassette is left out; a broken one is an error
     assert [r.split(":")[0] for r in reasons(report)] == ["not UTF-8 text", "not YAML", "not a VCR cassette",
                                                          "not JSON"], reasons(report)
 
@@ -208,7 +215,7 @@ def test_a_huge_body_is_refused_by_the_file_cap(tmp_path: Path) -> None:
     big = json.dumps({**json.loads(ANSWER), "pad": "x" * (2 * 2**20)})
     path.write_text(cassette(vcr_item(answer=big)))
     code, report = run_import(tmp_path, "vcr", path, env={"SEMULA_RECORDING_MAX_MB": "1"})
-    assert code == 0 and "over the 1 MB" in reasons(report)[0], reasons(report)
+    assert code == 1 and "over the 1 MB" in reasons(report)[0], reasons(report)
 
 
 def test_decoded_takes_a_body_that_does_not_decode_as_decoded() -> None:
@@ -251,7 +258,7 @@ def test_mitmproxy_flow_files(tmp_path: Path) -> None:
             writer.add(flow)
     (tmp_path / "garbage.mitm").write_bytes(b"\x00\x01 not a flow file at all")
     code, report = run_import(tmp_path, "mitmproxy", path, tmp_path / "garbage.mitm")
-    assert code == 0, report
+    assert code == 1 and report["errors"] == 1, report  # only the garbage file is an error
     got = reasons(report)
     assert got[0] == "written" and got[1].startswith("not a provider host") and got[2].startswith("no response")
     assert got[3] == "a TCPFlow, not an HTTP flow" and got[4].startswith("not a mitmproxy flow file"), got

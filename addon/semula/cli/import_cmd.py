@@ -1,6 +1,11 @@
 """`semula import --from vcr|har|mitmproxy PATH…`: other tools' recordings into the recordings folder.
 
 Without `--from` it is the older `semula import FOLDER` (recording files into the store).
+
+Exit status: 0 when every entry was written or left out by a rule (not a provider call, a duplicate,
+already in the folder, an error answer the policy does not record); 1 when any file or entry could
+not be imported (unreadable, hostile, over a cap) or a file could not be written. The good entries
+of the same command are written either way, and the summary line counts each kind.
 """
 
 from __future__ import annotations
@@ -32,12 +37,14 @@ from semula.recordings.importers import SOURCES
 @click.option("--repeats", type=click.Choice(["first", "sequence"]), default="first", show_default=True,
               help="a request recorded again: keep its first answer, or each in order (semula_repeats=sequence)")
 @click.option("--record-errors", is_flag=True, help="also import 401/403/429/5xx answers (semula_record_errors)")
+@click.option("--max-body-mb", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="request bodies over this many MB are not imported [default: the proxy's semula_max_body_mb, 32]")
 @click.option("--dry-run", is_flag=True, help="show what would be written, write nothing")
 @json_option
 @data_dir_option
 def import_command(paths: tuple[Path, ...], source: str | None, project: str, hosts: tuple[str, ...],
-                   folder: Path | None, fill: tuple[str, ...], repeats: str, record_errors: bool, dry_run: bool,
-                   as_json: bool, data_dir: Path) -> None:
+                   folder: Path | None, fill: tuple[str, ...], repeats: str, record_errors: bool,
+                   max_body_mb: float | None, dry_run: bool, as_json: bool, data_dir: Path) -> None:
     """Convert other tools' recordings into recording files (--from), or load a recordings FOLDER."""
     if source is None:
         from semula.cli.recordings_cmd import import_command as load_folder
@@ -60,14 +67,18 @@ def import_command(paths: tuple[Path, ...], source: str | None, project: str, ho
     except OSError as e:
         raise click.ClickException(str(e)) from None
     options = convert.ImportOptions(project=project, hosts=extra, record_errors=record_errors,
-                                    sequence=repeats == "sequence",
-                                    fill_headers=_fill_headers(fill))
+                                    sequence=repeats == "sequence", fill_headers=_fill_headers(fill),
+                                    **({"max_body_bytes": int(max_body_mb * 2**20)} if max_body_mb else {}))
     results = write.kept_existing(root, convert.plan(read.interactions(list(paths), source), options, key))
     failed: dict[str, str] = {}
     written = 0 if dry_run else write.write(root, results, lambda p, e: failed.__setitem__(p.source, str(e)))
     rows = [_row(r, dry_run, failed) for r in results]
+    errors = sum(1 for r in rows if r["result"] == "error")
     if as_json:
-        click.echo(json.dumps({"folder": str(root), "dry_run": dry_run, "written": written, "items": rows}, indent=2))
+        click.echo(json.dumps({"folder": str(root), "dry_run": dry_run, "written": written, "errors": errors,
+                               "unwritten": len(failed), "items": rows}, indent=2))
+        if errors or failed:
+            click.get_current_context().exit(1)
         return
     print_table(f"{'would write' if dry_run else 'import'} into {root}",
                 [{**r, "file or reason": r["file"] or r["reason"]} for r in rows],
@@ -75,9 +86,13 @@ def import_command(paths: tuple[Path, ...], source: str | None, project: str, ho
     skipped = sum(1 for r in rows if r["result"] == "skipped")
     done = (f"{sum(1 for r in rows if r['result'] == 'would write')} recording(s) would be written" if dry_run
             else f"{written} recording(s) written")
-    click.echo(f"{done}, {skipped} not converted (reasons above){'; nothing written (dry run)' if dry_run else ''}")
-    if failed:
-        raise click.ClickException(f"{len(failed)} file(s) could not be written")
+    click.echo(f"{done}, {skipped} left out by rule, {errors} could not be imported (reasons above)"
+               f"{'; nothing written (dry run)' if dry_run else ''}")
+    if errors or failed:
+        raise click.ClickException("; ".join(
+            ([f"{errors} entr{'y' if errors == 1 else 'ies'} could not be imported (the others were "
+              f"{'checked' if dry_run else 'written'})"] if errors else [])
+            + ([f"{len(failed)} file(s) could not be written"] if failed else [])))
 
 
 def _row(result: Any, dry_run: bool, failed: dict[str, str]) -> dict[str, Any]:
@@ -88,8 +103,8 @@ def _row(result: Any, dry_run: bool, failed: dict[str, str]) -> dict[str, Any]:
         return {"source": result.source, "result": "failed" if problem else "would write" if dry_run else "written",
                 "provider": result.provider, "status": result.status, "streamed": result.streamed,
                 "file": result.rel, "reason": problem}
-    return {"source": result.source, "result": "skipped", "provider": None, "status": None, "streamed": None,
-            "file": None, "reason": result.reason}
+    return {"source": result.source, "result": "error" if result.failed else "skipped", "provider": None,
+            "status": None, "streamed": None, "file": None, "reason": result.reason}
 
 
 def _fill_headers(values: tuple[str, ...]) -> dict[str, dict[str, str]]:

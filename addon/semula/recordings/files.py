@@ -25,6 +25,7 @@ from pathlib import Path, PurePosixPath
 SKIPPED_PREFIX = ("_", ".")  # folder metadata (_semula.json), editor and git files
 TEMP_PREFIX = ".tmp-"
 GITIGNORE = f"# semula: a write interrupted by a crash leaves its temporary file\n{TEMP_PREFIX}*\n"
+GITATTRIBUTES = "*.json linguist-generated=true\n"
 STALE_TEMP_SECONDS = 600.0  # older than any write in progress: a killed writer's
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024  # a recording file's size cap (SEMULA_RECORDING_MAX_MB)
 LINKED_DIRECTORY = ("a symbolic link to a directory: its files are not loaded, and semula does not write "
@@ -229,6 +230,28 @@ def write_bytes_atomically(path: Path, data: bytes, mode: int = 0o666) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def ensure_ignores(root: Path) -> None:
+    """The folder's `.gitignore` (temporary files) and `.gitattributes`, if absent: called before the
+    folder's first temporary file, so a writer killed mid-write never leaves one `git add` would take.
+
+    `.gitignore` itself is written in place, never through a temporary file of its own (nothing
+    ignores that one yet): created exclusively, not through a link, in one small write.
+    """
+    make_directories(root)
+    path = root / ".gitignore"
+    if not os.path.lexists(path):
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(path, flags, 0o666 & ~user_umask())
+        except FileExistsError:  # another writer made it meanwhile
+            pass
+        else:
+            with os.fdopen(fd, "wb") as f:
+                f.write(GITIGNORE.encode())
+    if not os.path.lexists(root / ".gitattributes"):
+        write_atomically(root / ".gitattributes", GITATTRIBUTES)
 
 
 def remove_stale_temps(root: Path, older_than: float = STALE_TEMP_SECONDS) -> int:

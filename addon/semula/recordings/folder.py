@@ -35,11 +35,11 @@ from semula.core.settings import ProjectSettings, SettingsError, validate_projec
 from semula.providers.base import Usage
 from semula.recordings.entry import Answer, recording_of, redacted_request
 from semula.recordings.files import (
-    GITIGNORE,
     Found,
     UnsafePath,
     contained,
     directory_times,
+    ensure_ignores,
     make_directories,
     max_file_bytes,
     plain_relative,
@@ -62,7 +62,6 @@ MANIFEST_FILE = "recordings-manifest.json"
 JOURNAL_FILE = "recordings-journal"  # in the data dir: recordings stored whose file may not be written yet
 META_FILE = "_semula.json"  # the folder's format and the salt of secrets' tags: commit it with the recordings
 FOLDER_FORMAT = "semula-recordings/1"
-GITATTRIBUTES = "*.json linguist-generated=true\n"
 SYNC_BATCH = 2000  # recordings per store transaction when loading
 LOAD_ERRORS = (RecordingFileError, SettingsError, UnicodeDecodeError, OSError)
 
@@ -216,6 +215,7 @@ class RecordingsFolder:
             log.warning("semula: %s is unreadable (%s); using the store's salt", meta, e)
             return default
         try:
+            ensure_ignores(self.root)  # before the first temporary file
             write_atomically(contained(self.root, META_FILE),
                              json.dumps({"format": FOLDER_FORMAT, "fingerprint_salt": default.hex()}, indent=2) + "\n")
         except OSError as e:
@@ -244,10 +244,10 @@ class RecordingsFolder:
             path = contained(self.root, rel)
             if make_directories(path.parent):
                 path = contained(self.root, rel)  # again: a link planted while the directories were made
+            ensure_ignores(self.root)  # before the first temporary file
             for _, data in blobs:  # first: the file never refers to a sidecar not there yet
                 sidecars.write(self.root, rel.rpartition("/")[0], data)
             write_atomically(path, text)
-            self._ensure_ignores()
         except OSError:
             self.unwritten.add(entry.id)
             if save:
@@ -301,8 +301,8 @@ class RecordingsFolder:
         rel, text = rel_and_text
         try:
             path = contained(self.root, rel)
+            ensure_ignores(self.root)  # before the first temporary file
             write_atomically(path, text)
-            self._ensure_ignores()
             self._saw_directory(path.parent)
         except OSError as e:
             log.error("semula: cannot write %s (%s): teammates and CI will not see it", self.root / rel, e)
@@ -310,12 +310,6 @@ class RecordingsFolder:
     def entry_of(self, rel: str) -> int | None:
         """The entry id of the recording file at `rel`, if it is loaded."""
         return (self.files.get(rel) or {}).get("entry_id")
-
-    def _ensure_ignores(self) -> None:
-        for name, text in ((".gitattributes", GITATTRIBUTES), (".gitignore", GITIGNORE)):
-            path = self.root / name
-            if not os.path.lexists(path):
-                write_atomically(path, text)
 
     # --- files that change under a running proxy -------------------------------------------
 

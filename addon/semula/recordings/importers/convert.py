@@ -18,7 +18,7 @@ from semula.core.request.canonical import CanonicalRequest
 from semula.core.errorpolicy import unrecordable_answer
 from semula.core.provenance import provenance_of
 from semula.core.redact import FingerprintKey, clean_query, redact_text
-from semula.core.settings import DEFAULT_PROJECT, ProjectSettings
+from semula.core.settings import DEFAULT_PROJECT, AddonSettings, ProjectSettings
 from semula.providers import DEFAULT_PROVIDER_HOSTS, adapter_for, host_matches, side_call_for
 from semula.providers.base import Adapter, AdapterError, RawRequest
 from semula.providers.sse import split_frames
@@ -34,8 +34,12 @@ from semula.recordings.importers.interaction import (
     decoded,
     folded,
     header,
+    reason_of,
 )
 from semula.store.types import Entry, NewEntry
+
+
+REQUEST_CAP = "the proxy's request body cap (semula_max_body_mb, --max-body-mb)"
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,8 @@ class ImportOptions:
     # filters `anthropic-*` headers (pydantic-ai's serializer) lost `anthropic-version`, which is matched
     fill_headers: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     max_file_bytes: int = field(default_factory=max_file_bytes)  # SEMULA_RECORDING_MAX_MB: bodies and files
+    # the proxy's own request body cap (semula_max_body_mb): a body it would not match is not imported
+    max_body_bytes: int = int(AddonSettings.max_body_mb * 2**20)
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,7 @@ class Planned:
 class Skipped:
     source: str
     reason: str
+    failed: bool = False  # the entry is broken, hostile or over a cap (not a call the rules leave out)
 
 
 def plan(items: Iterable[Interaction | Unreadable], options: ImportOptions, key: FingerprintKey,
@@ -80,7 +87,7 @@ def plan(items: Iterable[Interaction | Unreadable], options: ImportOptions, key:
     now = now or datetime.now(UTC).replace(tzinfo=None)
     for item in items:
         if isinstance(item, Unreadable):
-            out.append(Skipped(item.source, item.reason))
+            out.append(Skipped(item.source, item.reason, failed=item.failed))
             continue
         result = convert(item, options, key, now)
         if isinstance(result, Planned) and (first := claims.setdefault(result.claim, result.source)) != result.source:
@@ -98,8 +105,8 @@ def convert(item: Interaction, options: ImportOptions, key: FingerprintKey, now:
             occurrence: int = 1) -> Planned | Skipped:
     try:
         return _convert(item, options, key, now, occurrence)
-    except BadEntry as e:
-        return Skipped(item.source, str(e))
+    except Exception as e:  # a cap (BadEntry), or a hostile entry's surprise (`https://[::1/`): its own loss only
+        return Skipped(item.source, reason_of(e, "cannot be converted"), failed=True)
 
 
 def _convert(item: Interaction, options: ImportOptions, key: FingerprintKey, now: datetime,
@@ -113,7 +120,8 @@ def _convert(item: Interaction, options: ImportOptions, key: FingerprintKey, now
     path = url.path or "/"
     if side_call_for(host, path) is not None:
         return Skipped(item.source, f"a side call ({path[:60]}), not a model call: the proxy never records one")
-    body = decoded(item.request_body, header(item.request_headers, "content-encoding"), options.max_file_bytes)
+    body = decoded(item.request_body, header(item.request_headers, "content-encoding"),
+                   min(options.max_file_bytes, options.max_body_bytes), REQUEST_CAP)
     raw = RawRequest(method=item.method, host=host, path=redact_text(path, key),
                      query=tuple(parse_qsl(url.query, keep_blank_values=True)),
                      headers={k.lower(): v for k, v in folded(item.request_headers)}, body=body)
@@ -157,16 +165,16 @@ def _file(source: str, new: NewEntry, recorded_at: datetime, options: ImportOpti
         rel = relpath_of(entry)
         text = dumps(recording_from_entry(entry))
     except (RecordingFileError, ValueError, TypeError, RecursionError) as e:
-        return Skipped(source, f"cannot be written as a recording: {e}")
+        return Skipped(source, f"cannot be written as a recording: {e}", failed=True)
     if len(text.encode()) > options.max_file_bytes:
         return Skipped(source, f"the recording would be over the {options.max_file_bytes // 2**20} MB file cap "
-                               "(SEMULA_RECORDING_MAX_MB)")
+                               "(SEMULA_RECORDING_MAX_MB)", failed=True)
     try:  # what the loader would make of it: a file it would skip is never written
         loaded = entry_from_file(text.encode(), lambda _project: ProjectSettings(), key)
     except LOAD_ERRORS as e:
-        return Skipped(source, f"the loader would refuse it: {e}")
+        return Skipped(source, f"the loader would refuse it: {e}", failed=True)
     if claim(loaded) != claim(new):
-        return Skipped(source, "the loader would read it as another request: not imported")
+        return Skipped(source, "the loader would read it as another request: not imported", failed=True)
     return Planned(source=source, rel=rel, text=text, claim=claim(new), provider=new.provider, model=new.model,
                    status=new.status, streamed=new.streamed)
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
+from semula.core.redact import redact_text
+
 MAX_BODY_BYTES = 256 * 1024 * 1024  # a decoded body over this is not imported (a decompression bomb, a dump)
+MAX_ELAPSED_MS = 24 * 3600 * 1000.0  # a longer "call" is a clock that jumped, not a duration
 
 
 @dataclass(frozen=True)
@@ -32,22 +36,48 @@ class Unreadable:
 
     source: str
     reason: str
+    failed: bool = True  # False: a well-formed entry the import leaves out by rule (a TCP flow, no body kept)
 
 
 class BadEntry(ValueError):
     """Raised by a reader's helpers: the message is the per-entry reason."""
 
 
+class LeftOut(BadEntry):
+    """A well-formed entry that is not a call to import (a TCP flow, a call that failed): not an error."""
+
+
 
 def each_entry(file_name: str, items: list[object], convert: Callable[[str, object], Interaction]
                ) -> Iterator[Interaction | Unreadable]:
-    """`convert` applied to every entry of one file; an entry it refuses is named (`file#n`) with the reason."""
+    """`convert` applied to every entry of one file; an entry it refuses is named (`file#n`) with the reason.
+    Any error is the entry's alone: a hostile entry (a date past year 9999, a URL that does not parse)
+    never ends the file or the command."""
     for n, item in enumerate(items, 1):
         source = f"{file_name}#{n}"
         try:
             yield convert(source, item)
-        except BadEntry as e:
-            yield Unreadable(source, str(e))
+        except Exception as e:
+            yield Unreadable(source, reason_of(e), failed=not isinstance(e, LeftOut))
+
+
+def reason_of(error: Exception, what: str = "unreadable entry") -> str:
+    """One line for the report: a reader's own message as it is, anything else after `what` with its type."""
+    text = redact_text(" ".join(str(error).split())[:300])
+    if isinstance(error, BadEntry):
+        return text
+    return f"{what}: {type(error).__name__}{': ' + text if text else ''}"
+
+
+def duration_ms(value: object) -> float | None:
+    """A call's duration in ms, if `value` is one (a huge integer, a negative, NaN or a day's worth are not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        ms = float(value)
+    except OverflowError:
+        return None
+    return ms if math.isfinite(ms) and 0 <= ms <= MAX_ELAPSED_MS else None
 
 
 def header_pairs(value: object) -> tuple[tuple[str, str], ...]:
@@ -105,17 +135,17 @@ def body_bytes(value: object, what: str) -> bytes:
     raise BadEntry(f"{what} is a {type(value).__name__}, not text")
 
 
-def decoded(body: bytes, encoding: str, cap: int = MAX_BODY_BYTES) -> bytes:
+def decoded(body: bytes, encoding: str, cap: int = MAX_BODY_BYTES, cap_name: str = "import cap") -> bytes:
     """The body without its content-encoding (gzip, deflate, br, zstd), at most `cap` bytes.
 
     Tools disagree on whether they store the wire bytes or the decoded ones under the encoding's
     header (vcrpy keeps gzip bytes, HAR keeps text): a body that does not decode is taken as decoded.
     """
     if len(body) > cap:
-        raise BadEntry(f"a body of {len(body) // 2**20} MB is over the {cap // 2**20} MB import cap")
+        raise BadEntry(f"a body of {len(body) / 2**20:.1f} MB is over the {cap / 2**20:g} MB {cap_name}")
     for coding in reversed([c.strip().lower() for c in encoding.split(",") if c.strip()]):
         try:
-            body = _inflate(body, coding, cap)
+            body = _inflate(body, coding, cap, cap_name)
         except BadEntry:
             raise
         except Exception:  # zlib.error, brotli.error, zstd's: not encoded after all
@@ -123,7 +153,7 @@ def decoded(body: bytes, encoding: str, cap: int = MAX_BODY_BYTES) -> bytes:
     return body
 
 
-def _inflate(data: bytes, coding: str, cap: int) -> bytes:
+def _inflate(data: bytes, coding: str, cap: int, cap_name: str) -> bytes:
     if coding in ("identity", "none"):
         return data
     if coding in ("gzip", "x-gzip", "deflate"):
@@ -143,5 +173,5 @@ def _inflate(data: bytes, coding: str, cap: int) -> bytes:
     else:
         raise ValueError(f"unknown content-encoding {coding}")
     if len(out) > cap:
-        raise BadEntry(f"the body inflates beyond the {cap // 2**20} MB import cap")
+        raise BadEntry(f"the body inflates beyond the {cap / 2**20:g} MB {cap_name}")
     return out

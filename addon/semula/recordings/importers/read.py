@@ -1,18 +1,22 @@
-"""Which files of the PATHs given are read, and by which reader."""
+"""Which files of the PATHs given are read, and by which reader.
+
+Every file is named by its path as the user gave it (a suite holds hundreds of `sync.yaml`), read
+only up to the recording file cap (SEMULA_RECORDING_MAX_MB: a cassette is held to what a recording
+may be), and whatever goes wrong reading one file costs only that file's remaining entries.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
 
-from semula.recordings.files import UnsafePath, read_capped
+from semula.recordings.files import UnsafePath, max_file_bytes, read_capped
 from semula.recordings.importers import har, mitmflows, vcr
-from semula.recordings.importers.interaction import Interaction, Unreadable
+from semula.recordings.importers.interaction import Interaction, Unreadable, reason_of
 
 READERS = {"vcr": vcr.read, "har": har.read, "mitmproxy": mitmflows.read}
 # In a directory, the files each source reads (a file named on the command line is always read).
 SUFFIXES = {"vcr": (".yaml", ".yml", ".json"), "har": (".har",), "mitmproxy": (".mitm", ".flow", ".flows", ".dump")}
-MAX_INPUT_BYTES = 1 << 30
 
 
 def files_of(paths: list[Path], source: str) -> Iterator[Path]:
@@ -24,16 +28,20 @@ def files_of(paths: list[Path], source: str) -> Iterator[Path]:
             yield path
 
 
-def interactions(paths: list[Path], source: str) -> Iterator[Interaction | Unreadable]:
+def interactions(paths: list[Path], source: str, max_input_bytes: int | None = None
+                 ) -> Iterator[Interaction | Unreadable]:
     """Every exchange of every file, in order; a file that cannot be read is one Unreadable."""
     read = READERS[source]
+    cap = max_input_bytes or max_file_bytes()
     for path in files_of(paths, source):
         try:
-            data = read_capped(path, MAX_INPUT_BYTES)
+            data = read_capped(path, cap)
         except (UnsafePath, OSError) as e:
-            yield Unreadable(path.name, f"cannot read {path}: {e}")
+            yield Unreadable(str(path), f"cannot read {path}: {e}")
             continue
         try:
             yield from read(path, data)
         except RecursionError:
-            yield Unreadable(path.name, "nested too deeply to read")
+            yield Unreadable(str(path), "nested too deeply to read")
+        except Exception as e:  # a reader's bug or a library's surprise: this file's, not the command's
+            yield Unreadable(str(path), reason_of(e, "unreadable file"))

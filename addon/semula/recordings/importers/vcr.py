@@ -6,7 +6,10 @@ The layouts met in the wild:
 - older httpx cassettes: `response: {status_code, headers, content}`;
 - pydantic-ai's serializer: a JSON body stored parsed under `parsed_body` (re-dumped here with
   `json.dumps`, as its `deserialize` gives it to the client).
-YAML is read with `safe_load`: a `!!python/object` tag is an error, never code.
+YAML is read with `safe_load`: a `!!python/object` tag is an error, never code. Its anchors and aliases
+stay shared when loaded, and would be copied out when a body is dumped: a 1 KB cassette of nested
+aliases (a "billion laughs") holds billions of nodes. The loaded document's expanded size is counted
+first, each shared node once, and a cassette over its budget is refused before anything is expanded.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from semula.recordings.files import max_file_bytes
 from semula.recordings.importers.interaction import (BadEntry, Interaction, Unreadable, body_bytes, each_entry,
                                                     header_pairs)
 
@@ -25,13 +29,13 @@ def read(path: Path, data: bytes) -> Iterator[Interaction | Unreadable]:
     try:
         cassette = _load(path, data)
     except BadEntry as e:
-        yield Unreadable(path.name, str(e))
+        yield Unreadable(str(path), str(e))
         return
     interactions = cassette.get("interactions") if isinstance(cassette, dict) else None
     if not isinstance(interactions, list):
-        yield Unreadable(path.name, "not a VCR cassette: no `interactions` list")
+        yield Unreadable(str(path), "not a VCR cassette: no `interactions` list", failed=False)
         return
-    yield from each_entry(path.name, interactions, interaction)
+    yield from each_entry(str(path), interactions, interaction)
 
 
 def _load(path: Path, data: bytes) -> Any:
@@ -45,11 +49,55 @@ def _load(path: Path, data: bytes) -> Any:
         except (ValueError, RecursionError) as e:
             raise BadEntry(f"not JSON: {e}") from None
     try:
-        return _safe_yaml(text)
+        document = _safe_yaml(text)
     except RecursionError:
         raise BadEntry("not YAML: nested too deeply") from None
     except Exception as e:  # each YAML library's own error types
         raise BadEntry(f"not YAML: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    budget = expansion_budget(len(data))
+    try:
+        over = expanded_size(document, budget) > budget
+    except RecursionError:
+        raise BadEntry("not YAML: nested too deeply") from None
+    if over:
+        raise BadEntry(f"its YAML aliases expand past {budget:,} nodes and characters ({len(data):,} bytes "
+                       "of file): an alias bomb, not a cassette")
+    return document
+
+
+def expansion_budget(file_bytes: int) -> int:
+    """Room for a cassette's honest reuse of anchors (one body shared by two interactions) on top
+    of its own size; never more than a recording file may hold."""
+    return 2 * file_bytes + min(max_file_bytes(), 64 * 2**20)
+
+
+def expanded_size(document: Any, budget: int) -> int:
+    """Nodes plus characters of `document` once every alias is copied out, counted without copying:
+    each shared node is measured once (memoised by identity), and counting stops past `budget`.
+    A cycle (an alias inside its own anchor) has no size: it counts as over any budget."""
+    sizes: dict[int, int] = {}
+    busy: set[int] = set()
+
+    def size(node: Any) -> int:
+        if isinstance(node, (str, bytes)):
+            return 1 + len(node)
+        if not isinstance(node, (dict, list)):
+            return 1
+        if (known := sizes.get(id(node))) is not None:
+            return known
+        if id(node) in busy:
+            return budget + 1
+        busy.add(id(node))
+        total = 1
+        for child in (child for pair in node.items() for child in pair) if isinstance(node, dict) else node:
+            total += size(child)
+            if total > budget:
+                break
+        busy.discard(id(node))
+        sizes[id(node)] = total = min(total, budget + 1)
+        return total
+
+    return size(document)
 
 
 def _safe_yaml(text: str) -> Any:

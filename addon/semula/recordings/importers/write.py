@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from semula.core.redact import FingerprintKey
-from semula.recordings.files import GITIGNORE, UnsafePath, contained, make_directories, read_capped, write_atomically
-from semula.recordings.folder import FOLDER_FORMAT, GITATTRIBUTES, META_FILE
+from semula.recordings.files import (UnsafePath, contained, ensure_ignores, make_directories, read_capped,
+                                     write_atomically)
+from semula.recordings.folder import FOLDER_FORMAT, META_FILE
 from semula.recordings.importers.convert import Planned, Skipped
 
 
@@ -31,7 +32,7 @@ def folder_key(root: Path, create: bool) -> FingerprintKey:
         raise UnsafePath(f"{meta} is unreadable ({e}): fix or delete it first") from None
     key = FingerprintKey.generate()
     if create:
-        make_directories(root)
+        ensure_ignores(root)  # before the first temporary file: a kill -9 mid-write leaves none to commit
         write_atomically(contained(root, META_FILE),
                          json.dumps({"format": FOLDER_FORMAT, "fingerprint_salt": key.salt.hex()}, indent=2) + "\n")
     return key
@@ -61,6 +62,7 @@ def write(root: Path, results: list[Planned | Skipped],
         if not isinstance(result, Planned):
             continue
         try:
+            ensure_ignores(root)  # before the first temporary file (and again if deleted meanwhile)
             path = contained(root, result.rel)
             make_directories(path.parent)
             write_atomically(contained(root, result.rel), result.text)  # again: a link planted meanwhile
@@ -68,8 +70,4 @@ def write(root: Path, results: list[Planned | Skipped],
             on_error(result, e)
             continue
         written += 1
-    if written:
-        for name, text in ((".gitattributes", GITATTRIBUTES), (".gitignore", GITIGNORE)):
-            if not os.path.lexists(root / name):
-                write_atomically(root / name, text)
     return written
