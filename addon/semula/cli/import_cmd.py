@@ -77,7 +77,8 @@ def import_command(paths: tuple[Path, ...], source: str | None, project: str, ho
     if as_json:
         click.echo(json.dumps({"folder": str(root), "dry_run": dry_run, "written": written, "errors": errors,
                                "unwritten": len(failed), "items": rows}, indent=2))
-        if errors or failed:
+        if problem := _problem(errors, len(failed), dry_run):
+            click.echo(f"Error: {problem}", err=True)  # stdout stays JSON
             click.get_current_context().exit(1)
         return
     print_table(f"{'would write' if dry_run else 'import'} into {root}",
@@ -88,11 +89,16 @@ def import_command(paths: tuple[Path, ...], source: str | None, project: str, ho
             else f"{written} recording(s) written")
     click.echo(f"{done}, {skipped} left out by rule, {errors} could not be imported (reasons above)"
                f"{'; nothing written (dry run)' if dry_run else ''}")
-    if errors or failed:
-        raise click.ClickException("; ".join(
-            ([f"{errors} entr{'y' if errors == 1 else 'ies'} could not be imported (the others were "
-              f"{'checked' if dry_run else 'written'})"] if errors else [])
-            + ([f"{len(failed)} file(s) could not be written"] if failed else [])))
+    if problem := _problem(errors, len(failed), dry_run):
+        raise click.ClickException(problem)
+
+
+def _problem(errors: int, unwritten: int, dry_run: bool) -> str:
+    """What makes the exit status 1, in one line ("" when nothing did)."""
+    return "; ".join(
+        ([f"{errors} entr{'y' if errors == 1 else 'ies'} could not be imported (the others were "
+          f"{'checked' if dry_run else 'written'})"] if errors else [])
+        + ([f"{unwritten} file(s) could not be written"] if unwritten else []))
 
 
 def _row(result: Any, dry_run: bool, failed: dict[str, str]) -> dict[str, Any]:
