@@ -50,7 +50,7 @@ def run_import(tmp_path: Path, source: str, *files: Path, args: tuple[str, ...] 
                                     str(tmp_path / "rec"), "--json", *args], env=env)
     assert KEY not in res.output and GEMINI_KEY not in res.output
     assert "Traceback" not in res.output and res.exception is None or isinstance(res.exception, SystemExit), res.output
-    return res.exit_code, (json.loads(res.output) if res.output.startswith("{") else {"error": res.output})
+    return res.exit_code, (json.loads(res.stdout) if res.stdout.startswith("{") else {"error": res.output})
 
 
 def reasons(report: dict[str, Any]) -> list[str]:
