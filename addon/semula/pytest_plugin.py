@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from semula.core.modes import Mode
+from semula.pytest_placeholders import PlaceholderGuard
 
 MARKER = "semula_project"
 PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
@@ -63,10 +64,12 @@ def pytest_configure(config: pytest.Config) -> None:
         if "semula" in workerinput:
             plugin = SemulaPlugin.for_worker(workerinput["semula"], workerinput.get("workerid", "w"))
             config.pluginmanager.register(plugin, "semula-session")
+            PlaceholderGuard.register(config, plugin.saved)
         return
     if config.getoption("semula_mode"):
         plugin = SemulaPlugin.start(config)
         config.pluginmanager.register(plugin, "semula-session")
+        PlaceholderGuard.register(config, plugin.saved)
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(XdistController(plugin), "semula-xdist")
 
@@ -86,7 +89,9 @@ class Proxy:
     scope: str = "project"  # --semula-scope
 
 
-@dataclass
+# eq=False: pluggy and pytest keep registered plugins in sets and dicts (pytest 9's parsefactories,
+# pluggy's subset_hook_caller below a nested conftest.py), so a plugin object must stay hashable by identity.
+@dataclass(eq=False)
 class SemulaPlugin:
     """The session's proxy, the environment it set, and the refusals already attributed to a test."""
 
@@ -118,6 +123,7 @@ class SemulaPlugin:
         recordings = config.getoption("semula_recordings")
         sets = recordings_sets(Path(recordings) if recordings else None, False) + extra_host_sets(
             tuple(config.getoption("semula_extra_hosts"))) + tuple(config.getoption("semula_sets"))
+        _refuse_bad_options(sets)
         lines: list[str] = []
         try:
             session = open_session(mode, host, port, data_dir, config.getoption("semula_project"), sets,
@@ -301,6 +307,16 @@ class SemulaPlugin:
             self.session.stop()
             self.session = None
         self.restore_environment()
+
+
+def _refuse_bad_options(sets: tuple[str, ...]) -> None:
+    """A misspelt or bad semula option (`--semula-set`, SEMULA_* variables) is a usage error: no proxy starts."""
+    from semula.session.optioncheck import OptionError, check_run_options
+
+    try:
+        check_run_options(sets, os.environ, where="--semula-set")
+    except OptionError as e:
+        raise pytest.UsageError(f"semula: {e}") from None
 
 
 class XdistController:

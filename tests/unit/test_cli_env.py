@@ -40,5 +40,5 @@ def test_env_exports_placeholders_in_replay(tmp_path: Path, monkeypatch: pytest.
                        'echo "$OPENAI_API_KEY|$ANTHROPIC_API_KEY|$GEMINI_API_KEY|$GOOGLE_API_KEY"'],
         capture_output=True, text=True, env={k: v for k, v in os.environ.items() if k not in KEYS}, check=True)
     placeholder = PLACEHOLDER_KEY if expect_placeholder else ""
-    # Only GEMINI_API_KEY of the Google pair: google-genai warns when both are set.
-    assert shell.stdout.strip() == f"{placeholder}|sk-ant-local|{placeholder}|"
+    # Only GOOGLE_API_KEY of the Google pair, the one google-genai reads first: it warns when both are set.
+    assert shell.stdout.strip() == f"{placeholder}|sk-ant-local||{placeholder}"

@@ -110,11 +110,11 @@ def test_a_miss_sends_no_empty_score_or_entry_header() -> None:
 
 
 @pytest.mark.parametrize(("environ", "gemini", "google"), [
-    ({}, PLACEHOLDER_KEY, None),  # one of the pair: google-genai warns when both are set
+    ({}, None, PLACEHOLDER_KEY),  # one of the pair, the one google-genai reads first: it warns when both are set
     ({"GOOGLE_API_KEY": "real"}, None, None),  # the user's key is never shadowed
     ({"GEMINI_API_KEY": "real"}, None, None),
 ])
-def test_replay_sets_one_gemini_placeholder(tmp_path: Path, environ: dict[str, str], gemini: str | None,
+def test_replay_sets_one_google_placeholder(tmp_path: Path, environ: dict[str, str], gemini: str | None,
                                             google: str | None) -> None:
     env = run_env("replay", (), "127.0.0.1", 8080, tmp_path, environ)
     assert env.get("GEMINI_API_KEY") == gemini and env.get("GOOGLE_API_KEY") == google

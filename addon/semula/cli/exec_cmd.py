@@ -11,7 +11,7 @@ import click
 
 from semula.session.clientenv import extra_host_sets, java_env, recordings_sets
 
-from semula.cli.proxy_cmd import proxy_options
+from semula.cli.proxy_cmd import proxy_options, refuse_bad_options
 from semula.session.run import ProxySession, SessionError, open_session
 
 
@@ -33,6 +33,7 @@ def exec_command(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
 
     The proxy's console goes to <data dir>/proxy.log; exec prints a summary of CMD's calls at the end.
     """
+    refuse_bad_options(sets)
     if java:
         from semula.session.java_env import find_jdk
 

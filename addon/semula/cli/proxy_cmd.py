@@ -23,7 +23,8 @@ MODES = [m.value for m in Mode]
 
 def proxy_options(func):
     for option in reversed([
-        click.option("--mode", type=click.Choice(MODES), default="auto", show_default=True),
+        click.option("--mode", type=click.Choice(MODES), default="auto", show_default=True, envvar="SEMULA_MODE",
+                     show_envvar=True),
         click.option("--listen-host", default="127.0.0.1", show_default=True),
         data_dir_option,
         click.option("--project", default="default", show_default=True,
@@ -117,6 +118,7 @@ def proxy(mode: str, listen_host: str, listen_port: int, data_dir: Path, project
     """Run the proxy (mitmdump, or mitmweb with --web) with the semula addon."""
     confdir_set = (f"confdir={confdir.expanduser()}",) if confdir else ()
     sets = recordings_sets(recordings, no_recordings) + extra_host_sets(extra_hosts) + confdir_set + sets
+    refuse_bad_options(sets)
     args = mitmproxy_args(mode, listen_host, listen_port, data_dir, project, sets, web)
     _check_embeddings(data_dir, sets)
     # The CA before mitmproxy starts: it loads this one, and no client trusts another (ensure_ca).
@@ -134,6 +136,17 @@ def proxy(mode: str, listen_host: str, listen_port: int, data_dir: Path, project
     if code and port_in_use(listen_host, listen_port):
         click.echo(port_hint(listen_host, listen_port), err=True)
     sys.exit(code)
+
+
+def refuse_bad_options(sets: tuple[str, ...]) -> None:
+    """A misspelt or bad semula option (`--set`, SEMULA_* variables): one line, exit 2, nothing started."""
+    from semula.session.optioncheck import OptionError, check_run_options
+
+    try:
+        check_run_options(sets, os.environ)
+    except OptionError as e:
+        click.echo(f"semula: {e}", err=True)
+        sys.exit(2)
 
 
 def _check_embeddings(data_dir: Path, sets: tuple[str, ...]) -> None:

@@ -54,9 +54,11 @@ def declare(loader: Any) -> None:
         "semula_recordings", str, os.environ.get("SEMULA_RECORDINGS", DEFAULT_RECORDINGS),
         "recordings folder to commit (one JSON file per recording); 'off' turns it off",
     )
-    loader.add_option("semula_load_timeout", float, 60.0,
+    # Numbers are declared as text: mitmproxy's `--set` parser has no float type (it raises
+    # NotImplementedError); `read` parses them and names a bad one.
+    loader.add_option("semula_load_timeout", str, "60",
                       "seconds a request that arrives while the store loads waits before the clear error")
-    loader.add_option("semula_max_body_mb", float, 32.0,
+    loader.add_option("semula_max_body_mb", str, "32",
                       "request bodies inflating beyond this many MB are not matched (auto: forwarded untouched)")
     loader.add_option("semula_repeats", str, "one",
                       "identical requests in one run: 'one' answer for all, or a 'sequence' of answers in order",
@@ -124,12 +126,24 @@ def read(options: Any) -> tuple[Mode, AddonSettings]:
         hosts=host_list(options.semula_hosts, options.semula_extra_hosts),
         side_paths=side_path_list(options.semula_side_paths), record_errors=options.semula_record_errors,
         namespace_by_key=options.semula_namespace_by_key, admin=options.semula_admin, recordings=recordings,
-        load_timeout=options.semula_load_timeout, max_body_mb=options.semula_max_body_mb,
+        load_timeout=positive_number("semula_load_timeout", options.semula_load_timeout),
+        max_body_mb=positive_number("semula_max_body_mb", options.semula_max_body_mb),
         repeats=options.semula_repeats, repeats_exhausted=options.semula_repeats_exhausted,
         read_only=options.semula_read_only, console_calls=options.semula_console_calls,
         store=store, embeddings=options.semula_embeddings,
         confdir=options.confdir, listen_host=options.listen_host, listen_port=options.listen_port,
     )
+
+
+def positive_number(name: str, value: object) -> float:
+    """A number option's value (text from `--set`, or a number set in code), over zero."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not number > 0 or number == float("inf"):
+        raise exceptions.OptionsError(f"semula: {name}={value!r} is not a number over 0")
+    return number
 
 
 def split_items(values: Sequence[str]) -> list[str]:

@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["AWS_PLACEHOLDER", "aws_placeholders"]
+__all__ = ["AWS_GROUPS", "AWS_PLACEHOLDER", "aws_placeholders"]
 
 AWS_PLACEHOLDER = "semula-replay-placeholder"
 DEFAULT_REGION = "us-east-1"
@@ -25,6 +25,11 @@ _CREDENTIAL_VARIABLES = (
     "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
     "AWS_BEARER_TOKEN_BEDROCK",
 )
+
+# The variables a placeholder stands in for, in groups (session/clientenv.py `shadowed_placeholders`):
+# a suite that sets one of a group later gets the group's placeholders withdrawn, never a mix such as
+# its own key id beside the placeholder secret, or its AWS_REGION beside the placeholder AWS_DEFAULT_REGION.
+AWS_GROUPS = (_CREDENTIAL_VARIABLES, ("AWS_REGION", "AWS_DEFAULT_REGION"))
 
 
 def _shared_files(environ: Mapping[str, str]) -> bool:

@@ -8,12 +8,13 @@ from __future__ import annotations
 import errno
 import os
 import socket
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
 
 from semula.providers import DEFAULT_PROVIDER_HOSTS
-from semula.session.aws_env import aws_placeholders
+from semula.session.aws_env import AWS_GROUPS, aws_placeholders
 from semula.session.ca import ensure_ca
 
 def extra_host_sets(extra_hosts: tuple[str, ...]) -> tuple[str, ...]:
@@ -90,16 +91,19 @@ def client_env(port: int, confdir: Path, project: str | None = None, host: str =
 
 
 # Replay needs no real key, but SDKs refuse to start without one: CI gets a placeholder for each
-# provider whose variables are all unset. A group shares one placeholder decision (google-genai
-# prefers GOOGLE_API_KEY over GEMINI_API_KEY: a placeholder must never shadow a real key), and only
-# its first name gets the placeholder: google-genai warns "Both GOOGLE_API_KEY and GEMINI_API_KEY
-# are set" when both are. GEMINI_API_KEY is the name Google's Gemini API docs use; google-genai reads
-# either, and some of litellm's Gemini paths read only GEMINI_API_KEY.
+# provider none of whose key variables is set. A group is every variable one provider's clients read
+# a credential from, and only its first name gets the placeholder, so a client never sees two of them:
+# google-genai warns "Both GOOGLE_API_KEY and GEMINI_API_KEY are set" (and uses GOOGLE_API_KEY), the
+# Anthropic SDK sends both x-api-key and a bearer token with ANTHROPIC_AUTH_TOKEN, Azure's client an
+# api-key beside AZURE_OPENAI_AD_TOKEN. Google's is GOOGLE_API_KEY, the name google-genai reads first:
+# a suite that sets it later replaces the placeholder instead of adding a second variable (litellm and
+# langchain read it too). One the suite sets that is not the first name (GEMINI_API_KEY) the pytest
+# plugin sees before the next fixture or test and withdraws the placeholder (`shadowed_placeholders`).
 PLACEHOLDER_KEY = "sk-semula-replay-placeholder"
 PROVIDER_KEY_GROUPS: tuple[tuple[str, ...], ...] = (
-    ("OPENAI_API_KEY",), ("ANTHROPIC_API_KEY",), ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-    ("AZURE_OPENAI_API_KEY",), ("MISTRAL_API_KEY",), ("GROQ_API_KEY",), ("OPENROUTER_API_KEY",),
-    ("TOGETHER_API_KEY",), ("DEEPSEEK_API_KEY",), ("XAI_API_KEY",),
+    ("OPENAI_API_KEY",), ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"), ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+    ("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_AD_TOKEN"), ("MISTRAL_API_KEY",), ("GROQ_API_KEY",),
+    ("OPENROUTER_API_KEY",), ("TOGETHER_API_KEY",), ("DEEPSEEK_API_KEY",), ("XAI_API_KEY",),
 )
 
 
@@ -108,6 +112,30 @@ def placeholder_keys(environ: dict[str, str] | os._Environ[str]) -> dict[str, st
     and placeholder AWS credentials when the user has none (`aws_env.py`)."""
     keys = {group[0]: PLACEHOLDER_KEY for group in PROVIDER_KEY_GROUPS if not any(environ.get(n) for n in group)}
     return {**keys, **aws_placeholders(environ)}
+
+
+def placeholder_groups() -> tuple[tuple[str, ...], ...]:
+    """Every group of variables a placeholder stands in for: the API keys and AWS's (credentials, region)."""
+    return (*PROVIDER_KEY_GROUPS, *AWS_GROUPS)
+
+
+def shadowed_placeholders(placed: Mapping[str, str], environ: Mapping[str, str]) -> list[str]:
+    """The placeholders still set whose group now holds a value someone else set: to withdraw."""
+    out: list[str] = []
+    for group in placeholder_groups():
+        ours = [n for n in group if n in placed and environ.get(n) == placed[n]]
+        if ours and any(environ.get(n) and n not in ours for n in group):
+            out += ours
+    return out
+
+
+def missing_placeholders(placed: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
+    """The placeholders withdrawn earlier whose group is empty again: to set again."""
+    out: dict[str, str] = {}
+    for group in placeholder_groups():
+        if not any(environ.get(n) for n in group):
+            out.update({n: placed[n] for n in group if n in placed})
+    return out
 
 
 def namespace_by_key(sets: tuple[str, ...]) -> bool:
