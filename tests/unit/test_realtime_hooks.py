@@ -18,14 +18,15 @@ from semula.proxy.realtime import Realtime, is_upgrade
 from semula.proxy.realtime_answerer import TOKEN_HEADER
 from semula.proxy.scopes import CurrentTests
 from semula.realtime import folder
+from semula.realtime.conversation import Message, ReplaySession
 
 KEY = "sk-hooks-planted-00112233445566778899aabbccdd"
 
 
-def part(mode: Mode, tmp_path: Path) -> tuple[Realtime, Any]:
+def part(mode: Mode, tmp_path: Path, session_mb: float = 64.0) -> tuple[Realtime, Any]:
     settings = SimpleNamespace(hosts=("api.openai.com",), default_project="default", read_only=False,
                                recordings=str(tmp_path / "recs"), data_dir=str(tmp_path / "data"),
-                               console_calls=False)
+                               console_calls=False, realtime_max_message_mb=16.0, realtime_max_session_mb=session_mb)
     # calls: a list has the one method of the call log the part uses (`append`)
     addon = SimpleNamespace(mode=mode, settings=settings, conn_projects={}, conn_tags={}, tests=CurrentTests(),
                             calls=[], run_id="r1")
@@ -62,13 +63,16 @@ def test_replay_points_the_upgrade_at_the_answerer_without_credentials(tmp_path:
         realtime.done()
 
 
-def talk(realtime: Realtime, flow: http.HTTPFlow, close_code: int) -> None:
+EVENTS = ((False, {"type": "session.created"}), (True, {"type": "response.create"}), (False, {"type": "response.done"}))
+
+
+def talk(realtime: Realtime, flow: http.HTTPFlow, close_code: int,
+         events: tuple[tuple[bool, dict[str, Any]], ...] = EVENTS) -> None:
     realtime.requestheaders(flow)
     asyncio.run(realtime.request(flow))
     flow.websocket = WebSocketData()
     realtime.websocket_start(flow)
-    for from_client, event in ((False, {"type": "session.created"}), (True, {"type": "response.create"}),
-                               (False, {"type": "response.done"})):
+    for from_client, event in events:
         flow.websocket.messages.append(WebSocketMessage(Opcode.TEXT, from_client, json.dumps(event).encode()))
         realtime.websocket_message(flow)
     flow.websocket.close_code = close_code
@@ -85,6 +89,28 @@ def test_auto_records_a_cleanly_closed_conversation_and_logs_it(tmp_path: Path) 
     assert row["recorded"] and row["provider"] == "openai-realtime" and row["model"] == "gpt-realtime"
     for path in tmp_path.rglob("*"):
         assert not path.is_file() or KEY.encode() not in path.read_bytes()
+
+
+def test_a_typed_key_is_redacted_in_the_file_and_the_recording_still_replays(tmp_path: Path) -> None:
+    realtime, addon = part(Mode.AUTO, tmp_path)
+    said = {"type": "conversation.item.create", "item": {"content": [{"type": "input_text", "text": f"my {KEY}"}]}}
+    talk(realtime, upgrade(), 1000, ((False, {"type": "session.created"}), (True, said),
+                                     (False, {"type": "echo", "text": KEY})))
+    for path in tmp_path.rglob("*"):
+        assert not path.is_file() or KEY.encode() not in path.read_bytes()
+    (loaded,) = folder.load(folder.root_of(addon.settings.recordings, ""), "default")
+    session = ReplaySession.open([loaded], loaded.url)
+    answer = session.answer(Message(True, 0.0, text=json.dumps(said)))  # the live client sends the key again
+    assert answer.miss is None and KEY not in answer.messages[0].content.decode()
+
+
+def test_a_conversation_over_the_session_cap_goes_on_unrecorded(tmp_path: Path) -> None:
+    realtime, addon = part(Mode.AUTO, tmp_path, session_mb=0.001)
+    flow = upgrade()
+    talk(realtime, flow, 1000, ((True, {"type": "x", "pad": "a" * 600}), (True, {"type": "x", "pad": "b" * 600})))
+    assert not (tmp_path / "recs").exists() and flow.websocket is not None and len(flow.websocket.messages) == 1
+    (row,) = addon.calls
+    assert not row["recorded"] and "semula_realtime_max_session_mb" in row["error"]
 
 
 def test_a_dropped_conversation_is_not_recorded(tmp_path: Path) -> None:

@@ -274,6 +274,8 @@ class AddonSettings:
     # Out of repr: a URL may hold a password.
     store: str | None = field(default=None, repr=False)
     embeddings: bool = False  # semula_embeddings: the embedding tier is on (a missing model refuses to start)
+    realtime_max_message_mb: float = 16.0  # a bigger Realtime message closes its connection (1009)
+    realtime_max_session_mb: float = 64.0  # a bigger Realtime conversation is not recorded (and never over the file cap)
     # mitmproxy's own options the addon reads: where its CA is, and the address asked for (the ready line).
     confdir: str = "~/.mitmproxy"
     listen_host: str = ""

@@ -76,6 +76,12 @@ def declare(loader: Any) -> None:
                       "a shared Postgres store (postgresql://…); empty: $SEMULA_STORE, else the DuckDB file in the data dir")
     loader.add_option("semula_embeddings", bool, _embeddings_default(),
                       "opt-in embedding tier (fastembed); also SEMULA_EMBEDDINGS=on")
+    loader.add_option("semula_realtime_max_message_mb", str, "16",
+                      "a Realtime WebSocket message over this many MB closes its connection (1009, message too big) "
+                      "as its first frame header arrives; OpenAI caps a client event at 15 MiB")
+    loader.add_option("semula_realtime_max_session_mb", str, "64",
+                      "a Realtime conversation over this many MB of messages is relayed but not recorded "
+                      "(one log line); never above the loader's cap of a recording file (SEMULA_RECORDING_MAX_MB)")
 
 
 @dataclass(frozen=True)
@@ -131,6 +137,8 @@ def read(options: Any) -> tuple[Mode, AddonSettings]:
         repeats=options.semula_repeats, repeats_exhausted=options.semula_repeats_exhausted,
         read_only=options.semula_read_only, console_calls=options.semula_console_calls,
         store=store, embeddings=options.semula_embeddings,
+        realtime_max_message_mb=positive_number("semula_realtime_max_message_mb", options.semula_realtime_max_message_mb),
+        realtime_max_session_mb=positive_number("semula_realtime_max_session_mb", options.semula_realtime_max_session_mb),
         confdir=options.confdir, listen_host=options.listen_host, listen_port=options.listen_port,
     )
 

@@ -5,6 +5,12 @@ auto and record a conversation goes upstream and is recorded when it ends cleanl
 cannot be matched before it starts: its first client message comes after the handshake); in replay
 the upgrade goes to the local answerer (`realtime_answerer.py`) and never upstream. Each
 conversation leaves one call-log row and one console line, like an HTTP call.
+
+Bounded like an HTTP body: a message over `semula_realtime_max_message_mb` closes its connection as
+its first frame header arrives (`realtime_limits.py`); a conversation over
+`semula_realtime_max_session_mb` (or the loader's file cap) or `fileformat.MAX_MESSAGES` stops being
+recorded, with one log line, and goes on being relayed. Hooks here only keep a message's bytes (mitmproxy
+keeps only the last): decoding, redaction and the file are built on a thread when the conversation ends.
 """
 
 from __future__ import annotations
@@ -22,14 +28,19 @@ from wsproto.frame_protocol import Opcode
 
 from semula.core.modes import Mode
 from semula.core.redact import redact_text
+from semula.proxy import realtime_limits
+from semula.proxy.realtime_limits import MB, Cap
 from semula.providers import host_matches
 from semula.proxy.caller import caller_of
 from semula.proxy.console import terminal_safe
 from semula.proxy.realtime_answerer import TOKEN_HEADER, Answerer, Played
 from semula.realtime import folder
 from semula.realtime.conversation import (
-    CLEAN_CLOSE_CODES, PROVIDER, Message, ReplaySession, conversation_of, realtime_path, url_key,
+    CLEAN_CLOSE_CODES, PROVIDER, Conversation, Message, ReplaySession, conversation_of, realtime_path, url_key,
 )
+from semula.realtime.fileformat import MAX_MESSAGES
+from semula.recordings.files import max_file_bytes
+from semula.recordings.format import RecordingFileError
 
 log = logging.getLogger("semula")
 
@@ -52,9 +63,13 @@ class Live:
     started_at: datetime
     record: bool = False
     start: float = 0.0  # when the handshake finished (time.time(), like mitmproxy's message timestamps)
-    messages: list[Message] = field(default_factory=list)
+    # (from client, ms after the handshake, text?, bytes): decoded and redacted only when recorded, off the loop
+    frames: list[tuple[bool, float, bool, bytes]] = field(default_factory=list)
+    size: int = 0  # bytes in `frames`
+    unrecorded: str | None = None  # why recording stopped (the conversation went on)
     played: Played | None = None
     token: str = ""  # the answerer's session for it (replay)
+    connections: tuple[str, ...] = ()  # mitmproxy connection ids under the message cap
 
 
 class Realtime:
@@ -64,9 +79,14 @@ class Realtime:
         self.addon = addon
         self.live: dict[str, Live] = {}
         self.answerer = Answerer()
+        if not realtime_limits.install():
+            log.warning("semula: this mitmproxy has no WebsocketConnection: Realtime messages are capped only "
+                        "once complete")
 
     def done(self) -> None:
         self.answerer.close()
+        for live in self.live.values():
+            realtime_limits.release(live.connections)
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         host = flow.request.pretty_host.lower()  # before map_remote rewrites it
@@ -75,6 +95,8 @@ class Realtime:
         addon = self.addon  # the project header, proxy user and per-test scope, as for an HTTP call
         caller = caller_of(flow, addon.conn_projects, addon.conn_tags, addon.tests, addon.settings.default_project)
         self.live[flow.id] = Live(caller.project, host, flow.request.path, datetime.now(UTC))
+        # No permessage-deflate: a small compressed frame could inflate past the message cap in one step.
+        flow.request.headers.pop("sec-websocket-extensions", None)
 
     async def request(self, flow: http.HTTPFlow) -> None:
         live = self.live.get(flow.id)
@@ -112,25 +134,54 @@ class Realtime:
                 del request.headers["sec-websocket-protocol"]
         request.headers[TOKEN_HEADER] = live.token
 
+    def response(self, flow: http.HTTPFlow) -> None:
+        """Before mitmproxy starts relaying the upgraded connection: put both of its sides under the message cap."""
+        live = self.live.get(flow.id)
+        if live is None or flow.websocket is None:
+            return
+        limit = int(self.addon.settings.realtime_max_message_mb * MB)
+        reason = f"semula: message over the {limit / MB:g} MB cap (semula_realtime_max_message_mb)"
+        live.connections = (flow.client_conn.id, flow.server_conn.id)
+        for side, connection in zip(("client", "server"), live.connections):
+            realtime_limits.guard([connection], Cap(limit, reason, lambda size, side=side: self._too_big(
+                live, side, size, limit)))
+
+    def _too_big(self, live: Live, side: str, size: int, limit: int) -> None:
+        live.unrecorded = f"a {side} message over the {limit / MB:g} MB cap"
+        live.frames.clear()
+        log.warning("semula: realtime connection on %s%s: a %s message of %.1f MB or more is over the %g MB cap "
+                    "(semula_realtime_max_message_mb): dropped, and the connection closed (1009)", live.host,
+                    url_key(live.path), side, size / MB, limit / MB)
+
     def websocket_start(self, flow: http.HTTPFlow) -> None:
         if (live := self.live.get(flow.id)) is not None:
             live.start = time.time()
 
     def websocket_message(self, flow: http.HTTPFlow) -> None:
         live = self.live.get(flow.id)
-        if live is None or not live.record or flow.websocket is None:
+        if live is None or flow.websocket is None:
             return
         message: WebSocketMessage = flow.websocket.messages[-1]
+        del flow.websocket.messages[:-1]  # mitmproxy would keep every message of the conversation
+        if not live.record or live.unrecorded is not None:
+            return
+        live.size += len(message.content)
+        limit = min(int(self.addon.settings.realtime_max_session_mb * MB), max_file_bytes())
+        if live.size > limit or len(live.frames) >= MAX_MESSAGES:
+            live.unrecorded = (f"over the {limit / MB:g} MB a conversation may have (semula_realtime_max_session_mb)"
+                               if live.size > limit else f"over {MAX_MESSAGES} messages")
+            live.frames.clear()
+            log.warning("semula: realtime conversation on %s%s not recorded: %s; it goes on, unrecorded", live.host,
+                        url_key(live.path), live.unrecorded)
+            return
         at_ms = max(0.0, (message.timestamp - live.start) * 1000)
-        if message.type == Opcode.TEXT:
-            live.messages.append(Message(message.from_client, at_ms, text=message.text))
-        else:
-            live.messages.append(Message(message.from_client, at_ms, data=message.content))
+        live.frames.append((message.from_client, at_ms, message.type == Opcode.TEXT, message.content))
 
     async def websocket_end(self, flow: http.HTTPFlow) -> None:
         live = self.live.pop(flow.id, None)
         if live is None or flow.websocket is None:
             return
+        realtime_limits.release(live.connections)
         code = flow.websocket.close_code
         if live.played is not None:
             await self._replayed(live, live.played, code)
@@ -141,6 +192,8 @@ class Realtime:
 
     def error(self, flow: http.HTTPFlow) -> None:
         live = self.live.pop(flow.id, None)
+        if live is not None:
+            realtime_limits.release(live.connections)
         if live is not None and flow.websocket is None:  # the handshake failed (upstream unreachable…)
             self.answerer.sessions.pop(live.token, None)
             message = redact_text(str(flow.error)) if flow.error else "connection error"
@@ -158,22 +211,32 @@ class Realtime:
                       recorded=False, identity=chosen.identity if chosen else None)
 
     async def _recorded(self, live: Live, code: int | None) -> None:
-        if code not in CLEAN_CLOSE_CODES or not any(m.from_client for m in live.messages):
+        if live.unrecorded is not None:
+            self._log(live, "miss", "none", code, note=f"not recorded: {live.unrecorded}", recorded=False)
+            return
+        if code not in CLEAN_CLOSE_CODES or not any(frame[0] for frame in live.frames):
             self._log(live, "miss", "none", code, note=f"not recorded: closed with code {code}", recorded=False)
             return
-        conversation = conversation_of(live.project, live.host, live.path, live.messages, code,
-                                       live.started_at.replace(tzinfo=None).isoformat(timespec="seconds"))
-        settings = self.addon.settings
         try:
-            await asyncio.to_thread(folder.write, folder.root_of(settings.recordings, settings.data_dir),
-                                    conversation)
-        except OSError as e:
-            log.warning("semula: realtime conversation on %s not recorded: %s", live.host, e)
+            conversation = await asyncio.to_thread(self._write, live, code)
+        except (OSError, RecordingFileError) as e:
+            log.warning("semula: realtime conversation on %s not recorded: %s", live.host, redact_text(str(e)))
             self._log(live, "miss", "none", code, note=f"not recorded: {e}", recorded=False)
             return
-        clients = sum(m.from_client for m in live.messages)
+        clients = sum(m.from_client for m in conversation.messages)
         self._log(live, "miss", "none", code, note=f"{clients} client messages", recorded=True,
                   identity=conversation.identity)
+
+    def _write(self, live: Live, code: int | None) -> Conversation:
+        """On a thread: the messages decoded and redacted into the conversation, and its file written."""
+        messages = [Message(client, at_ms, text=content.decode(errors="replace")) if text else
+                    Message(client, at_ms, data=content) for client, at_ms, text, content in live.frames]
+        live.frames.clear()
+        conversation = conversation_of(live.project, live.host, live.path, messages, code,
+                                       live.started_at.replace(tzinfo=None).isoformat(timespec="seconds"))
+        settings = self.addon.settings
+        folder.write(folder.root_of(settings.recordings, settings.data_dir), conversation)
+        return conversation
 
     def _log(self, live: Live, decision: str, tier: str, code: int | None, *, note: str | None,
              recorded: bool, identity: str | None = None) -> None:
@@ -189,6 +252,6 @@ class Realtime:
         if addon.calls is not None:
             addon.calls.append(row)
         if addon.settings.console_calls:
-            extra = (" · recorded" if recorded else "") + (f" · {note}" if note else "")
+            extra = (" · recorded" if recorded else "") + (f" · {redact_text(note)}" if note else "")
             print(terminal_safe(f"semula: {live.project} {provider} GET {live.host}{path} → {decision}"
                                 f"{' ' + tier if tier != 'none' else ''}{extra} · close {code}"), flush=True)

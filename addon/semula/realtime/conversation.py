@@ -5,7 +5,9 @@ dropped). Each client message narrows them to those whose next client message is
 normalisation, and is answered with the server messages that followed it in the first one left. A
 client message none of them has ends the session with `MISS_CLOSE_CODE` and a reason saying what
 differs. Event ids, the ids the server made up (items, responses, calls) and timestamps change on
-every run, so they are normalised away before comparing.
+every run, so they are normalised away before comparing. A message is redacted as an HTTP body is
+(`core/redact.py`) before it is kept or compared: a recording never holds a key, and a client message
+that carries one still matches its recording.
 """
 
 from __future__ import annotations
@@ -13,13 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 from semula.core.jsondiff import first_difference
-from semula.core.redact import clean_query
+from semula.core.redact import clean_query, redact_bytes, redact_text
 
 PROVIDER = "openai-realtime"  # the call log's provider for a Realtime conversation (its row names it in request_fp)
 
@@ -65,7 +67,7 @@ class Conversation:
 
     @cached_property
     def normalised_clients(self) -> tuple[Any, ...]:
-        return tuple(normalised(m) for m in self.client_messages)
+        return tuple(normalised(redacted(m)) for m in self.client_messages)  # a file written before redaction too
 
     @cached_property
     def turns(self) -> tuple[tuple[Message, ...], list[tuple[Message, ...]]]:
@@ -126,6 +128,13 @@ def _normalise(value: Any) -> Any:
     return value
 
 
+def redacted(message: Message) -> Message:
+    """The message as semula may keep it: API keys and tokens replaced, as in an HTTP body."""
+    if message.text is not None:
+        return replace(message, text=redact_text(message.text))
+    return replace(message, data=redact_bytes(message.data or b""))
+
+
 def normalised(message: Message) -> Any:
     """What two runs of the same client message share: JSON with volatile values replaced, else the raw content."""
     if message.text is not None:
@@ -175,7 +184,7 @@ class ReplaySession:
     def answer(self, incoming: Message) -> Answer:
         if not self.candidates:
             return Answer(miss="no recording of this URL")
-        index, seen = self.turn, normalised(incoming)
+        index, seen = self.turn, normalised(redacted(incoming))
         left = [c for c in self.candidates if index < len(c.normalised_clients) and c.normalised_clients[index] == seen]
         if not left:
             return Answer(miss=_difference(self.candidates[0], index, seen))
@@ -192,4 +201,5 @@ def _difference(nearest: Conversation, index: int, seen: Any) -> str:
 
 def conversation_of(project: str, host: str, path: str, messages: Sequence[Message], close_code: int | None,
                     recorded_at: str | None = None) -> Conversation:
-    return Conversation(project, host, url_key(path), tuple(messages), close_code, recorded_at)
+    """The conversation as it is recorded: every message redacted."""
+    return Conversation(project, host, url_key(path), tuple(redacted(m) for m in messages), close_code, recorded_at)

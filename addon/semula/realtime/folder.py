@@ -42,16 +42,30 @@ def file_name(conversation: Conversation) -> str:
 
 
 def write(root: Path, conversation: Conversation) -> Path:
-    """Write the conversation (its sidecar first), replacing an earlier recording of the same one."""
+    """Write the conversation (its sidecar first), replacing an earlier recording of the same one.
+
+    Only what the loader accepts is written: a file or sidecar over the size cap, or a document it
+    refuses, raises `RecordingFileError` naming why, and nothing is written."""
     if not PROJECT_NAME.match(conversation.project):
         raise UnsafePath(f"{conversation.project!r} is not a project name")
     text, audio = fileformat.dumps(conversation, sidecars.ref_for)
+    loadable(text, audio)
     if audio:
         sidecars.write(root, conversation.project, audio)
     path = contained(root, f"{conversation.project}/{file_name(conversation)}")
     make_directories(path.parent)
     write_atomically(path, text)
     return path
+
+
+def loadable(text: str, audio: bytes) -> None:
+    """Raise `RecordingFileError` unless the loader would take this file and its sidecar."""
+    cap, size = max_file_bytes(), len(text.encode())
+    for what, length in (("file", size), ("audio sidecar", len(audio))):
+        if length > cap:
+            raise RecordingFileError(f"its {what} would be {length / (1024 * 1024):.1f} MB, over the "
+                                     f"{cap // (1024 * 1024)} MB a recording may have (SEMULA_RECORDING_MAX_MB)")
+    fileformat.loads(text, lambda _ref: audio)
 
 
 def load(root: Path, project: str) -> list[Conversation]:
