@@ -109,11 +109,13 @@ class SemulaPlugin:
     shown: int = 0  # status lines already in the report header
     admin_info: dict[str, Any] | None = None  # the proxy's admin.json, read once
     admin: Any = None  # an AdminClient: one kept-alive connection for the 3-4 calls of every test
+    signals: Any = None  # StopSignals: SIGTERM/SIGHUP end the session through pytest_sessionfinish
 
     @classmethod
     def start(cls, config: pytest.Config) -> SemulaPlugin:
         from semula.session.clientenv import extra_host_sets, recordings_sets
-        from semula.session.run import SessionError, default_data_dir, open_session
+        from semula.session.run import BadOption, SessionError, default_data_dir, open_session
+        from semula.session.signals import StopSignals
 
         mode = config.getoption("semula_mode")
         host, port = config.getoption("semula_host"), config.getoption("semula_port")
@@ -128,6 +130,8 @@ class SemulaPlugin:
         try:
             session = open_session(mode, host, port, data_dir, config.getoption("semula_project"), sets,
                                    60.0, lines.append)
+        except BadOption as e:
+            raise pytest.UsageError(f"semula: {e}") from None
         except SessionError as e:
             raise pytest.UsageError(f"semula: cannot start the proxy: {e}: pytest --semula={mode} "
                                     "--semula-data-dir DIR") from None
@@ -143,6 +147,7 @@ class SemulaPlugin:
             session.stop()
             raise pytest.UsageError(f"semula: --semula-scope=test needs a proxy that knows which test runs: "
                                     f"{plugin.admin_problem}")
+        plugin.signals = StopSignals(_stopped).install()  # restored in pytest_unconfigure
         return plugin
 
     @classmethod
@@ -281,8 +286,14 @@ class SemulaPlugin:
             # After the last test (and, under xdist, all the workers' tests): what came outside any test.
             self.no_test += [r for r in self._new_refusals() if not r.get("test")]
         if self.session is not None:  # stop before the terminal summary: it reads the flushed call log
+            if self.signals is not None:
+                self.signals.hold()  # a signal now must not interrupt the stop
             self.summary = self.session.stop()
             self.session = None
+            if self.signals is not None and self.signals.received:  # pytest prints no terminal summary then
+                reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+                if reporter is not None:
+                    reporter.write_line(self.summary)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.worker:
@@ -301,6 +312,8 @@ class SemulaPlugin:
                 terminalreporter.write_line(f"- project {refusal.get('project')}{where}: {refusal['message']}")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.signals is not None:
+            self.signals.restore()
         if self.admin is not None:
             self.admin.close()
         if self.session is not None:  # the session never got to its end (a usage error, say)
@@ -317,6 +330,14 @@ def _refuse_bad_options(sets: tuple[str, ...]) -> None:
         check_run_options(sets, os.environ, where="--semula-set")
     except OptionError as e:
         raise pytest.UsageError(f"semula: {e}") from None
+
+
+def _stopped(signo: int) -> BaseException:
+    """SIGTERM/SIGHUP: pytest's own exit, which still runs pytest_sessionfinish (the proxy stopped, its call
+    log flushed) and makes pytest exit with the signal's code."""
+    import signal
+
+    return pytest.exit.Exception(f"semula: stopped by {signal.Signals(signo).name}", returncode=128 + signo)
 
 
 class XdistController:

@@ -28,6 +28,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from semula.store.datadir import make_data_dir
+
 log = logging.getLogger("semula")
 
 MAX_HELD_ROWS = 10_000  # rows kept for a retry while the disk refuses them
@@ -123,6 +125,7 @@ class ParquetLog:
 
     def _write(self, date: str, rows: list[dict[str, Any]]) -> None:
         folder = self.directory / f"date={date}"
+        make_data_dir(self.directory.parent)  # the data dir (or the temporary log dir) removed meanwhile
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         folder.mkdir(mode=0o700, exist_ok=True)
         table = _table(rows, self.schema)

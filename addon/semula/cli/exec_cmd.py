@@ -12,7 +12,11 @@ import click
 from semula.session.clientenv import extra_host_sets, java_env, recordings_sets
 
 from semula.cli.proxy_cmd import proxy_options, refuse_bad_options
-from semula.session.run import ProxySession, SessionError, open_session
+from semula.session.run import BadOption, ProxySession, SessionError, open_session
+from semula.session.signals import StopSignals, Stopped
+
+# A stopped command's time to exit (its own clean-up) before it is killed: CI runners kill exec ~10 s after SIGTERM.
+CHILD_GRACE_S = 5.0
 
 
 def _echo(line: str) -> None:
@@ -39,22 +43,43 @@ def exec_command(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
 
         find_jdk()  # no JDK: say so before a proxy starts
     sets = recordings_sets(recordings, no_recordings) + extra_host_sets(extra_hosts) + sets
+    stop = StopSignals().install()  # SIGTERM/SIGHUP (a cancelled CI job): unwind like Ctrl-C, proxy stopped
+    try:
+        code = _around(cmd, stop, mode, listen_host, listen_port, data_dir, project, sets, ready_timeout, java)
+    finally:
+        stop.restore()
+    sys.exit(code)
+
+
+def _around(cmd: tuple[str, ...], stop: StopSignals, mode: str, listen_host: str, listen_port: int,
+            data_dir: Path, project: str, sets: tuple[str, ...], ready_timeout: float, java: bool) -> int:
+    """Run CMD around a proxy; the exit code: CMD's, 130 on Ctrl-C, 128+N on signal N."""
     try:
         session = open_session(mode, listen_host, listen_port, data_dir, project, sets, ready_timeout, _echo)
+    except BadOption as e:
+        click.echo(f"semula: {e}", err=True)
+        return 2
     except SessionError as e:
         if e.exit_code == 2:
             click.echo(f"semula: refusing to run the command: {e}: semula exec --mode {mode} --data-dir DIR -- …",
                        err=True)
-            sys.exit(2)
+            return 2
         raise click.ClickException(str(e)) from None
+    except Stopped as e:  # the proxy that was starting is stopped (session/run.py)
+        click.echo(f"semula: {e} before the command started", err=True)
+        return e.exit_code
     try:  # from here on, whatever fails stops the proxy we started
         code = _run(cmd, _command_env(session, java))
     except KeyboardInterrupt:
         code = 130
+    except Stopped as e:
+        click.echo(f"semula: {e}: the command was given the signal; stopping the proxy", err=True)
+        code = e.exit_code
     finally:
+        stop.hold()
         summary = session.stop()
     click.echo(summary, err=True)
-    sys.exit(code)
+    return stop.exit_code or code
 
 
 def _command_env(session: ProxySession, java: bool) -> dict[str, str]:
@@ -67,7 +92,26 @@ def _command_env(session: ProxySession, java: bool) -> dict[str, str]:
 
 def _run(cmd: tuple[str, ...], environment: dict[str, str]) -> int:
     try:
-        return subprocess.run(list(cmd), env=environment).returncode
+        child = subprocess.Popen(list(cmd), env=environment)
     except FileNotFoundError:
         click.echo(f"semula: command not found: {cmd[0]}", err=True)
         return 127
+    try:
+        return child.wait()
+    except Stopped as e:
+        _stop_child(child, e.signo)
+        raise
+    except BaseException:  # Ctrl-C: the child got it too (same process group); as subprocess.run does
+        _stop_child(child, None)
+        raise
+
+
+def _stop_child(child: subprocess.Popen, signo: int | None) -> None:
+    """Pass the signal on (a CI runner may signal exec alone), give CMD CHILD_GRACE_S to exit, then kill it."""
+    if signo is not None and child.poll() is None:
+        child.send_signal(signo)
+    try:
+        child.wait(timeout=CHILD_GRACE_S if signo is not None else 0.25)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import sys
@@ -112,9 +113,11 @@ def _shown_default(value: object) -> str:
 @click.option("--confdir", type=click.Path(path_type=Path), default=None,
               help=f"mitmproxy's confdir, where its CA lives [default: {DEFAULT_CONFDIR}]")
 @click.option("--web", is_flag=True, help="run mitmweb (the web UI shows each call's decision)")
+@click.option("--parent-pid", type=int, default=None, hidden=True,
+              help="the run that starts this proxy (semula exec, the pytest plugin): stop when it is gone")
 def proxy(mode: str, listen_host: str, listen_port: int, data_dir: Path, project: str, recordings: Path | None,
           no_recordings: bool, extra_hosts: tuple[str, ...], sets: tuple[str, ...], confdir: Path | None,
-          web: bool) -> None:
+          web: bool, parent_pid: int | None) -> None:
     """Run the proxy (mitmdump, or mitmweb with --web) with the semula addon."""
     confdir_set = (f"confdir={confdir.expanduser()}",) if confdir else ()
     sets = recordings_sets(recordings, no_recordings) + extra_host_sets(extra_hosts) + confdir_set + sets
@@ -129,13 +132,35 @@ def proxy(mode: str, listen_host: str, listen_port: int, data_dir: Path, project
         raise click.ClickException(f"cannot write the proxy's CA into {ca_dir}: {e}") from None
     from mitmproxy.tools import main as mitm_main
 
+    from semula.proxy import runinfo
+
+    runinfo.publish(runinfo.requested(mode, sets, parent_pid))
+    if parent_pid:
+        runinfo.watch_parent(parent_pid)
+    bind = _BindFailure()
+    logging.getLogger().addHandler(bind)
     try:
         code = (mitm_main.mitmweb if web else mitm_main.mitmdump)(args) or 0
     except SystemExit as e:  # mitmproxy exits by itself on a start-up error
         code = e.code if isinstance(e.code, int) else 1
-    if code and port_in_use(listen_host, listen_port):
+    finally:
+        logging.getLogger().removeHandler(bind)
+    # Only a failure to bind is about the port: after another start-up error this process may still hold it.
+    if code and bind.in_use and port_in_use(listen_host, listen_port):
         click.echo(port_hint(listen_host, listen_port), err=True)
     sys.exit(code)
+
+
+class _BindFailure(logging.Handler):
+    """Notes whether mitmproxy said it could not listen because the address is in use."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.in_use = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage().lower()
+        self.in_use = self.in_use or ("failed to listen" in text and "in use" in text)
 
 
 def refuse_bad_options(sets: tuple[str, ...]) -> None:

@@ -46,7 +46,19 @@ def recordings_check(folder: Path | None) -> None:
     for rel, problem in bad:
         click.echo(f"{folder / rel}: {problem}", err=True)
     click.echo(f"{good} recording(s) load, {len(bad)} bad, in {folder}")
+    _warn_tracked_data_dirs(folder)
     sys.exit(1 if bad else 0)
+
+
+def _warn_tracked_data_dirs(folder: Path) -> None:
+    """The data dir beside the folder holds every prompt and answer and the admin token: never in git."""
+    from semula.session.run import default_data_dir
+    from semula.store.datadir import tracked_data_dirs
+
+    for directory, files in tracked_data_dirs(folder, Path(default_data_dir())).items():
+        click.echo(f"semula: WARNING: git tracks {files} file(s) of the data dir {directory} (its store and call "
+                   f"logs hold every prompt and answer): untrack it with `git rm -r --cached {directory}` and put a "
+                   "`.gitignore` holding `*` in it", err=True)
 
 
 @recordings.command("unused")

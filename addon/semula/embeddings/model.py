@@ -24,6 +24,7 @@ from semula.core.settings import parse_switch
 from semula.core.request.canonical import CanonicalRequest
 from semula.core.request.normalise import scrub_volatile
 from semula.core.redact import redact_text
+from semula.store.datadir import make_data_dir
 
 log = logging.getLogger("semula")
 
@@ -123,6 +124,7 @@ def _construct(fastembed: Any, config: EmbeddingConfig, *, local_only: bool, laz
                 "folder holds that model's files and SEMULA_EMBEDDINGS_MODEL names it"
             ) from e
     try:
+        make_data_dir(config.cache_dir.parent)  # the cache sits in the data dir: maybe its first file
         config.cache_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise EmbeddingsUnavailable(f"cannot create the model cache {config.cache_dir}: {e}") from e

@@ -34,6 +34,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from semula.store.datadir import make_data_dir
+
 ADMIN_FILE = "admin.json"
 IDLE_SECONDS = 30  # a kept-alive admin connection idle this long is closed by the proxy
 
@@ -191,7 +193,8 @@ class AdminServer:
         self.thread.start()
         self.path = self.data_dir / ADMIN_FILE
         self.info = {**info, "port": self.port, "token": self.token, "pid": os.getpid()}
-        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not fallback:  # (the fallback dir was made by _private_dir)
+            make_data_dir(self.data_dir)
         try:
             _write_private_file(self.path, json.dumps(self.info))
         except BaseException:

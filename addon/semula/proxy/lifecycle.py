@@ -24,12 +24,14 @@ from semula.core.settings import AddonSettings
 from semula.proxy.admin import AdminServer, fallback_admin_dir, read_admin_info
 from semula.proxy.console import TERMINAL_SAFE_LOG
 from semula.proxy.expiry import ExpiryGate
+from semula.proxy import runinfo
 from semula.proxy.refusals import Refusals
 from semula.proxy.scopes import CurrentTests
 from semula.recordings.files import remember_user_umask
 from semula.proxy.storethread import StoreThread
 from semula.calllog.schema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
 from semula.store.selection import STORE_FILE, describe_store
+from semula.store.datadir import make_data_dir
 from semula.calllog.writer import ParquetLog
 
 log = logging.getLogger("semula")
@@ -95,6 +97,7 @@ class Lifecycle:
                 self.admin = AdminServer(data_dir, self.admin_call, {
                     "proxy": listen, "mode": mode.value, "data_dir": str(data_dir),
                     "project": settings.default_project, "confdir": str(confdir),
+                    "run": runinfo.published(),  # what it was asked: a run reuses it only if it asks the same
                 }, fallback=read_only)
             except OSError as e:
                 log.warning("semula: admin endpoint not started (%s); CLI commands cannot reach this proxy", e)
@@ -219,7 +222,7 @@ def _private_data_dir(data_dir: Path) -> None:
     at every checkpoint with the process umask, so only the umask keeps that file private there."""
     if not data_dir.exists():
         try:
-            data_dir.mkdir(parents=True, mode=0o700)
+            make_data_dir(data_dir)
         except OSError as e:  # the store and logs say so when they cannot write
             log.warning("semula: cannot create the data dir %s: %s", data_dir, e)
         return

@@ -1,8 +1,9 @@
 """One proxy around a run — `semula exec` and the pytest plugin share it.
 
 Start `semula proxy` (its console in <data dir>/proxy.log) or reuse the one already running on the
-data dir in the same mode — never another mode —, give the run's clients their environment, and
-at the end stop the proxy (its call log flushed) and say what the run did, from the call log.
+data dir in the same mode and asked for the same options (proxy/runinfo.py) — never another —, give the
+run's clients their environment, and at the end stop the proxy (its call log flushed) and say what the
+run did, from the call log.
 """
 
 from __future__ import annotations
@@ -20,12 +21,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import click
+from mitmproxy.exceptions import OptionsError
 
 from semula.core.modes import Mode
 from semula.proxy.admin import read_admin_info
+from semula.session.optioncheck import OptionError, check_sets
+from semula.proxy.runinfo import differences, requested
 from semula.session.ca import DEFAULT_CONFDIR, confdir_of, ensure_ca, key_size_of
 from semula.session.clientenv import client_env, namespace_by_key, placeholder_keys, port_hint, port_in_use
 from semula.session.google_env import google_placeholder_env
+from semula.store.datadir import make_data_dir
 
 LOG_FILE = "proxy.log"
 # A reused proxy writes its call log every second: wait that long before reading this run's rows.
@@ -47,6 +52,13 @@ class SessionError(Exception):
     def __init__(self, message: str, exit_code: int = 1) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class BadOption(SessionError):
+    """An option's value is wrong: the message is only that, one line (no proxy was started)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, exit_code=2)
 
 
 def free_port() -> int:
@@ -104,9 +116,13 @@ def run_env(mode: str, sets: tuple[str, ...], host: str, port: int, confdir: Pat
 
 def open_session(mode: str, listen_host: str, listen_port: int, data_dir: Path, project: str,
                  sets: tuple[str, ...], ready_timeout: float, echo: Echo) -> ProxySession:
-    """Reuse the proxy on data_dir if it runs in this mode, else start one; SessionError otherwise."""
+    """Reuse the proxy on data_dir if it runs in this mode with these options, else start one; SessionError otherwise."""
     started = datetime.now(UTC).replace(tzinfo=None)
     confdir = confdir_from(sets)
+    try:
+        check_sets(sets)
+    except OptionError as e:
+        raise BadOption(str(e)) from None
     info = read_admin_info(data_dir)
     if info is not None:
         if info.get("mode") != mode:
@@ -115,9 +131,11 @@ def open_session(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
                 f"a {info.get('mode')} proxy (pid {info.get('pid')}, {info.get('proxy')}) already runs on "
                 f"{data_dir}, and you asked for {mode}. Stop it, or run against another data dir",
                 exit_code=2)
+        _check_reuse(info, mode, sets, data_dir)
         host_port = info["proxy"].split("//", 1)[-1]
         echo(f"semula: reusing the proxy already running on {data_dir} at {info['proxy']} "
-             f"(pid {info.get('pid')}, mode {mode}; its own options stand, semula_repeats included)")
+             f"(pid {info.get('pid')}, mode {mode}; the options this run does not name are its own, "
+             "semula_repeats included)")
         if any(s.startswith(("semula_extra_hosts=", "semula_hosts=")) for s in sets):
             echo("semula: the running proxy keeps its own hosts: the hosts asked for here (--extra-host) "
                  "apply to a proxy this run starts")
@@ -138,6 +156,20 @@ def open_session(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
     return ProxySession(mode, listen_host, port, data_dir, confdir, project, sets, started, process, console)
 
 
+def _check_reuse(info: dict, mode: str, sets: tuple[str, ...], data_dir: Path) -> None:
+    """Refuse a running proxy asked for other options than this run's (an orphan of a cancelled run, another
+    run's proxy): it would serve this run silently with its own."""
+    found = differences(info.get("run"), requested(mode, run_defaults(sets)),
+                        {item.split("=", 1)[0].strip() for item in sets})
+    if found:
+        run = info.get("run") if isinstance(info.get("run"), dict) else {}
+        owner = f", started by the run with pid {run['owner']}" if run.get("owner") else ""
+        raise SessionError(
+            f"the {mode} proxy already running on {data_dir} (pid {info.get('pid')}, {info.get('proxy')}{owner}) "
+            f"has other options than this run asks for: {'; '.join(found)}. Stop it (kill {info.get('pid')}), "
+            "or run against another data dir", exit_code=2)
+
+
 def run_defaults(sets: tuple[str, ...]) -> tuple[str, ...]:
     """The options a run's proxy starts with: RUN_DEFAULTS unless the run sets them itself."""
     given = {item.split("=", 1)[0] for item in sets}
@@ -148,12 +180,13 @@ def _start_proxy(mode: str, listen_host: str, port: int, data_dir: Path, project
                  ready_timeout: float, echo: Echo) -> tuple[subprocess.Popen, ProxyConsole]:
     """Start `semula proxy` with its console in <data dir>/proxy.log; return once it is ready."""
     args = [sys.executable, "-m", "semula", "proxy", "--mode", mode, "--listen-host", listen_host,
-            "--listen-port", str(port), "--data-dir", str(data_dir), "--project", project]
+            "--listen-port", str(port), "--data-dir", str(data_dir), "--project", project,
+            "--parent-pid", str(os.getpid())]  # it stops by itself if this run is killed
     for item in sets:
         args += ["--set", item]
     # Private like the data dir the proxy creates: one the proxy finds open to others gets umask 077,
     # which would make the recordings folder it writes 0700 instead of following the user's umask.
-    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    make_data_dir(data_dir)
     log_path = data_dir / LOG_FILE
     if log_path.is_symlink():  # never written through: a link planted in a shared data dir
         log_path.unlink()
@@ -162,18 +195,22 @@ def _start_proxy(mode: str, listen_host: str, port: int, data_dir: Path, project
                                    start_new_session=True)
     console = ProxyConsole(log_path, echo)
     deadline = time.monotonic() + ready_timeout
-    while True:
-        if console.echo_new():
-            console.follow()
-            return process, console
-        if process.poll() is not None or time.monotonic() > deadline:
-            stop_process(process)
-            text = log_path.read_text(errors="replace")
-            tail = "\n".join(text.splitlines()[-20:])
-            in_use = "--listen-port" not in tail and port_in_use(listen_host, port)  # `semula proxy` said it
-            hint = f"\n{port_hint(listen_host, port)}" if in_use else ""
-            raise SessionError(f"the proxy did not start (console in {log_path}):\n{tail}{hint}")
-        time.sleep(0.1)
+    try:
+        while True:
+            if console.echo_new():
+                console.follow()
+                return process, console
+            if process.poll() is not None or time.monotonic() > deadline:
+                stop_process(process)
+                text = log_path.read_text(errors="replace")
+                tail = "\n".join(text.splitlines()[-20:])
+                in_use = "--listen-port" not in tail and port_in_use(listen_host, port)  # `semula proxy` said it
+                hint = f"\n{port_hint(listen_host, port)}" if in_use else ""
+                raise SessionError(f"the proxy did not start (console in {log_path}):\n{tail}{hint}")
+            time.sleep(0.1)
+    except BaseException:  # Ctrl-C, SIGTERM (session/signals.py) while it starts: never leave it running
+        stop_process(process)
+        raise
 
 
 class ProxyConsole:

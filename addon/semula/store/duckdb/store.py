@@ -20,6 +20,7 @@ from typing import Any
 import duckdb
 
 from semula.store.base import STORE_FILE
+from semula.store.datadir import make_data_dir
 from semula.store.duckdb import bulk, migrations, recent
 from semula.store.duckdb.connect import connect, working_copy
 from semula.store.duckdb.errors import describe_duckdb_error, store_errors
@@ -82,7 +83,7 @@ class DuckDBStore(SqlStore):
             store.close()
             return cls.open_copy(data_dir)
         try:
-            data_dir.mkdir(parents=True, exist_ok=True)
+            make_data_dir(data_dir)
         except OSError as e:
             raise StoreError(f"cannot create the data dir {data_dir}: {e}") from e
         new = not path.exists()
