@@ -291,6 +291,6 @@ def test_an_option_error_says_only_the_option_error(command: str, tmp_path: Path
     result = subprocess.run(argv, capture_output=True, text=True, env=clean_env(), timeout=120)
     output = result.stdout + result.stderr
     assert result.returncode == 2, output
-    assert output.count("unknown mode 'bogus'") == 1, output
+    assert output.count("semula_mode='bogus' is not one of") == 1, output
     assert "already in use" not in output and "Traceback" not in output, output
     assert len(output.strip().splitlines()) == 1, output

@@ -21,7 +21,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import click
-from mitmproxy.exceptions import OptionsError
 
 from semula.core.modes import Mode
 from semula.proxy.admin import read_admin_info
