@@ -25,6 +25,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from semula.core.unprefixed import (
+    has_access_key_id,
+    is_key_shaped,
+    is_secret_label,
+    redact_unprefixed,
+    runs_near_ids,
+    secret_label_value,
+)
+
 __all__ = [
     "FINGERPRINT_SALT_BYTES",
     "HOP_BY_HOP_HEADERS",
@@ -37,6 +46,7 @@ __all__ = [
     "clean_query",
     "redact_bytes",
     "redact_json",
+    "redact_query",
     "redact_text",
 ]
 
@@ -147,33 +157,59 @@ def _placeholder(key: FingerprintKey | None) -> Callable[[str], str]:
 
 
 def redact_text(s: str, key: FingerprintKey | None = None) -> str:
-    """Replace API-key-like strings with ``[REDACTED]``, or ``[REDACTED:<tag>]`` under ``key``."""
+    """Replace API-key-like strings with ``[REDACTED]``, or ``[REDACTED:<tag>]`` under ``key``.
+
+    Prefixed keys, JWTs and bearer tokens first (their tags are those of earlier stores), then the
+    secrets without a prefix (`core.unprefixed`: AWS secret keys and session tokens)."""
     if not s:
         return s
     placeholder = _placeholder(key)
+    near_ids = runs_near_ids(s)  # before the access key ids themselves are replaced
     s = _TEXT_KEYS.sub(lambda m: placeholder(m.group()), s)
-    return _TEXT_BEARER.sub(lambda m: m.group(1) + placeholder(m.group()[len(m.group(1)):]), s)
+    s = _TEXT_BEARER.sub(lambda m: m.group(1) + placeholder(m.group()[len(m.group(1)):]), s)
+    return redact_unprefixed(s, placeholder, near_ids)
 
 
 def redact_bytes(b: bytes) -> bytes:
     """Like :func:`redact_text` for arbitrary bytes (keys are ASCII)."""
     if not b:
         return b
+    near_ids = runs_near_ids(b)
     b = _BYTES_KEYS.sub(_REDACTED_BYTES, b)
-    return _BYTES_BEARER.sub(lambda m: m.group(1) + _REDACTED_BYTES, b)
+    b = _BYTES_BEARER.sub(lambda m: m.group(1) + _REDACTED_BYTES, b)
+    return redact_unprefixed(b, lambda _secret: _REDACTED_BYTES, frozenset(r.encode("ascii") for r in near_ids))
 
 
 def redact_json(value: Any, key: FingerprintKey | None = None) -> Any:
-    """Apply :func:`redact_text` to every string in a JSON value, keys included."""
+    """Apply :func:`redact_text` to every string in a JSON value, keys included.
+
+    A string under a secret's name (``"SecretAccessKey"``, ``"aws_session_token"``) is redacted whole,
+    and so is a 40-character run beside an access key id in the same object (``{"id": "AKIA…", "secret": …}``)."""
     if isinstance(value, str):
         return redact_text(value, key)
     if isinstance(value, dict):
-        return {redact_text(k, key) if isinstance(k, str) else k: redact_json(v, key) for k, v in value.items()}
+        beside_id = any(isinstance(v, str) and has_access_key_id(v) for v in value.values())
+        return {redact_text(k, key) if isinstance(k, str) else k: _member(k, v, key, beside_id)
+                for k, v in value.items()}
     if isinstance(value, list):
         return [redact_json(v, key) for v in value]
     if isinstance(value, tuple):
         return tuple(redact_json(v, key) for v in value)
     return value
+
+
+def _member(name: Any, value: Any, key: FingerprintKey | None, beside_id: bool) -> Any:
+    if isinstance(value, str) and (
+        (isinstance(name, str) and is_secret_label(name) and secret_label_value(value))
+        or (beside_id and is_key_shaped(value))
+    ):
+        return _placeholder(key)(value)
+    return redact_json(value, key)
+
+
+def redact_query(pairs: Iterable[tuple[str, str]], key: FingerprintKey | None = None) -> list[tuple[str, str]]:
+    """:func:`clean_query`, then each remaining name and value redacted like text (a key in ``?q=``)."""
+    return [(redact_text(k, key), redact_text(v, key)) for k, v in clean_query(pairs)]
 
 
 def _is_dropped_header(name: str) -> bool:
@@ -188,12 +224,12 @@ def _is_dropped_header(name: str) -> bool:
 
 
 def clean_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Lowercase names; drop credentials, hop-by-hop fields and semula's own headers."""
+    """Lowercase names; drop credentials, hop-by-hop fields and semula's own headers; redact the rest's values."""
     cleaned = []
     for name, value in headers:
         lower = name.lower()
         if not _is_dropped_header(lower):
-            cleaned.append((lower, value))
+            cleaned.append((lower, redact_text(value)))
     return cleaned
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from semula.core.request.canonical import NEVER_MATTERS, CanonicalRequest
-from semula.core.redact import FingerprintKey, clean_query, redact_json
+from semula.core.redact import FingerprintKey, clean_query, redact_json, redact_query
 from semula.providers.jsonbody import AdapterError, BodyShapeError, load_json_object
 from semula.providers.sidepaths import SidePath
 from semula.providers.rawbody import describe, is_raw_body
@@ -99,6 +99,7 @@ class Adapter:
         """The canonical request; each secret in the body becomes a placeholder keyed by ``key``.
 
         A body that is not JSON (an upload) is kept for the exact tier as a descriptor of its bytes."""
+        raw = replace(raw, query=tuple(redact_query(raw.query, key)))  # a secret in ?q=, as in the body
         if is_raw_body(raw.body, raw.headers):
             described = describe(raw.body, raw.headers, key)
             return replace(self.unparsed(raw, described.descriptor), model=described.model, stream=described.stream)

@@ -29,7 +29,7 @@ from semula.core.errorpolicy import replayed_note, unrecordable_answer
 from semula.core.explain import miss_message
 from semula.core.fasthit import fast_outcome
 from semula.core.modes import Mode
-from semula.core.redact import FingerprintKey, clean_query, redact_text
+from semula.core.redact import FingerprintKey, redact_query, redact_text
 from semula.core.settings import AddonSettings, ProjectSettings, SettingsError, validate_project
 from semula.core.provenance import provenance_of
 from semula.recordings.entry import Answer, recording_of, semula_version
@@ -464,7 +464,7 @@ def _canonicalise(adapter: Adapter, raw: RawRequest, key: FingerprintKey) -> Can
         # e.g. GET /v1/models: replayable by the exact tier, nothing to normalise
         return CanonicalRequest(
             provider=adapter.name, method=raw.method, endpoint=raw.path,
-            query=tuple(sorted(clean_query(raw.query))),
+            query=tuple(sorted(redact_query(raw.query, key))),
             headers=(), model=None, system=None, messages=(), tools=(), params={},
             stream=False, body=None, parsed=False,
         )

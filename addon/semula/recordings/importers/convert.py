@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, urlsplit
 from semula.core.request.canonical import CanonicalRequest
 from semula.core.errorpolicy import unrecordable_answer
 from semula.core.provenance import provenance_of
-from semula.core.redact import FingerprintKey, clean_query, redact_text
+from semula.core.redact import FingerprintKey, redact_query, redact_text
 from semula.core.settings import DEFAULT_PROJECT, AddonSettings, ProjectSettings
 from semula.providers import DEFAULT_PROVIDER_HOSTS, adapter_for, host_matches, side_call_for
 from semula.providers.base import Adapter, AdapterError, RawRequest
@@ -151,7 +151,8 @@ def _canonicalise(adapter: Adapter, raw: RawRequest, key: FingerprintKey) -> Can
     """As proxy/addon.py `_canonicalise`: a body-less GET is kept for the exact tier only."""
     if not raw.body and raw.method in ("GET", "HEAD", "DELETE"):
         return CanonicalRequest(
-            provider=adapter.name, method=raw.method, endpoint=raw.path, query=tuple(sorted(clean_query(raw.query))),
+            provider=adapter.name, method=raw.method, endpoint=raw.path,
+            query=tuple(sorted(redact_query(raw.query, key))),
             headers=(), model=None, system=None, messages=(), tools=(), params={}, stream=False, body=None,
             parsed=False,
         )
