@@ -224,7 +224,8 @@ def test_every_kind_of_secret_is_absent_from_every_byte_semula_writes(
         tmp_path: Path, fake_provider: FakeProvider, mitm_confdir: Path, dead_port: int,
         proxy_factory: ProxyFactory) -> None:
     run = uniq("every-kind")
-    folder, recorded_in, replayed_in = tmp_path / "semula-recordings", tmp_path / "rec" / ".semula", tmp_path / "ci" / ".semula"
+    folder = tmp_path / "semula-recordings"
+    recorded_in, replayed_in = tmp_path / "rec" / ".semula", tmp_path / "ci" / ".semula"
     for d in (recorded_in.parent, replayed_in.parent):
         d.mkdir()
     fake_provider.reset()

@@ -45,7 +45,8 @@ assert len(SECRET) == 40
         (f'"SessionToken": "{STS_OLD}"', '"SessionToken": "[REDACTED]"'),
         ("X-Amz-Security-Token: FwoGZXIvYXdzEJrshortish123", "X-Amz-Security-Token: [REDACTED]"),
         # beside an access key id: a credentials CSV, whatever the run's shape
-        (f"User,Access key ID,Secret access key\nbob,{ACCESS_ID},{SECRET}", "User,Access key ID,Secret access key\nbob,[REDACTED],[REDACTED]"),
+        (f"User,Access key ID,Secret access key\nbob,{ACCESS_ID},{SECRET}",
+         "User,Access key ID,Secret access key\nbob,[REDACTED],[REDACTED]"),
         (f"{ACCESS_ID} abcdefghijklmnopqrstuvwxyzabcdefghijklmn", "[REDACTED] [REDACTED]"),
         (f"abcdefghijklmnopqrstuvwxyzabcdefghijklmn and {TEMP_ID}", "[REDACTED] and [REDACTED]"),
         # by shape alone

@@ -18,10 +18,13 @@ base64 of its binary header) followed by 60+ base64 characters, or by a label.
 Why the shape rule leaves the rest alone: a run must be bounded by characters outside the base64
 alphabet (and not by ``_``, ``-`` or ``=``), so the inside of an image or audio data URL, a PEM line or
 a longer token never matches (changing those would change the bytes a request replays); the last
-line of line-wrapped base64 is skipped too. Git SHAs are hex. English, paths and camel-case
-identifiers repeat letters: over the corpora in tests/data and /work/shared/corpus and every Python
-file of a virtualenv (~60 MB), no ordinary run reached 4.0 bits while 99.9 % of random 40-character
-keys are above it (tests/unit/test_unprefixed.py measures both).
+line of line-wrapped base64 is skipped too. Git SHAs are hex. Words, paths and camel-case names
+(``BetaAsyncAbstractComputerToolset20260801``, ``com/HypothesisWorks/hypothesis/pull/4266``) reach
+4.3-4.7 bits, as random keys do, so entropy alone can't tell them apart; their many neighbouring
+lowercase letters do (17+ pairs; a random key has 6 on average). Measured: no string of the prompt
+corpora (tests/data, /work/shared/corpus: 122k strings) changes; over every Python file of a
+virtualenv (157 MB) the only match is one opaque random continuation token; ~0.5 % of random keys
+are missed (no digit, or many lowercase pairs). tests/unit/test_unprefixed.py checks both sides.
 
 Pure and linear: each pattern is a fixed-width or single-class run, so no input backtracks; the
 caller (core.redact) supplies the placeholder, so fingerprints get keyed tags and logs ``[REDACTED]``.
@@ -36,8 +39,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import AnyStr
 
-__all__ = ["ENTROPY_BITS", "MAX_LOWER_PAIRS", "NEAR_ID_CHARS", "has_access_key_id", "is_key_shaped", "is_secret_label", "looks_random", "redact_unprefixed",
-           "runs_near_ids", "secret_label_value"]
+__all__ = ["ENTROPY_BITS", "MAX_LOWER_PAIRS", "NEAR_ID_CHARS", "has_access_key_id", "is_key_shaped",
+           "is_secret_label", "looks_random", "redact_unprefixed", "runs_near_ids", "secret_label_value"]
 
 # Random 40-character keys: entropy median 4.78 bits per character, 99.99 % above 4.2; 15 or fewer
 # lowercase pairs 99.6 % (mean 6.4). Words, paths and camel-case names have 17+ such pairs.
@@ -79,6 +82,7 @@ _VALUE_ONLY = re.compile(_VALUE)
 _HEX = re.compile(r"[0-9A-Fa-f]+")
 _KEY_SHAPE = re.compile(r"[A-Za-z0-9/+]{40}")
 _B64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+_SHORTEST = 16  # a labelled value's least length; a run is 40
 _WRAP_WIDTH = 60  # MIME wraps base64 at 76, PEM at 64: a full line before means a wrapped block
 _LINE_BREAKS = ("\n", "\r", "\\n", "\\r")
 
@@ -159,7 +163,7 @@ def redact_unprefixed(s: AnyStr, placeholder: Callable[[AnyStr], AnyStr],
 
     `near_ids` are the runs `runs_near_ids` found beside an access key id: secrets whatever their
     entropy. Three passes, the first two only when a cheap substring test says they can match."""
-    if not s:
+    if len(s) < _SHORTEST:  # most strings of a JSON body (roles, model names) cannot hold one
         return s
     k = 1 if isinstance(s, bytes) else 0
     # The latin-1 view is for the substring and shape checks (the patterns are ASCII); substitution is on `s`.
