@@ -12,12 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semula.session.aws_env import AWS_PLACEHOLDER, aws_placeholders
-from semula.core.redact import FingerprintKey, clean_headers
-from semula.providers import DEFAULT_PROVIDER_HOSTS, adapter_for, host_matches, stream_framer
+from semula.core.redact import FingerprintKey, clean_headers, redact_bytes
+from semula.providers import DEFAULT_PROVIDER_HOSTS, adapter_for, host_matches, redacted_answer, stream_framer
 from semula.providers.base import RawRequest, Usage
 from semula.providers.bedrock import BedrockAdapter
 from semula.providers.eventstream import Header, Message, encode, parse_stream
-from semula.recordings.entry import _redacted_body
 from semula.recordings.format import RecordingFileError, body_fields, body_from
 
 KEY = FingerprintKey(b"k" * 32)
@@ -227,6 +226,11 @@ def test_a_hostile_file_is_refused_by_the_loader() -> None:
     good["response"]["body_eventstream"] = "frames"
     with pytest.raises(RecordingFileError, match="not a list of message objects"):
         loads(json.dumps(good))
+
+
+def _redacted_body(body: bytes) -> bytes:
+    """An answer as a recording keeps it (recordings.entry.recording_of)."""
+    return redacted_answer(body, redact_bytes)
 
 
 def test_redaction_keeps_the_stream_valid() -> None:

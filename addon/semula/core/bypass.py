@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from semula.core.request.canonical import CanonicalRequest
+from semula.core.request.params import sampling_objects
 from semula.core.decision import Bypass
 from semula.core.settings import ProjectSettings
 
@@ -25,7 +26,9 @@ def no_cache_header(headers: Mapping[str, str]) -> Bypass | None:
 def temperature_above(request: CanonicalRequest, settings: ProjectSettings) -> Bypass | None:
     params = request.params or {}
     temperature = params.get("temperature")
-    config = params.get("generationConfig", params.get("generation_config"))  # Gemini takes both
+    # An object that holds the sampling parameters (Gemini's generationConfig, in either spelling): the
+    # first such object the request has, whatever its provider, as the providers declare them.
+    config = next((params[name] for name in sampling_objects() if name in params), None)
     if temperature is None and isinstance(config, dict):
         temperature = config.get("temperature")
     if isinstance(temperature, (int, float)) and temperature > settings.bypass_temperature:

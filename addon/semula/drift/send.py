@@ -22,23 +22,12 @@ from dataclasses import dataclass
 
 import httpx
 
-from semula.providers import GENERIC, is_provider_host
+from semula.providers import GENERIC, NotResendable, auth_for, is_provider_host
 from semula.providers.base import bare_host
 from semula.providers.rawbody import DESCRIPTOR_KEY
 from semula.recordings.format import Recording
 from semula.recordings.validate import endpoint_problem
 
-# provider -> (environment variables, in the order the SDK tries them; header; value template)
-KEYS: dict[str, tuple[tuple[str, ...], str, str]] = {
-    "openai": (("OPENAI_API_KEY",), "authorization", "Bearer {}"),
-    "anthropic": (("ANTHROPIC_API_KEY",), "x-api-key", "{}"),
-    "anthropic-openai": (("ANTHROPIC_API_KEY",), "authorization", "Bearer {}"),
-    "gemini": (("GEMINI_API_KEY", "GOOGLE_API_KEY"), "x-goog-api-key", "{}"),
-    "gemini-openai": (("GEMINI_API_KEY", "GOOGLE_API_KEY"), "authorization", "Bearer {}"),
-    "azure": (("AZURE_OPENAI_API_KEY",), "api-key", "{}"),
-}
-UNSUPPORTED = {"bedrock": "AWS-signed", "vertex-gemini": "Google-OAuth", "vertex-anthropic": "Google-OAuth",
-               "google-oauth": "an OAuth exchange", "generic": "not a provider call"}
 PLACEHOLDER_WORDS = ("test", "fake", "dummy", "placeholder", "changeme", "xxxx", "your")
 
 
@@ -46,22 +35,17 @@ class NoKey(Exception):
     """No usable key in the environment for this provider: the message names the variables."""
 
 
-def key_env(provider: str) -> tuple[tuple[str, ...], str, str]:
-    if provider in KEYS:
-        return KEYS[provider]
-    return ((f"{provider.upper().replace('-', '_')}_API_KEY",), "authorization", "Bearer {}")
-
-
 def auth_header(provider: str, environ: Mapping[str, str] = os.environ) -> tuple[str, str]:
-    """The (header, value) carrying the key; NoKey when none is set or it is a placeholder."""
-    if provider in UNSUPPORTED:
-        raise NoKey(f"{provider} requests are {UNSUPPORTED[provider]}: drift does not re-send them")
-    names, header, template = key_env(provider)
-    for name in names:
+    """The (header, value) carrying the key, as the provider's adapter declares it (`Adapter.auth`);
+    NoKey when none is set or it is a placeholder."""
+    auth = auth_for(provider)
+    if isinstance(auth, NotResendable):
+        raise NoKey(f"{provider} requests are {auth.why}: drift does not re-send them")
+    for name in auth.env:
         value = environ.get(name, "").strip()
         if value and not any(word in value.lower() for word in PLACEHOLDER_WORDS):
-            return header, template.format(value)
-    raise NoKey(f"no real key in ${' or $'.join(names)} (drift calls the live {provider} API)")
+            return auth.header, auth.template.format(value)
+    raise NoKey(f"no real key in ${' or $'.join(auth.env)} (drift calls the live {provider} API)")
 
 
 def has_key(provider: str, environ: Mapping[str, str] = os.environ) -> bool:

@@ -23,12 +23,10 @@ from semula.core.modes import Mode
 from semula.core.redact import FingerprintKey
 from semula.engine.engine import Engine
 from semula.recordings.entry import Answer, recording_of
-from semula.providers import adapter_for
+from semula.providers import adapter_for, first_host
 from semula.providers.base import RawRequest
 from semula.core.settings import ProjectSettings, settings_from_mapping
 from semula.store.selection import open_store
-
-HOSTS = {"openai": "api.openai.com", "anthropic": "api.anthropic.com", "gemini": "generativelanguage.googleapis.com"}
 
 
 def load_pairs(path: Path) -> list[dict[str, Any]]:
@@ -44,7 +42,8 @@ def load_pairs(path: Path) -> list[dict[str, Any]]:
 
 
 def canonical_of(side: dict[str, Any], key: FingerprintKey) -> CanonicalRequest:
-    host = HOSTS.get(side.get("provider", "openai"), "api.openai.com")
+    # The provider's own host from the registry; one with none to name (unknown, wildcards only) is read as OpenAI.
+    host = first_host(side.get("provider", "openai")) or "api.openai.com"
     raw = RawRequest("POST", host, side["path"], (), {}, json.dumps(side["body"]).encode())
     return adapter_for(host, side["path"]).canonicalise(raw, key)
 

@@ -21,7 +21,7 @@ log = logging.getLogger("semula")
 # Bump when `normalised_fingerprint`'s view of a request changes, so stored fingerprints are
 # recomputed. 2: parameters in canonical form (core.request.params). 3: all-digit request/trace ids and
 # the values of id keys (request_id: 12345678) are scrubbed. 4: Vertex's Gemini and Anthropic bodies
-# get their providers' parameter rules (core.request.params.FAMILY); more documented defaults
+# get their providers' parameter rules (now declared by the adapters: `Adapter.param_rules`); more documented defaults
 # (service_tier, response_format, tool_choice, responseMimeType) and a top-level null as unset.
 NORMALISED_VIEW = "4"
 # Bump when `searchable_text` changes. 2: the last user text (was: the last text of any role).

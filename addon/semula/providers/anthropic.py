@@ -13,6 +13,8 @@ import json
 from typing import Any
 
 from semula.core.request.canonical import CanonicalRequest, Message
+from semula.core.request.params import EndpointDefaults, ParamRules
+from semula.providers.auth import Auth, KeyAuth
 from semula.providers.base import Adapter, RawRequest, Usage
 from semula.providers.jsonbody import BodyShapeError, as_int, event_json, frame_events, load_json_object, require_list
 from semula.providers.sidepaths import SidePath
@@ -55,11 +57,23 @@ def _blocks(content: Any, what: str) -> tuple[str, list[Any]]:
     return "\n".join(texts), parts
 
 
+# Messages API reference: temperature "Defaults to 1.0"; tool_choice's default is auto ({"type": "auto"}).
+# Vertex AI's rawPredict endpoints take the same body.
+ANTHROPIC_PARAMS = ParamRules(
+    defaults=(EndpointDefaults(("/v1/messages", ":rawPredict", ":streamRawPredict"), {"temperature": 1}),),
+    tool_choice_defaults=({"type": "auto"},),
+)
+
+
 class AnthropicAdapter(Adapter):
     name = "anthropic"
     hosts = ("api.anthropic.com",)
     behaviour_headers = ("anthropic-beta", "anthropic-version")
     side_paths = _SIDE_PATHS
+    param_rules = ANTHROPIC_PARAMS
+
+    def auth(self) -> Auth:
+        return KeyAuth(("ANTHROPIC_API_KEY",), "x-api-key", "{}")
 
     def _handles_path(self, path: str) -> bool:
         return path in _PATHS

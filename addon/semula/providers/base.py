@@ -3,18 +3,24 @@
 An adapter turns a provider's request into a :class:`CanonicalRequest`,
 recognises the end of its streams, reads token usage, and writes an error in
 the provider's own shape (so SDKs raise their usual exception on a replay
-miss). Adding a provider means adding one adapter module and registering it.
+miss). It also declares what the rest of semula may know of the provider: its
+parameter rules (`param_rules`, which core receives as data through the registry's
+table), how its key is sent (`auth`) and how its answers are redacted when their
+format hides text from the byte redaction (`redact_answer`). Adding a provider
+means adding one adapter module and registering it (`providers/__init__.py`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from semula.core.request.canonical import NEVER_MATTERS, CanonicalRequest
+from semula.core.request.params import NO_PARAM_RULES, ParamRules
 from semula.core.redact import FingerprintKey, clean_query, redact_json, redact_query
+from semula.providers.auth import Auth, bearer_key
 from semula.providers.jsonbody import AdapterError, BodyShapeError, load_json_object
 from semula.providers.sidepaths import SidePath
 from semula.providers.rawbody import describe, is_raw_body
@@ -81,6 +87,12 @@ class Adapter:
     side_paths: tuple[SidePath, ...] = ()
     # False: the hosts serve other APIs too, so they are read only when a project intercepts them.
     intercepted_by_default: bool = True
+    # Documented parameter defaults and spellings (core.request.params); none: every parameter counts.
+    param_rules: ParamRules = NO_PARAM_RULES
+
+    def auth(self) -> Auth:
+        """How `semula drift` sends the caller's key: by default `Bearer $<NAME>_API_KEY`."""
+        return bearer_key(self.name)
 
     def handles(self, host: str, path: str) -> bool:
         return self.serves_host(host) and self._handles_path(path)
@@ -170,6 +182,11 @@ class Adapter:
 
     def usage_from_frames(self, frames: list[bytes]) -> Usage:
         return Usage()
+
+    def redact_answer(self, body: bytes, redact: Callable[[bytes], bytes]) -> bytes | None:
+        """The answer with `redact` applied inside a format that hides text from it (its own sniff on
+        `body`), else None: the answer is redacted as bytes."""
+        return None
 
     def error_headers(self, status: int) -> dict[str, str]:
         """The headers of the provider's error answers (Bedrock names the error in one)."""

@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from semula.core.request.canonical import CanonicalRequest
+from semula.providers.auth import Auth, NotResendable
 from semula.providers.base import Adapter, RawRequest, Usage, bare_host, host_matches
 from semula.providers.jsonbody import BodyShapeError, as_int
 from semula.providers.bedrock_bodies import read_converse, read_invoke
@@ -140,6 +141,17 @@ def invoke_usage(values: list[Any]) -> Usage:
 class BedrockAdapter(Adapter):
     name = "bedrock"
     hosts = BEDROCK_HOSTS
+
+    def auth(self) -> Auth:
+        return NotResendable("AWS-signed")
+
+    def redact_answer(self, body: bytes, redact: Callable[[bytes], bytes]) -> bytes | None:
+        """An AWS event-stream answer redacted message by message (a chunk's base64 model JSON too) and
+        re-encoded, so its lengths and CRCs stay right. Any recording's answer is offered: an event
+        stream's first byte is 0 (a message under 16 MiB), which no JSON or SSE body starts with."""
+        if body[:1] != b"\x00":
+            return None
+        return redacted_stream(body, redact) or None
 
     def handles(self, host: str, path: str) -> bool:
         return self.serves_host(host) and _PATH.match(path) is not None

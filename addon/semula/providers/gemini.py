@@ -15,10 +15,24 @@ from collections.abc import Mapping
 from typing import Any
 
 from semula.core.request.canonical import CanonicalRequest, Message
+from semula.core.request.params import ANY_ENDPOINT, EndpointDefaults, ParamRules
+from semula.providers.auth import Auth, KeyAuth
 from semula.providers.base import Adapter, RawRequest, Usage
 from semula.providers.jsonbody import BodyShapeError, as_int, event_json, frame_events, require_list
 
-__all__ = ["GEMINI_PATH", "GeminiAdapter"]
+__all__ = ["GEMINI_PARAMS", "GEMINI_PATH", "GeminiAdapter"]
+
+# Gemini's REST API accepts both spellings of every field (generation_config, generationConfig), at the
+# top level and inside these objects; their field values that hold user-named keys (responseSchema
+# properties, function parameters) are never renamed. GenerationConfig reference: candidateCount "If
+# unset, this will default to 1", responseMimeType "text/plain: (default) Text output". (temperature,
+# topP, topK and maxOutputTokens defaults depend on the model: kept.)
+GEMINI_PARAMS = ParamRules(
+    defaults=(EndpointDefaults(ANY_ENDPOINT, {"candidateCount": 1, "responseMimeType": "text/plain"}),),
+    defaults_under="generationConfig",
+    both_spellings=("generationConfig", "thinkingConfig", "toolConfig", "functionCallingConfig"),
+    sampling_objects=("generationConfig", "generation_config"),
+)
 
 # The path names the model and the method (named groups `model` and `method`); Vertex AI serves the
 # same bodies under its own paths (providers/vertex.py), so the pattern is the adapter's parameter.
@@ -103,11 +117,18 @@ def _usage(chunk: Any) -> Usage | None:
 class GeminiAdapter(Adapter):
     """Gemini's generateContent bodies, on the hosts and under the paths given (Google AI by default)."""
 
+    param_rules = GEMINI_PARAMS
+
     def __init__(self, name: str = "gemini", hosts: tuple[str, ...] = ("generativelanguage.googleapis.com",),
-                 path: re.Pattern[str] = GEMINI_PATH) -> None:
+                 path: re.Pattern[str] = GEMINI_PATH,
+                 auth: Auth = KeyAuth(("GEMINI_API_KEY", "GOOGLE_API_KEY"), "x-goog-api-key", "{}")) -> None:
         self.name = name
         self.hosts = hosts
         self._path = path
+        self._auth = auth
+
+    def auth(self) -> Auth:
+        return self._auth
 
     def _handles_path(self, path: str) -> bool:
         return self._path.match(path) is not None

@@ -12,6 +12,7 @@ from typing import Any
 
 from semula.core.request.canonical import CanonicalRequest
 from semula.providers.anthropic import AnthropicAdapter
+from semula.providers.auth import Auth, NotResendable
 from semula.providers.base import Adapter, RawRequest, Usage
 from semula.providers.gemini import GeminiAdapter
 from semula.providers.openai import OpenAIAdapter
@@ -26,6 +27,9 @@ class GenericAdapter(Adapter):
 
     def handles(self, host: str, path: str) -> bool:
         return True
+
+    def auth(self) -> Auth:
+        return NotResendable("not a provider call")
 
     def _read(self, raw: RawRequest, body: dict[str, Any]) -> CanonicalRequest:
         return self.unparsed(raw, body)

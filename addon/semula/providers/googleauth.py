@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 
+from semula.providers.auth import Auth, NotResendable
 from semula.providers.base import Adapter
 from semula.providers.sidepaths import SidePath
 
@@ -47,6 +48,9 @@ class GoogleOAuthAdapter(Adapter):
     def _handles_path(self, path: str) -> bool:
         return False
 
+    def auth(self) -> Auth:
+        return NotResendable("an OAuth exchange")
+
 
 class GoogleTokenPathsAdapter(Adapter):
     """The token paths of Google hosts that serve other APIs too: read only on a host a project adds."""
@@ -62,3 +66,6 @@ class GoogleTokenPathsAdapter(Adapter):
 
     def _handles_path(self, path: str) -> bool:
         return False
+
+    def auth(self) -> Auth:
+        return NotResendable("an OAuth exchange")

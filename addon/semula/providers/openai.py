@@ -16,12 +16,14 @@ import re
 from typing import Any
 
 from semula.core.request.canonical import CanonicalRequest, Message
+from semula.core.request.params import NO_PARAM_RULES, EndpointDefaults, ParamRules
+from semula.providers.auth import Auth, KeyAuth
 from semula.providers.base import Adapter, RawRequest, Usage
 from semula.providers.jsonbody import BodyShapeError, as_int, event_json, frame_events, load_json_object, require_list
 from semula.providers.sidepaths import SidePath
 
-__all__ = ["AzureOpenAIAdapter", "COMPATIBLE_HOSTS", "COMPATIBLE_PATHS", "OPENAI_SIDE_PATHS",
-           "OpenAIAdapter", "OpenAIPathAdapter"]
+__all__ = ["AzureOpenAIAdapter", "COMPATIBLE_HOSTS", "COMPATIBLE_PATHS", "OPENAI_PARAMS", "OPENAI_SIDE_PATHS",
+           "OpenAIAdapter", "OpenAIPathAdapter", "compatible"]
 
 # Provider name -> hosts that speak OpenAI's chat format; each documented base path in a comment
 # (the reader goes by the path's suffix, so any prefix works).
@@ -48,12 +50,37 @@ COMPATIBLE_HOSTS: dict[str, tuple[str, ...]] = {
     "github": ("models.github.ai",),  # /inference/chat/completions
 }
 
-# Provider name -> (host, path regex): OpenAI-compatible endpoints on a host whose native API is
-# another format. Listed before the native adapters in the registry.
-COMPATIBLE_PATHS: dict[str, tuple[str, str]] = {
-    "gemini-openai": ("generativelanguage.googleapis.com", r"^/v1(?:beta|alpha)?/openai/"),
-    "anthropic-openai": ("api.anthropic.com", r"^/v1/chat/completions$"),  # the OpenAI SDK compatibility layer
+# Provider name -> (host, path regex, the native SDK's key variables): OpenAI-compatible endpoints on a
+# host whose native API is another format, which take the native key as a bearer token. Listed before
+# the native adapters in the registry.
+COMPATIBLE_PATHS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "gemini-openai": ("generativelanguage.googleapis.com", r"^/v1(?:beta|alpha)?/openai/",
+                      ("GEMINI_API_KEY", "GOOGLE_API_KEY")),
+    # the OpenAI SDK compatibility layer
+    "anthropic-openai": ("api.anthropic.com", r"^/v1/chat/completions$", ("ANTHROPIC_API_KEY",)),
 }
+
+# OpenAI Chat Completions API reference: "n ... Defaults to 1", "temperature ... Defaults to 1",
+# "top_p ... Defaults to 1", "presence_penalty ... Defaults to 0", "frequency_penalty ...
+# Defaults to 0", "logprobs ... Defaults to false", "parallel_tool_calls ... Defaults to true",
+# "service_tier ... Defaults to 'auto'"; response_format's default is plain text ({"type": "text"}).
+# (`store` never matters: core.request.canonical.NEVER_MATTERS.)
+_CHAT_DEFAULTS = {"n": 1, "temperature": 1, "top_p": 1, "presence_penalty": 0, "frequency_penalty": 0,
+                  "logprobs": False, "parallel_tool_calls": True, "service_tier": "auto",
+                  "response_format": {"type": "text"}}
+# OpenAI Responses API reference: temperature and top_p "Defaults to 1", parallel_tool_calls
+# "Defaults to true", truncation "Defaults to disabled", service_tier
+# "Defaults to 'auto'", text.format "The default format is { "type": "text" }".
+_RESPONSES_DEFAULTS = {"temperature": 1, "top_p": 1, "parallel_tool_calls": True, "truncation": "disabled",
+                       "service_tier": "auto", "text": {"format": {"type": "text"}}}
+# tool_choice's default depends on the tools: "none is the default when no tools are present. auto is
+# the default if tools are present".
+OPENAI_PARAMS = ParamRules(
+    defaults=(EndpointDefaults(("/chat/completions",), _CHAT_DEFAULTS),
+              EndpointDefaults(("/responses",), _RESPONSES_DEFAULTS)),
+    tool_choice_defaults=({"type": "auto"}, "auto"),
+    tool_choice_none_without_tools=True,
+)
 
 # openai-agents' BackendSpanExporter posts its traces here from a background thread; the server
 # answers 204 No Content, and the exporter takes any status below 300 as success.
@@ -150,11 +177,17 @@ class OpenAIAdapter(Adapter):
     behaviour_headers = ("openai-beta",)
 
     def __init__(self, name: str = "openai", hosts: tuple[str, ...] = ("api.openai.com", "*.api.openai.com"),
-                 side_paths: tuple[SidePath, ...] = OPENAI_SIDE_PATHS) -> None:
+                 side_paths: tuple[SidePath, ...] = OPENAI_SIDE_PATHS, *,
+                 param_rules: ParamRules = OPENAI_PARAMS, auth: Auth | None = None) -> None:
         # *.api.openai.com: the data-residency hosts (us., eu., …) the openai SDK's data_residency picks.
         self.name = name
         self.hosts = hosts
         self.side_paths = side_paths
+        self.param_rules = param_rules
+        self._auth = auth
+
+    def auth(self) -> Auth:
+        return self._auth or super().auth()
 
     def _handles_path(self, path: str) -> bool:
         return _endpoint_kind(path) is not None
@@ -303,6 +336,9 @@ class AzureOpenAIAdapter(OpenAIAdapter):
             name="azure",
             hosts=("*.openai.azure.com", "*.cognitiveservices.azure.com", "*.services.ai.azure.com"),
             side_paths=(),
+            # Azure OpenAI serves OpenAI's models with OpenAI's API, and its parameters.
+            param_rules=OPENAI_PARAMS,
+            auth=KeyAuth(("AZURE_OPENAI_API_KEY",), "api-key", "{}"),
         )
 
     def _handles_path(self, path: str) -> bool:
@@ -313,11 +349,18 @@ class AzureOpenAIAdapter(OpenAIAdapter):
         return m.group(1) if m else super()._model(raw, body)
 
 
+def compatible(name: str, hosts: tuple[str, ...]) -> OpenAIAdapter:
+    """A host that copies OpenAI's API (COMPATIBLE_HOSTS). Its parameter defaults are its own and not
+    stated here, so every parameter counts; its key is `Bearer $<NAME>_API_KEY`."""
+    return OpenAIAdapter(name, hosts, side_paths=(), param_rules=NO_PARAM_RULES)
+
+
 class OpenAIPathAdapter(OpenAIAdapter):
     """OpenAI's reader for the paths one host serves in OpenAI's format next to its native API."""
 
-    def __init__(self, name: str, host: str, path: str) -> None:
-        super().__init__(name=name, hosts=(host,), side_paths=())
+    def __init__(self, name: str, host: str, path: str, key_env: tuple[str, ...] = ()) -> None:
+        super().__init__(name=name, hosts=(host,), side_paths=(), param_rules=NO_PARAM_RULES,
+                         auth=KeyAuth(key_env) if key_env else None)
         self._path = re.compile(path)
 
     def _handles_path(self, path: str) -> bool:

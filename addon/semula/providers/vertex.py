@@ -26,6 +26,7 @@ import re
 from typing import Any
 
 from semula.providers.anthropic import AnthropicAdapter
+from semula.providers.auth import Auth, NotResendable
 from semula.providers.base import RawRequest
 from semula.providers.gemini import GeminiAdapter
 
@@ -53,7 +54,7 @@ _COUNT_TOKENS_MODEL = "count-tokens"  # …/models/count-tokens:rawPredict: the 
 
 def vertex_gemini() -> GeminiAdapter:
     """Gemini on Vertex AI: Gemini's reading, Vertex's hosts and paths."""
-    return GeminiAdapter("vertex-gemini", VERTEX_HOSTS, VERTEX_GEMINI_PATH)
+    return GeminiAdapter("vertex-gemini", VERTEX_HOSTS, VERTEX_GEMINI_PATH, auth=NotResendable("Google-OAuth"))
 
 
 class VertexAnthropicAdapter(AnthropicAdapter):
@@ -62,6 +63,9 @@ class VertexAnthropicAdapter(AnthropicAdapter):
     name = "vertex-anthropic"
     hosts = VERTEX_HOSTS
     side_paths = ()
+
+    def auth(self) -> Auth:
+        return NotResendable("Google-OAuth")
 
     def _handles_path(self, path: str) -> bool:
         return _ANTHROPIC_PATH.match(path) is not None

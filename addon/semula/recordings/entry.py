@@ -13,8 +13,8 @@ from semula.core.request.normalise import scrub_volatile
 from semula.core.repeats import occurrence_of, sequenced
 from semula.core.redact import FingerprintKey, clean_headers, clean_query, redact_bytes, redact_json, redact_text
 from semula.core.settings import ProjectSettings
+from semula.providers import redacted_answer
 from semula.providers.base import Usage
-from semula.providers.bedrock import redacted_stream
 from semula.store.types import NewEntry
 
 
@@ -64,14 +64,6 @@ class Answer:
     provenance: dict[str, str] | None = None  # `core.provenance.provenance_of`, or a file's (with recorded_at)
 
 
-def _redacted_body(body: bytes) -> bytes:
-    """The answer without API-key-like strings; an AWS event-stream answer is redacted message by
-    message (a chunk's base64 model JSON too) and re-encoded, so its lengths and CRCs stay right."""
-    if body[:1] == b"\x00":  # an event stream's first byte (a message under 16 MiB): a JSON or SSE body never
-        return redacted_stream(body, redact_bytes) or redact_bytes(body)
-    return redact_bytes(body)
-
-
 def recording_of(project: str, request: CanonicalRequest, settings: ProjectSettings, answer: Answer, *,
                  fingerprints: tuple[str, str | None] | None = None, occurrence: int = 1) -> NewEntry:
     """The one place a recording is assembled: fingerprints, redaction and the searchable text.
@@ -92,7 +84,7 @@ def recording_of(project: str, request: CanonicalRequest, settings: ProjectSetti
         endpoint=request.endpoint, model=request.model, request_fp=request_fp,
         normalised_fp=normalised_fp, canonical=request.to_json(),
         last_text=searchable_text(request, settings.scrub_patterns),
-        status=answer.status, headers=clean_headers(answer.headers), body=_redacted_body(answer.body),
+        status=answer.status, headers=clean_headers(answer.headers), body=redacted_answer(answer.body, redact_bytes),
         streamed=answer.streamed, prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
         upstream_ms=answer.upstream_ms, provenance=answer.provenance,
     )

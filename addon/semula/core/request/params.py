@@ -6,61 +6,94 @@ the normalised fingerprint: `temperature` 0 vs 0.0, Gemini's `generation_config`
 to the provider's documented default vs left out. The exact fingerprint keeps the body as
 sent; only the normalised and context views (and the near-match shape) use this form.
 
-Defaults are listed only where the provider's API reference states them and they do not
-depend on the model; every other parameter, at any value, keeps counting.
+What a provider documents (its defaults, its endpoint kinds, its spellings) is declared by its
+adapter (`providers/`, `Adapter.param_rules`) as a :class:`ParamRules` value. Core imports no
+adapter: it receives the table, one frozen mapping from provider name to rules built from the
+static adapter registry, as data, bound once when the `semula` package is imported
+(`semula/__init__.py`). So the normalised view of a stored request never depends on which
+adapters a process happened to import, and a provider the table does not name has no rules
+(numbers in one form; every parameter, at any value, keeps counting).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
-__all__ = ["DEFAULTS", "canonical_params", "canonical_number"]
+__all__ = ["ANY_ENDPOINT", "NO_PARAM_RULES", "EndpointDefaults", "ParamRules", "bind_param_rules",
+           "canonical_number", "canonical_params", "param_rules", "sampling_objects"]
 
-# Documented defaults, per provider (and endpoint kind for OpenAI).
-# OpenAI Chat Completions API reference: "n ... Defaults to 1", "temperature ... Defaults to 1",
-# "top_p ... Defaults to 1", "presence_penalty ... Defaults to 0", "frequency_penalty ...
-# Defaults to 0", "logprobs ... Defaults to false", "parallel_tool_calls ... Defaults to true",
-# "service_tier ... Defaults to 'auto'"; response_format's default is plain text ({"type": "text"}).
-# (`store` never matters: core.request.canonical.NEVER_MATTERS.)
-_OPENAI_CHAT = {"n": 1, "temperature": 1, "top_p": 1, "presence_penalty": 0, "frequency_penalty": 0,
-                "logprobs": False, "parallel_tool_calls": True, "service_tier": "auto",
-                "response_format": {"type": "text"}}
-# OpenAI Responses API reference: temperature and top_p "Defaults to 1", parallel_tool_calls
-# "Defaults to true", truncation "Defaults to disabled", service_tier
-# "Defaults to 'auto'", text.format "The default format is { "type": "text" }".
-_OPENAI_RESPONSES = {"temperature": 1, "top_p": 1, "parallel_tool_calls": True, "truncation": "disabled",
-                     "service_tier": "auto", "text": {"format": {"type": "text"}}}
-# Anthropic Messages API reference: temperature "Defaults to 1.0".
-_ANTHROPIC = {"temperature": 1}
-# Gemini GenerationConfig reference: candidateCount "If unset, this will default to 1",
-# responseMimeType "text/plain: (default) Text output".
-# (Gemini's temperature, topP, topK and maxOutputTokens defaults depend on the model: kept.)
-_GEMINI_GENERATION = {"candidateCount": 1, "responseMimeType": "text/plain"}
-# tool_choice's default depends on the tools: OpenAI "none is the default when no tools are present.
-# auto is the default if tools are present"; Anthropic's is auto ({"type": "auto"}).
-_TOOL_CHOICE_DEFAULT = {"openai": ({"type": "auto"}, "auto"), "azure": ({"type": "auto"}, "auto"),
-                        "anthropic": ({"type": "auto"},)}
+# An endpoint suffix every endpoint ends with: the defaults hold whatever the path.
+ANY_ENDPOINT = ("",)
 
-DEFAULTS: dict[str, Mapping[str, Any]] = {
-    "openai/chat": _OPENAI_CHAT,
-    "openai/responses": _OPENAI_RESPONSES,
-    "azure/chat": _OPENAI_CHAT,  # Azure OpenAI serves OpenAI's models with OpenAI's API
-    "azure/responses": _OPENAI_RESPONSES,
-    "anthropic/messages": _ANTHROPIC,
-    "gemini/generationConfig": _GEMINI_GENERATION,
-}
 
-# Providers that serve another's request body, and whose parameters therefore mean the same:
-# Vertex AI takes Gemini's generateContent body and Anthropic's Messages body (`providers/vertex.py`).
-# The tables stay here, keyed by name, not in the adapters: the normalised view is computed from a
-# stored request long after its adapter ran, and must not depend on which adapters were imported.
-FAMILY = {"vertex-gemini": "gemini", "vertex-anthropic": "anthropic"}
+@dataclass(frozen=True)
+class EndpointDefaults:
+    """The documented defaults of the endpoints whose path ends with one of `suffixes`."""
 
-# Gemini objects whose own field names come in both spellings. Field *values* that hold
-# user-named keys (responseSchema properties, function parameters) are never renamed.
-_GEMINI_CONFIGS = ("generationConfig", "thinkingConfig", "toolConfig", "functionCallingConfig")
+    suffixes: tuple[str, ...]
+    values: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ParamRules:
+    """One provider's parameter rules, as its API reference states them (declared by its adapter).
+
+    Defaults are listed only where the reference states them and they do not depend on the model."""
+
+    # The first entry whose suffix the endpoint ends with gives the defaults left out.
+    defaults: tuple[EndpointDefaults, ...] = ()
+    # The defaults apply to the fields of this object (Gemini's generationConfig), not the top level.
+    defaults_under: str | None = None
+    # tool_choice values that are the default when the request declares tools.
+    tool_choice_defaults: tuple[Any, ...] = ()
+    # tool_choice "none" is the default when the request declares no tools.
+    tool_choice_none_without_tools: bool = False
+    # Field names come in both spellings (snake_case and camelCase) at the top level and inside these
+    # objects; empty: names are kept as sent.
+    both_spellings: tuple[str, ...] = ()
+    # Objects (in the order looked at) that may hold the sampling parameters, temperature included.
+    sampling_objects: tuple[str, ...] = ()
+
+    def defaults_for(self, endpoint: str) -> Mapping[str, Any] | None:
+        return next((d.values for d in self.defaults if endpoint.endswith(d.suffixes)), None)
+
+    def default_tool_choice(self, choice: Any, tools: bool) -> bool:
+        if tools:
+            return any(choice == default for default in self.tool_choice_defaults)
+        return self.tool_choice_none_without_tools and choice == "none"
+
+
+NO_PARAM_RULES = ParamRules()
+
+_table: Mapping[str, ParamRules] = MappingProxyType({})
+_sampling: tuple[str, ...] = ()
+
+
+def bind_param_rules(table: Mapping[str, ParamRules]) -> None:
+    """Bind the providers' table; done once by the package (`semula/__init__.py`) from the static
+    adapter registry. Binding another table later is refused: fingerprints would shift under a store."""
+    global _table, _sampling
+    frozen = MappingProxyType(dict(table))
+    if _table and dict(_table) != dict(frozen):
+        raise RuntimeError("the providers' parameter rules are already bound to another table")
+    _table = frozen
+    _sampling = tuple(dict.fromkeys(name for rules in frozen.values() for name in rules.sampling_objects))
+
+
+def param_rules(provider: str) -> ParamRules:
+    """The rules of `provider` in the bound table (none for a name the table does not hold)."""
+    return _table.get(provider, NO_PARAM_RULES)
+
+
+def sampling_objects() -> tuple[str, ...]:
+    """Every provider's objects that may hold sampling parameters, for rules that read any body."""
+    return _sampling
+
+
 _SNAKE = re.compile(r"_([a-z0-9])")
 
 
@@ -79,37 +112,18 @@ def _camel(name: str) -> str:
     return _SNAKE.sub(lambda m: m.group(1).upper(), name)
 
 
-def _gemini_names(params: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
-    """camelCase field names at the top level and inside Gemini's config objects."""
+def _camel_names(params: Mapping[str, Any], objects: tuple[str, ...], depth: int = 0) -> dict[str, Any]:
+    """camelCase field names at the top level and inside `objects`. Field *values* that hold
+    user-named keys (a response schema's properties, function parameters) are never renamed."""
     out: dict[str, Any] = {}
     for key, value in params.items():
         name = _camel(key)
-        if name in _GEMINI_CONFIGS and isinstance(value, Mapping) and depth < 3:
-            value = _gemini_names(value, depth + 1)
+        if name in objects and isinstance(value, Mapping) and depth < 3:
+            value = _camel_names(value, objects, depth + 1)
         if name in out and out[name] != value:
             return dict(params)  # both spellings with different values: leave it as sent
         out[name] = value
     return out
-
-
-def _endpoint_kind(provider: str, endpoint: str) -> str:
-    if provider in ("openai", "azure"):
-        if endpoint.endswith("/chat/completions"):
-            return "chat"
-        if endpoint.endswith("/responses"):
-            return "responses"
-        return ""
-    if provider == "anthropic":
-        return "messages" if endpoint.endswith(("/v1/messages", ":rawPredict", ":streamRawPredict")) else ""
-    return ""
-
-
-def _default_tool_choice(provider: str, choice: Any, tools: bool) -> bool:
-    if provider not in _TOOL_CHOICE_DEFAULT:
-        return False
-    if tools:
-        return any(choice == default for default in _TOOL_CHOICE_DEFAULT[provider])
-    return provider in ("openai", "azure") and choice == "none"
 
 
 def _without_defaults(params: dict[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
@@ -119,24 +133,27 @@ def _without_defaults(params: dict[str, Any], defaults: Mapping[str, Any]) -> di
 
 def canonical_params(provider: str, endpoint: str, params: Mapping[str, Any],
                      ignore: Iterable[str] = (), tools: bool = False) -> dict[str, Any]:
-    """`params` with numbers, Gemini's field names and documented defaults in one form,
-    minus the top-level parameters named in `ignore` (in either Gemini spelling). A top-level
+    """`params` with numbers, field spellings and documented defaults in one form (the provider's
+    rules), minus the top-level parameters named in `ignore` (in either spelling). A top-level
     `null` is the parameter left unset; `tools`: the request declares tools (tool_choice's default)."""
-    provider = FAMILY.get(provider, provider)
+    rules = param_rules(provider)
     ignored = set(ignore)
     out = canonical_number({k: v for k, v in params.items() if k not in ignored and v is not None})
-    if "tool_choice" in out and _default_tool_choice(provider, out["tool_choice"], tools):
+    if "tool_choice" in out and rules.default_tool_choice(out["tool_choice"], tools):
         del out["tool_choice"]
-    if provider == "gemini":
+    if rules.both_spellings:
         ignored |= {_camel(name) for name in ignored}
-        out = {k: v for k, v in _gemini_names(out).items() if k not in ignored}
-        config = out.get("generationConfig")
-        if isinstance(config, dict):
-            config = _without_defaults(config, DEFAULTS["gemini/generationConfig"])
-            if config:
-                out["generationConfig"] = config
-            else:
-                del out["generationConfig"]
+        out = {k: v for k, v in _camel_names(out, rules.both_spellings).items() if k not in ignored}
+    defaults = rules.defaults_for(endpoint)
+    if not defaults:
         return out
-    defaults = DEFAULTS.get(f"{provider}/{_endpoint_kind(provider, endpoint)}")
-    return _without_defaults(out, defaults) if defaults else out
+    if rules.defaults_under is None:
+        return _without_defaults(out, defaults)
+    inner = out.get(rules.defaults_under)
+    if isinstance(inner, dict):
+        inner = _without_defaults(inner, defaults)
+        if inner:
+            out[rules.defaults_under] = inner
+        else:
+            del out[rules.defaults_under]
+    return out
