@@ -71,7 +71,7 @@ def decide(engine: Engine, text: str, settings: ProjectSettings):
 def test_the_cascade_serves_above_the_learnt_threshold_and_queues_below(engine: Engine) -> None:
     give_verdicts(engine, "p", [0.8 + 0.005 * i for i in range(40)])  # 40 approved, 0.80 .. 0.995
     served = decide(engine, ABOVE, CALIBRATED)
-    assert served.decision.action == "serve" and served.decision.tier == "lexical-calibrated"
+    assert served.decision.action == "serve" and served.decision.tier_label == "lexical-calibrated"
     below = decide(engine, BELOW, CALIBRATED)
     assert below.decision.action == "forward" and below.near.queued
     assert "(learnt)" in below.near.queued[0].verdict.reason

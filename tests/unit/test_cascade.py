@@ -73,7 +73,7 @@ def run(mode: Mode, lookups: FakeLookups | None, **kwargs):
 )
 def test_tiers_in_order(mode, lookups, decision, tier, action) -> None:
     outcome = run(mode, lookups)
-    assert (outcome.decision.decision, outcome.decision.tier, outcome.decision.action) == (decision, tier, action)
+    assert (outcome.decision.decision, outcome.decision.tier_label, outcome.decision.action) == (decision, tier, action)
 
 
 def test_an_exact_hit_never_computes_the_normalised_fingerprint() -> None:

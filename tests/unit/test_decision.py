@@ -33,7 +33,7 @@ HEADER = Bypass("no_cache_header", "header x-semula-no-cache")
 )
 def test_decide(mode, match, bypass, problem, expected):
     d = decide(mode, match, bypass, problem)
-    assert (d.decision, d.action, d.tier, d.record) == expected
+    assert (d.decision, d.action, d.tier_label, d.record) == expected
     assert d.reason
     if bypass is not None and mode is not Mode.PASSTHROUGH:
         assert d.bypass_reason == bypass.reason

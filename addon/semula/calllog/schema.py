@@ -25,7 +25,7 @@ CALL_LOG_SCHEMA = pa.schema(
         ("model", pa.string()),
         ("mode", pa.string()),  # auto | replay | record | passthrough
         ("decision", pa.string()),  # hit | miss | bypass | error | passthrough
-        ("tier", pa.string()),  # exact | normalised | alias | lexical | embedding | <tier>-calibrated | none
+        ("tier", pa.string()),  # `Decision.tier_label`: a `core.tiers.Tier`, <tier>-calibrated or none
         ("score", pa.float64()),
         ("entry_id", pa.int64()),
         ("bypass_reason", pa.string()),

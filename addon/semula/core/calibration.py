@@ -35,6 +35,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from semula.core.tiers import NEAR
+
 __all__ = [
     "CONFIDENCE",
     "MIN_VERDICTS",
@@ -46,7 +48,6 @@ __all__ = [
     "upper_bound",
 ]
 
-TIERS = ("lexical", "embedding")
 CONFIDENCE = 0.95
 # Never serve on fewer verdicts than this at or above the threshold, whatever the bound: below ~30
 # a bound as loose as 10 % is met by a single unlucky run of approvals, and the verdicts may come
@@ -55,8 +56,7 @@ MIN_VERDICTS = 30
 
 # A queued verdict teaches the model only when calibration could have served it: nothing but the
 # score (or the lexical tier's harmless-word list, which calibration replaces) held it back.
-_LIFTABLE_REASONS = ("score ", "edit not known harmless", "calibrated:", "lexical serving is off",
-                     "embedding serving is off")
+_LIFTABLE_REASONS = ("score ", "edit not known harmless", "calibrated:", *(f"{t} serving is off" for t in NEAR))
 
 
 @dataclass(frozen=True)
@@ -175,7 +175,7 @@ def learn(verdicts: Iterable[LabelledVerdict], max_false_hit_rate: float = 0.01,
     """Each tier's lowest threshold whose rejected share has its upper bound at or under the rate."""
     if not 0.0 < max_false_hit_rate < 1.0:
         raise ValueError(f"max_false_hit_rate must be between 0 and 1, got {max_false_hit_rate!r}")
-    by_tier: dict[str, list[LabelledVerdict]] = {t: [] for t in TIERS}
+    by_tier: dict[str, list[LabelledVerdict]] = {t: [] for t in NEAR}
     for verdict in verdicts:
         by_tier.setdefault(verdict.tier, []).append(verdict)
     return Calibration(max_false_hit_rate, {

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from semula.core.modes import Mode
+from semula.core.tiers import Tier, tier_label
 
 
 class Kind(StrEnum):
@@ -33,28 +34,40 @@ class Action(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Match:
-    tier: str  # exact | normalised | alias | lexical | embedding
+    tier: Tier
     entry_id: int
     score: float = 1.0
+    calibrated: bool = False  # a near tier served by a threshold learnt from review verdicts
+
+    @property
+    def label(self) -> str:
+        """As the call log names it: the tier, or `<tier>-calibrated`."""
+        return tier_label(self.tier, self.calibrated)
 
 
 @dataclass(frozen=True)
 class Bypass:
     rule: str  # a rule's name, e.g. no_cache_header
     reason: str  # shown in the log: "header x-semula-no-cache"
-    scope: str = "all"  # all: skip the cache; near: skip only the near-match tiers (lexical, embedding)
+    scope: str = "all"  # all: skip the cache; near: skip only the near-match tiers (`tiers.NEAR`)
 
 
 @dataclass(frozen=True)
 class Decision:
     decision: Kind
     action: Action
-    tier: str = "none"
+    tier: Tier | None = None  # the tier that matched (None: none did)
     entry_id: int | None = None
     score: float | None = None
     record: bool = False
     bypass_reason: str | None = None
     reason: str = ""
+    calibrated: bool = False  # served by a learnt threshold (calibrated mode)
+
+    @property
+    def tier_label(self) -> str:
+        """The call log's, console's and headers' tier: `none`, the tier, or `<tier>-calibrated`."""
+        return tier_label(self.tier, self.calibrated)
 
 
 def decide(mode: Mode, match: Match | None, bypass: Bypass | None = None, store_problem: str | None = None) -> Decision:
@@ -78,7 +91,7 @@ def decide(mode: Mode, match: Match | None, bypass: Bypass | None = None, store_
         return Decision(Kind.MISS, Action.FORWARD, record=True, reason="record mode: re-recording")
     if match is not None:
         return Decision(Kind.HIT, Action.SERVE, tier=match.tier, entry_id=match.entry_id, score=match.score,
-                        reason=f"{match.tier} match")
+                        reason=f"{match.label} match", calibrated=match.calibrated)
     if mode is Mode.REPLAY:
         return Decision(Kind.MISS, Action.REFUSE, reason="no recording matches")
     return Decision(Kind.MISS, Action.FORWARD, record=True, reason="no recording matches: recording")

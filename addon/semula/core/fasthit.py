@@ -35,8 +35,9 @@ from dataclasses import dataclass, replace
 from semula.core.cascade import Outcome
 from semula.core.decision import Match, decide
 from semula.core.modes import Mode
+from semula.core.tiers import CERTAIN, Tier
 
-FAST_TIERS = frozenset({"exact", "normalised", "alias"})
+FAST_TIERS = frozenset(CERTAIN)
 FAST_MODES = frozenset({Mode.AUTO, Mode.REPLAY})
 
 FastKey = tuple[str, bytes]  # (project, digest of the raw request)
@@ -92,6 +93,7 @@ def remember(mode: Mode, outcome: Outcome, provider: str, model: str | None,
             or decision.tier not in FAST_TIERS or decision.entry_id is None or outcome.request_fp is None
             or outcome.occurrence != 1 or outcome.exhausted is not None):
         return None
+    assert decision.tier is not None  # a certain tier, checked above
     match = Match(decision.tier, decision.entry_id, decision.score if decision.score is not None else 1.0)
     return FastHit(match, outcome.request_fp, outcome.normalised_fp,  # a model name is held once, not per entry
                    fingerprint_inputs if outcome.normalised_fp is not None else (), provider,
@@ -100,7 +102,7 @@ def remember(mode: Mode, outcome: Outcome, provider: str, model: str | None,
 
 def recorded(mode: Mode, outcome: Outcome, entry_id: int, provider: str, model: str | None) -> FastHit | None:
     """What to remember of a request whose answer was just recorded: its repeats are exact hits on it."""
-    as_hit = replace(outcome, decision=decide(mode, Match("exact", entry_id)), normalised_fp=None)
+    as_hit = replace(outcome, decision=decide(mode, Match(Tier.EXACT, entry_id)), normalised_fp=None)
     return remember(mode, as_hit, provider, model, ())
 
 

@@ -37,6 +37,7 @@ from semula.core.guard.edits import edits_change_question, edits_unlisted
 from semula.core.guard.words import NUMBER_WORDS
 from semula.core.request.normalise import normalise_text, scrub_volatile, words
 from semula.core.settings import ProjectSettings
+from semula.core.tiers import Tier, near_row, near_tier
 
 from semula.core.text import CJK_CHAR, CJK_RANGES, common_prefix, common_suffix, dice, dice_counts, overlap, symbol_runs
 
@@ -238,11 +239,13 @@ def _long_score(a: str, b: str, scrub_patterns: Sequence[str]) -> tuple[float, b
 
 
 def unlisted_edit(
-    stored_text: str, incoming_text: str, scrub_patterns: Sequence[str] = (), tier: str = "lexical"
+    stored_text: str, incoming_text: str, scrub_patterns: Sequence[str] = (), harmless_only: bool = True
 ) -> str | None:
     """None when the two last user texts differ only in known harmless edits
     (:mod:`semula.core.guard.edits`: fillers, politeness, request frames, articles,
-    contractions, spellings, true synonyms), else the first edit that is not.
+    contractions, spellings, true synonyms), else the first edit that is not. With
+    ``harmless_only`` off, only an edit that changes the question counts (a tier's
+    `NearRow.harmless_edits_only`).
     Long texts are compared on their differing middles (see :func:`_long_score`)."""
     if stored_text == incoming_text:
         return None
@@ -253,7 +256,7 @@ def unlisted_edit(
         head, tail = cuts
         stored_text = stored_text[head : len(stored_text) - tail]
         incoming_text = incoming_text[head : len(incoming_text) - tail]
-    check = edits_unlisted if tier == "lexical" else edits_change_question
+    check = edits_unlisted if harmless_only else edits_change_question
     return check(lexical_tokens(stored_text, scrub_patterns), lexical_tokens(incoming_text, scrub_patterns))
 
 
@@ -266,7 +269,7 @@ class Verdict:
     call log can show it even when the score alone already ruled out serving.
     """
 
-    tier: str
+    tier: Tier
     score: float
     serve: bool
     review: bool
@@ -279,12 +282,10 @@ class Verdict:
 # ------------------------------------------------------------------ the verdict
 
 
-def _thresholds(tier: str, settings: ProjectSettings) -> tuple[float | None, float | None]:
-    if tier == "lexical":
-        return settings.lexical_serve_threshold, settings.lexical_review_threshold
-    if tier == "embedding":
-        return settings.embedding_serve_threshold, settings.embedding_review_threshold
-    raise ValueError(f"unknown near-match tier {tier!r}; valid tiers: lexical, embedding")
+def _thresholds(tier: Tier, settings: ProjectSettings) -> tuple[float | None, float | None]:
+    """The tier's (serve, review) thresholds as given: a per-model tier's are resolved by its caller."""
+    row = near_row(tier)
+    return getattr(settings, row.serve), getattr(settings, row.review)
 
 
 def _below(score: float, threshold: float) -> str:
@@ -312,7 +313,7 @@ def near_match(
     incoming: CanonicalRequest,
     stored: CanonicalRequest,
     settings: ProjectSettings,
-    tier: str = "lexical",
+    tier: Tier = Tier.LEXICAL,
     score: float | None = None,
     near_bypass_reason: str | None = None,
     learnt_threshold: float | None = None,
@@ -330,6 +331,7 @@ def near_match(
     what the static rules refuse is served when the score reaches it and nothing but the score held
     it back (:func:`_calibrated_reason`).
     """
+    tier = near_tier(tier)
     serve_threshold, review_threshold = _thresholds(tier, settings)
     incoming_text, stored_text = incoming.last_user_text(), stored.last_user_text()
     lexical, has_words = lexical_score(incoming_text, stored_text, settings.scrub_patterns)
@@ -377,7 +379,7 @@ def near_match(
                    calibrated=calibrated)
 
 
-def _static_reason(tier: str, score: float, serve_threshold: float | None, guard_reason: str | None,
+def _static_reason(tier: Tier, score: float, serve_threshold: float | None, guard_reason: str | None,
                    stored_text: str, incoming_text: str, settings: ProjectSettings) -> str | None:
     """Why the tier's own threshold and rules do not serve a pair of the same shape (None: they do)."""
     if serve_threshold is None:
@@ -386,12 +388,12 @@ def _static_reason(tier: str, score: float, serve_threshold: float | None, guard
         return f"score {_below(score, serve_threshold)}"
     if guard_reason is not None:
         return f"guard: {guard_reason}"
-    if edit := unlisted_edit(stored_text, incoming_text, settings.scrub_patterns, tier):
+    if edit := unlisted_edit(stored_text, incoming_text, settings.scrub_patterns, near_row(tier).harmless_edits_only):
         return edit
     return kept_layout_differs(stored_text, incoming_text, settings.scrub_patterns)
 
 
-def _calibrated_reason(tier: str, score: float, learnt: float | None, guard_reason: str | None,
+def _calibrated_reason(tier: Tier, score: float, learnt: float | None, guard_reason: str | None,
                        stored_text: str, incoming_text: str, settings: ProjectSettings) -> str | None:
     """Why calibrated mode does not serve either (None: it does).
 
@@ -401,7 +403,7 @@ def _calibrated_reason(tier: str, score: float, learnt: float | None, guard_reas
     "score " or "calibrated:" are the ones calibration can lift (:mod:`semula.core.calibration`)."""
     if guard_reason is not None:
         return f"guard: {guard_reason}"
-    if edit := unlisted_edit(stored_text, incoming_text, settings.scrub_patterns, "embedding"):
+    if edit := unlisted_edit(stored_text, incoming_text, settings.scrub_patterns, harmless_only=False):
         return edit
     if kept := kept_layout_differs(stored_text, incoming_text, settings.scrub_patterns):
         return kept

@@ -17,6 +17,7 @@ from semula.core.decision import Match
 from semula.core.modes import Mode
 from semula.core.nearmatch import Verdict, near_match
 from semula.core.settings import ProjectSettings
+from semula.core.tiers import NO_TIER, Tier
 
 STORED_ID = 1
 
@@ -32,9 +33,9 @@ class PairLookups:
 
     def certain(self, project: str, request_fp: str, normalised_fp: str | None) -> Match | None:
         if request_fp == self.request_fp:
-            return Match("exact", STORED_ID)
+            return Match(Tier.EXACT, STORED_ID)
         if normalised_fp is not None and normalised_fp == self.normalised_fp:
-            return Match("normalised", STORED_ID)
+            return Match(Tier.NORMALISED, STORED_ID)
         return None
 
     async def folder_changed(self, project: str, request: CanonicalRequest, request_fp: str) -> bool:
@@ -56,7 +57,7 @@ class PairOutcome:
     """What the cascade does with ``incoming`` once ``stored`` is recorded."""
 
     action: str  # served | review | miss
-    tier: str  # exact | normalised | lexical | none
+    tier: str  # a `Tier` or "none" (`Decision.tier_label`)
     verdict: Verdict | None = None
     served_without_guard: bool = False
 
@@ -66,7 +67,7 @@ def pipeline_outcome(stored: CanonicalRequest, incoming: CanonicalRequest, setti
     outcome = run_now(cascade(Mode.AUTO, "pair", incoming, settings, PairLookups(stored, settings)))
     verdict = outcome.near.best.verdict if outcome.near and outcome.near.best else None
     if outcome.decision.action == "serve":
-        return PairOutcome("served", outcome.decision.tier, verdict, served_without_guard=True)
+        return PairOutcome("served", outcome.decision.tier_label, verdict, served_without_guard=True)
     unguarded = verdict is not None and (verdict.reason or "").startswith("guard:")
     action = "review" if outcome.near and outcome.near.queued else "miss"
-    return PairOutcome(action, "none", verdict, unguarded)
+    return PairOutcome(action, NO_TIER, verdict, unguarded)

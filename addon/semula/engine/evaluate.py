@@ -85,7 +85,7 @@ def decide_pair(engine: Engine, project: str, stored: CanonicalRequest, incoming
                            "reason": verdict.reason if verdict else None,
                            "guard_reason": verdict.guard_reason if verdict else None}
     if outcome.decision.action == "serve":
-        row.update(outcome="served", tier=outcome.decision.tier, score=outcome.decision.score)
+        row.update(outcome="served", tier=outcome.decision.tier_label, score=outcome.decision.score)
     elif outcome.near is not None and outcome.near.queued:
         queued = outcome.near.queued[0].verdict
         row.update(outcome="review", tier=queued.tier, score=queued.score)

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from semula.core.decision import Match
 from semula.core.scope import base_project
 from semula.core.settings import ProjectSettings
+from semula.core.tiers import Tier
 from semula.store.types import Entry
 
 # One budget for the answer cache, counted whole (`entry_bytes`), and the preload fills it at start so
@@ -104,17 +105,17 @@ class FingerprintIndex:
             self._settings[project] = settings
 
     def match(self, project: str, request_fp: str, normalised_fp: str | None) -> Match | None:
-        """The certain tiers, in order: exact, normalised, alias."""
+        """The certain tiers, in order (`core.tiers.CERTAIN`): exact, normalised, alias."""
         with self._lock:
             if (entry_id := self._exact.get(project, {}).get(_key(request_fp))) is not None:
-                return Match("exact", entry_id, 1.0)
+                return Match(Tier.EXACT, entry_id, 1.0)
             if normalised_fp is None:
                 return None
             normalised = _key(normalised_fp)
             if (entry_id := self._normalised.get(project, {}).get(normalised)) is not None:
-                return Match("normalised", entry_id, 1.0)
+                return Match(Tier.NORMALISED, entry_id, 1.0)
             if (entry_id := self._aliases.get(project, {}).get(normalised)) is not None:
-                return Match("alias", entry_id, 1.0)
+                return Match(Tier.ALIAS, entry_id, 1.0)
         return None
 
     def projects_with(self, request_fp: str) -> set[str]:

@@ -35,7 +35,7 @@ def call_row(state: FlowState, method: str, mode: str, status: int | None, *, up
         "project": state.project,
         "provider": provider, "host": state.host, "method": method, "path": _logged_path(state.path),
         "model": model, "mode": mode,
-        "decision": decision.decision, "tier": decision.tier, "score": decision.score, "entry_id": entry_id,
+        "decision": decision.decision, "tier": decision.tier_label, "score": decision.score, "entry_id": entry_id,
         "bypass_reason": decision.bypass_reason or (state.outcome.near_bypass_reason if state.outcome else None),
         "streamed": state.streamed, "status": status,
         "decision_ms": state.decision_ms, "upstream_ms": upstream_ms,
@@ -49,7 +49,7 @@ def call_row(state: FlowState, method: str, mode: str, status: int | None, *, up
     }
     if near is not None and near.best is not None:
         best = near.best
-        row.update(candidate_tier=best.verdict.tier, candidate_score=best.verdict.score,
+        row.update(candidate_tier=str(best.verdict.tier), candidate_score=best.verdict.score,
                    candidate_entry_id=best.entry_id, guard_reason=best.verdict.guard_reason)
     return row
 

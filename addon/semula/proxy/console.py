@@ -45,7 +45,7 @@ def console_line(state: FlowState, row: dict[str, Any], recorded: bool) -> str:
     assert decision is not None
     took = f"{state.decision_ms:.1f} ms" if state.decision_ms is not None else "-"
     entry_text = f" #{row['entry_id']}" if row["entry_id"] is not None else ""
-    tier = f" {decision.tier}" if decision.tier != "none" else ""
+    tier = f" {decision.tier_label}" if decision.tier is not None else ""
     extra = f" ({decision.bypass_reason})" if decision.bypass_reason else ""
     if recorded:
         extra += " · recorded"

@@ -51,7 +51,8 @@ class ExpiryGate:
             return None
         hit = state.outcome.decision
         if found.action == "refuse":
-            decision = Decision(Kind.ERROR, Action.REFUSE, tier=hit.tier, entry_id=hit.entry_id, reason=found.reason)
+            decision = Decision(Kind.ERROR, Action.REFUSE, tier=hit.tier, entry_id=hit.entry_id, reason=found.reason,
+                                calibrated=hit.calibrated)
         else:
             decision = Decision(Kind.MISS, Action.FORWARD, record=True, reason=found.reason)
         state.outcome = replace(state.outcome, decision=decision)

@@ -24,7 +24,7 @@ def semula_headers(decision: Decision, entry_id: int | None = None) -> dict[str,
     """The x-semula-* headers every answered call carries; score and entry only when there is one (an
     empty header reads as a value to clients that parse it)."""
     entry = decision.entry_id if decision.entry_id is not None else entry_id
-    headers = {"x-semula-decision": decision.decision, "x-semula-tier": decision.tier}
+    headers = {"x-semula-decision": decision.decision, "x-semula-tier": decision.tier_label}
     if decision.score is not None:
         headers["x-semula-score"] = f"{decision.score:.3f}"
     if entry is not None:
@@ -35,8 +35,8 @@ def semula_headers(decision: Decision, entry_id: int | None = None) -> dict[str,
 def flow_comment(decision: Decision, entry: int | None, state: FlowState) -> str:
     """Short ASCII words first ("hit exact", "miss", "refused"): they read in mitmweb's comment column."""
     head = "refused" if decision.action == "refuse" else decision.decision
-    if decision.tier != "none":
-        head += f" {decision.tier}"
+    if decision.tier is not None:
+        head += f" {decision.tier_label}"
     parts = [head]
     if decision.score is not None:
         parts.append(f"score {decision.score:.3f}")

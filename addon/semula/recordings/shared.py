@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from semula.core.request.canonical import CanonicalRequest
+from semula.core.tiers import Tier
 from semula.core.settings import FINGERPRINT_KEYS, ProjectSettings, SettingsError, parse_setting, validate_project
 from semula.recordings.entry import fingerprints_of
 from semula.recordings.files import read_inside
@@ -133,7 +134,7 @@ def _load_rejection(store: RecordingStore, data: dict[str, Any], entry_of: Calla
     open_ids = [c["id"] for c in store.open_candidates_for(project, fp) if c["entry_id"] == entry_id]
     if not open_ids:
         rows = store.add_candidates(project, request_fp, fp, data["request"], request.last_user_text(), [
-            (str(data.get("tier") or "lexical"), float(data.get("score") or 0.0), None, data.get("reason"), entry_id)])
+            (str(data.get("tier") or Tier.LEXICAL.value), float(data.get("score") or 0.0), None, data.get("reason"), entry_id)])
         open_ids = [row["id"] for row in rows]
     store.set_candidate_status(open_ids, "rejected")
     return 1

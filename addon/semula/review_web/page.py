@@ -13,10 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from semula.core.tiers import NEAR
 from semula.review_web.highlight import escape, field_changes, side_by_side
 
 SHAPE_FIELDS = ("provider", "method", "endpoint", "model", "stream")
-KNOWN_TIERS = ("lexical", "embedding")
+KNOWN_TIERS = tuple(t.value for t in NEAR)  # the review queue holds near-match candidates only
 
 
 @dataclass(frozen=True)
