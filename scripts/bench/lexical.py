@@ -29,8 +29,8 @@ SELECT coalesce(sum(df), 0), count(*) FROM fts_main_entries.dict d JOIN q USING 
 
 
 def timers_for(cache: Any) -> common.Timers:
-    """Timers on the public steps of `engine.near` (NearSearcher.search)."""
-    import semula.engine.near as near
+    """Timers on the public steps of `engine.near` (NearSearcher.search); its tiers judge in `engine.tiers.base`."""
+    import semula.engine.tiers.base as near
 
     t = common.Timers().wrap(cache.lexical, "propose")
     for name in ("canonicals_by_ids", "paired_entries", "add_candidates"):

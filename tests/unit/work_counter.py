@@ -82,5 +82,5 @@ def count_work(max_diff_tokens: int | None = None) -> Iterator[Work]:
             stack.enter_context(mock.patch(f"{module}.SequenceMatcher", wraps=matcher))
         for module in _PROPOSER_MODULES:
             stack.enter_context(mock.patch(f"{module}.lexical_words", wraps=lexical_words))
-        stack.enter_context(mock.patch("semula.engine.near.near_match", wraps=near_match))
+        stack.enter_context(mock.patch("semula.engine.tiers.base.near_match", wraps=near_match))
         yield work

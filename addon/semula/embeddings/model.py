@@ -1,7 +1,7 @@
 """The opt-in embedding tier's model: configuration, loading (fastembed), `Embedder` and what is embedded.
 
 The in-memory index and the background worker are in `embeddings.worker`, the tier wired to a
-store in `embeddings.tier`; vectors are stored by `semula.store.duckdb.vectors`. Nothing here runs unless SEMULA_EMBEDDINGS=on (or the `semula_embeddings` option). fastembed is an
+store in `engine.tiers.embedding`; vectors are stored by `semula.store.duckdb.vectors`. Nothing here runs unless SEMULA_EMBEDDINGS=on (or the `semula_embeddings` option). fastembed is an
 optional extra and is imported only when a model is loaded, so the default install never needs it.
 
 Vectors and thresholds are per model name: a cosine from one model means nothing for another.

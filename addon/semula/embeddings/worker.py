@@ -1,7 +1,7 @@
 """The embedding tier's moving parts: the in-memory vector index and the background worker.
 
 Kept apart from the model (`embeddings.model`) so both can be used and tested with any embedder
-and any vector source; `embeddings.tier` wires them to a store.
+and any vector source; `engine.tiers.embedding` wires them to a store.
 """
 
 from __future__ import annotations

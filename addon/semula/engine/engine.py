@@ -24,6 +24,8 @@ from semula.engine.follow import ENTRY_BATCH, RELOAD_KINDS, StoreChange, run_her
 from semula.engine.index import AnswerCache, FingerprintIndex
 from semula.engine.calibrated import LearntThresholds
 from semula.engine.near import NearSearcher
+from semula.engine.tiers.base import NearTier
+from semula.engine.tiers.lexical import LexicalTier
 from semula.engine.recordings import Recordings
 from semula.engine.review import ReviewQueue
 from semula.recordings.folder import RecordingsFolder, SyncReport
@@ -62,18 +64,20 @@ class Engine:
         self.fingerprint_key = key or FingerprintKey(salt or store.fingerprint_salt())
         self.lexical = store.lexical_index()
         self.embeddings = None
+        # The near tiers, in the order they search (`core.tiers.NEAR`); the opt-in ones when switched on.
+        self.tiers: list[NearTier] = [LexicalTier(self.lexical)]
         if embedder is not None:
-            from semula.embeddings.tier import EmbeddingTier
+            from semula.engine.tiers.embedding import EmbeddingTier  # numpy and the model: only when on
 
             self.embeddings = EmbeddingTier(store.vectors, embedder)
+            self.tiers.append(self.embeddings)
         self.index = FingerprintIndex()
         self.answers = AnswerCache()
         self.review = ReviewQueue(store, self.index, self.lexical, review_log, folder=folder)
         self.learnt = LearntThresholds()  # calibrated mode (near_serve = "calibrated")
         self.review.on_verdict = self.learnt.invalidate
-        self.searcher = NearSearcher(store, self.lexical, self.review, self.embeddings, self.learnt)
-        self.recordings = Recordings(store, self.index, self.answers, self.lexical, self.review, self.embeddings,
-                                     folder)
+        self.searcher = NearSearcher(store, self.tiers, self.review, self.learnt)
+        self.recordings = Recordings(store, self.index, self.answers, self.tiers, self.review, folder)
         self.sync_report: SyncReport | None = None
         # A shared store (Postgres): other proxies' writes reach memory; `dispatch` says on which thread.
         self.dispatch: Callable[[Callable[[], None]], Any] = run_here
@@ -126,9 +130,8 @@ class Engine:
             readers, self._readers = self._readers, {}
         for reader in readers.values():
             reader.close()
-        if self.embeddings is not None:
-            self.embeddings.close()
-        self.lexical.close()
+        for tier in reversed(self.tiers):  # the opt-in ones first: they may still write through the store
+            tier.close()
         self.store.close()
 
     def reload(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from collections.abc import Sequence
 from typing import Any
 
 from semula.core.request.canonical import FINGERPRINT_VERSION, CanonicalRequest, normalised_fingerprint
@@ -24,7 +25,8 @@ from semula.core.settings import (
 )
 from semula.engine.index import PRELOAD_BYTES, AnswerCache, FingerprintIndex, entry_bytes
 from semula.engine.review import ReviewQueue, shorten
-from semula.store.base import LexicalProposer, RecordingStore, each_canonical
+from semula.engine.tiers.base import NearTier
+from semula.store.base import RecordingStore, each_canonical
 from semula.recordings.entry import fingerprints_of
 from semula.recordings.folder import RecordingsFolder
 from semula.recordings.shared import settings_file
@@ -33,15 +35,14 @@ from semula.store.types import Entry, NewEntry
 log = logging.getLogger("semula")
 
 class Recordings:
-    def __init__(self, store: RecordingStore, index: FingerprintIndex, answers: AnswerCache, lexical: LexicalProposer,
-                 review: ReviewQueue, embeddings: Any = None, folder: RecordingsFolder | None = None):
+    def __init__(self, store: RecordingStore, index: FingerprintIndex, answers: AnswerCache,
+                 tiers: Sequence[NearTier], review: ReviewQueue, folder: RecordingsFolder | None = None):
         self.folder = folder
         self.store = store
         self.index = index
         self.answers = answers
-        self.lexical = lexical
+        self.tiers = tiers  # the near tiers: their indexes follow every write and delete
         self.review = review
-        self.embeddings = embeddings
 
     def reload(self, preload: bool = True) -> None:
         """Load the index, the open review requests and (unless the caller does it later, on another
@@ -52,7 +53,8 @@ class Recordings:
         self.answers.clear()
         if preload:
             self.preload(self.store)
-        self.lexical.maybe_rebuild()
+        for tier in self.tiers:
+            tier.reloaded()
 
     def preload(self, store: RecordingStore) -> None:
         """The newest answers, counted whole (`entry_bytes`) within PRELOAD_BYTES, into the answer cache;
@@ -77,9 +79,9 @@ class Recordings:
         if self.folder is not None:
             self.folder.intend(new)  # a kill -9 before the file is written: the next start writes it
         entry_id = self.store.upsert_entry(new)
-        self.lexical.written(entry_id, new.project, new.last_text)
-        if self.embeddings is not None:
-            self.embeddings.entry_written(entry_id, new.project, new.canonical, self.index.settings_for(new.project))
+        settings = self.index.settings_for(new.project)
+        for tier in self.tiers:
+            tier.written(entry_id, new, settings)
         self.review.answered(new.project, new.normalised_fp)
         self.index.add(entry_id, new.project, new.request_fp, new.normalised_fp)
         self.answers.forget(entry_id)
@@ -106,9 +108,8 @@ class Recordings:
         if self.folder is not None:
             self.folder.delete(entry_id)
         if found:
-            self.lexical.deleted(entry_id)
-            if self.embeddings is not None:
-                self.embeddings.index.invalidate()
+            for tier in self.tiers:
+                tier.deleted(entry_id)
             self.reload()
         return found
 

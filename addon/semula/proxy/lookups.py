@@ -1,9 +1,9 @@
 """The cascade's lookups in the proxy: memory on the event loop, the near search off it.
 
-The certain tiers read the engine's in-memory index on the event loop. The near search's
-lexical tier (`NearSearcher.find`, reads only) runs on a reader thread with that thread's own
-store handle, so misses search in parallel; `settle` goes to the store thread only when it reads
-or writes the store (the embedding tier, the review queue). Any failure there is a miss.
+The certain tiers read the engine's in-memory index on the event loop. The near tiers that only
+read (`NearSearcher.find`) run on a reader thread with that thread's own store handle, so misses
+search in parallel; `settle` runs where `NearSearcher.plan` places it (the store thread only when it
+reads or writes the store: the embedding tier, the review queue). Any failure there is a miss.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from semula.core.request.canonical import CanonicalRequest
 from semula.core.cascade import Candidate, NearQuery, NearSearch
 from semula.core.decision import Match
 from semula.engine.engine import Engine
+from semula.engine.near import Where
 from semula.proxy.storethread import StoreThread
 
 log = logging.getLogger("semula")
@@ -32,7 +33,7 @@ class ProxyLookups:
     the call is not recorded, or when its recording is stored.
 
     With `after_forward` (auto mode: a miss is forwarded whatever it queues), work that only queues
-    for review is not waited for: the embedding tier's search, and the lexical candidates' queue write,
+    for review is not waited for: the search of a tier that cannot serve, and the queue write,
     whose result (`queueing`: the search with the queued candidates) the addon awaits before it logs
     the call. Sixty-four misses at once no longer wait in line behind each other's writes.
     """
@@ -74,24 +75,25 @@ class ProxyLookups:
         return True
 
     async def near(self, query: NearQuery) -> NearSearch:
-        """The lexical tier on a reader thread (in parallel); the store thread only to queue or embed."""
+        """The reading tiers on a reader thread (in parallel); the rest where the searcher's plan says."""
         loop = asyncio.get_running_loop()
         searcher = self.searcher
         try:
-            lexical = await loop.run_in_executor(self.thread.readers, self._find, query)
-            embed = not (self.after_forward and searcher.embedding_only_queues(query.settings))
-            settle = functools.partial(searcher.settle, query, lexical, embed=embed)
-            if not searcher.settle_needs_store(lexical, embed=embed):
+            found = await loop.run_in_executor(self.thread.readers, self._find, query)
+            plan = searcher.plan(query, found, after_forward=self.after_forward)
+            settle = functools.partial(searcher.settle, query, found, tiers=plan.tiers)
+            if plan.where is Where.HERE:
                 result = settle()
-            elif self.after_forward and not searcher.settle_needs_store(lexical, queue=False, embed=embed):
+            elif plan.where is Where.QUEUE_LATER:
                 # Only the review queue's write is left, and it cannot change the decision.
-                result = searcher.settle(query, lexical, queue=False, embed=embed)
+                result = searcher.settle(query, found, queue=False, tiers=plan.tiers)
                 self.queueing = loop.run_in_executor(self.thread.executor, self._queue_quietly, settle)
             else:
                 result = await loop.run_in_executor(self.thread.executor, settle)
-            if not embed and result.served is None:
-                self.thread.background("the embedding tier's review search", searcher.queue_embedding_candidates,
-                                       query)
+            if plan.deferred and result.served is None:
+                names = " and ".join(t.tier for t in plan.deferred)
+                self.thread.background(f"the {names} tier's review search", searcher.queue_deferred, query,
+                                       plan.deferred)
             return result
         except Exception as e:
             log.warning("semula: near-match search failed (%s); treating the call as a miss", e)
@@ -106,5 +108,5 @@ class ProxyLookups:
             return None
 
     def _find(self, query: NearQuery) -> list[Candidate]:
-        """The lexical tier's verdicts, on a reader thread through that thread's own store handle."""
+        """The reading tiers' verdicts, on a reader thread through that thread's own store handle."""
         return self.searcher.find(self.engine.reader(), query)[0]

@@ -3,20 +3,27 @@
 Vectors are made by a background worker after an entry is written (writes never wait for the
 model) and stored through the worker's own handle on the store's vector table. A request is
 embedded only after exact, normalised, alias and lexical all missed: hits never touch the model.
+Its searches write fresh vectors and load the store thread's handle, so it runs on the store thread.
+Cosines mean different things for different models: its thresholds are per model.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from semula.core.cascade import Candidate, NearQuery
 from semula.core.request.canonical import CanonicalRequest
-from semula.core.settings import ProjectSettings
+from semula.core.settings import ProjectSettings, threshold_for
+from semula.core.tiers import NEAR_TIERS, Tier
 from semula.embeddings.model import Embedder, embedding_text
 from semula.embeddings.worker import EmbeddingWorker, VectorIndex
-from semula.store.base import VectorStore
+from semula.engine.tiers.base import LearntFor, Pairings, judge
+from semula.store.base import RecordingStore, VectorStore
+from semula.store.types import NewEntry
 
 log = logging.getLogger("semula")
 WORKER_BATCH = 8
@@ -27,6 +34,9 @@ RUNNING_WAIT = 10.0  # seconds a search waits for the worker's batch holding the
 
 
 class EmbeddingTier:
+    tier = Tier.EMBEDDING
+    needs_store = True  # a search stores fresh vectors through the store thread's handle
+
     def __init__(self, vectors: VectorStore, embedder: Embedder):
         self.embedder = embedder
         self.vectors = vectors  # bound to the store thread: searches load through it
@@ -45,6 +55,43 @@ class EmbeddingTier:
         for project, items in by_project.items():  # fold in, don't reload the whole matrix
             self.index.add(project, [e for e, _ in items], np.stack([v for _, v in items]))
         return written
+
+    def _floors(self, settings: ProjectSettings) -> tuple[float | None, float | None]:
+        """(serve, review) thresholds for this tier's model (None: none set for it)."""
+        row = NEAR_TIERS[self.tier]
+        model = self.embedder.name
+        return threshold_for(getattr(settings, row.serve), model), threshold_for(getattr(settings, row.review), model)
+
+    def serves(self, settings: ProjectSettings) -> bool:
+        """No serve threshold for its model: it only queues (unless a learnt threshold may serve it)."""
+        return settings.near_serve == "calibrated" or self._floors(settings)[0] is not None
+
+    def candidates(self, store: RecordingStore, query: NearQuery, pairings: Pairings,
+                   learnt: LearntFor) -> list[Candidate]:
+        """Cosine neighbours the lexical tier did not propose, judged with this model's thresholds."""
+        serve_floor, review_floor = self._floors(query.settings)
+        floors = [t for t in (review_floor, serve_floor) if t is not None]
+        if not floors:
+            return []  # no threshold for this model: its cosines mean nothing yet
+        row = NEAR_TIERS[self.tier]
+        settings = replace(query.settings, **{row.review: review_floor if review_floor is not None else 1.1,
+                                              row.serve: serve_floor})
+        try:
+            found = [(e, c) for e, c in self.search(query.project, query.request, settings)
+                     if not pairings.rejected(e) and c >= min(floors)]
+        except Exception as e:  # an embedder failure is logged; the call carries on as a miss
+            log.warning("semula: embedding search failed (%s); carrying on without it", e)
+            return []
+        return judge(store, query, self.tier, found, settings, learnt)
+
+    def written(self, entry_id: int, new: NewEntry, settings: ProjectSettings) -> None:
+        self.entry_written(entry_id, new.project, new.canonical, settings)
+
+    def deleted(self, entry_id: int) -> None:
+        self.index.invalidate()  # reloaded from the store at the next search
+
+    def reloaded(self) -> None:
+        pass  # its matrix loads per project, at the next search
 
     def entry_written(self, entry_id: int, project: str, canonical: dict[str, Any], settings: ProjectSettings) -> None:
         text = embedding_text(canonical, settings.scrub_patterns)

@@ -1,0 +1,82 @@
+"""What a near tier is to the search and to the writer: a proposer of judged candidates whose
+index follows the recordings.
+
+The search (`engine.near.NearSearcher`) asks each tier for its candidates and places it on a
+thread by `needs_store`: a tier that only reads through the handle it is given runs on any
+reader thread, so misses search in parallel; one that writes or holds thread-bound state runs
+on the store thread. The verdict for one pair stays pure (`core.nearmatch.near_match`); `judge`
+is the one place a tier's proposals meet it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
+
+from semula.core.cascade import Candidate, NearQuery
+from semula.core.nearmatch import near_match
+from semula.core.request.canonical import CanonicalRequest
+from semula.core.settings import ProjectSettings
+from semula.core.tiers import Tier
+from semula.store.base import RecordingStore
+from semula.store.types import NewEntry
+
+# A tier's threshold learnt by calibrated mode (None: it serves by its static thresholds only);
+# read lazily, only by a tier that proposed something.
+LearntFor = Callable[[Tier], float | None]
+
+
+class Pairings:
+    """The request's pairings so far ({entry id: open|approved|rejected}), read once and only when a
+    tier proposed something. A rejected pairing is never served or queued again."""
+
+    def __init__(self, store: RecordingStore, query: NearQuery, read: Mapping[int, str] | None = None):
+        self._store = store
+        self._query = query
+        self.read: dict[int, str] | None = dict(read) if read is not None else None
+
+    def get(self) -> dict[int, str]:
+        if self.read is None:
+            self.read = self._store.paired_entries(self._query.project, self._query.normalised_fp)
+        return self.read
+
+    def rejected(self, entry_id: int) -> bool:
+        return self.get().get(entry_id) == "rejected"
+
+
+class NearTier(Protocol):
+    """One near-match tier: its proposals judged, its index kept in step with the recordings."""
+
+    tier: Tier
+    # Whether its search must run on the store thread (it writes, or holds the store thread's
+    # handle); else any thread may run it with that thread's own read handle.
+    needs_store: bool
+
+    def serves(self, settings: ProjectSettings) -> bool:
+        """Whether it may serve under these settings (else it can only queue for review: auto mode
+        searches it after the call is forwarded)."""
+        ...
+
+    def candidates(self, store: RecordingStore, query: NearQuery, pairings: Pairings,
+                   learnt: LearntFor) -> list[Candidate]:
+        """Its proposals for the query, judged; rejected pairings left out."""
+        ...
+
+    def written(self, entry_id: int, new: NewEntry, settings: ProjectSettings) -> None: ...
+    def deleted(self, entry_id: int) -> None: ...
+    def reloaded(self) -> None: ...
+    def close(self) -> None: ...
+
+
+def judge(store: RecordingStore, query: NearQuery, tier: Tier, proposals: Iterable[tuple[int, float | None]],
+          settings: ProjectSettings, learnt: LearntFor) -> list[Candidate]:
+    """Each proposal (entry id, the tier's score; None: the lexical score) judged against its stored request."""
+    proposals = list(proposals)
+    stored = store.canonicals_by_ids([entry_id for entry_id, _ in proposals])
+    threshold = learnt(tier)
+    return [
+        Candidate(entry_id, near_match(query.request, CanonicalRequest.from_json(stored[entry_id]), settings,
+                                       tier=tier, score=score, near_bypass_reason=query.bypass_reason,
+                                       learnt_threshold=threshold))
+        for entry_id, score in proposals if entry_id in stored
+    ]
