@@ -20,12 +20,12 @@ from semula.core.explain import Nearest, nearest_recordings
 from semula.core.redact import FingerprintKey
 from semula.core.repeats import base_of
 from semula.core.settings import ProjectSettings, settings_from_mapping
+from semula.core.tiers import Tier
 from semula.engine.follow import ENTRY_BATCH, RELOAD_KINDS, StoreChange, run_here, start_following
 from semula.engine.index import AnswerCache, FingerprintIndex
 from semula.engine.calibrated import LearntThresholds
 from semula.engine.near import NearSearcher
-from semula.engine.tiers.base import NearTier
-from semula.engine.tiers.lexical import LexicalTier
+from semula.engine.tiers import open_tiers
 from semula.engine.recordings import Recordings
 from semula.engine.review import ReviewQueue
 from semula.recordings.folder import RecordingsFolder, SyncReport
@@ -62,15 +62,10 @@ class Engine:
         # requests for this engine must use it (`Adapter.canonicalise(raw, key)`).
         salt = folder.fingerprint_salt(default=store.fingerprint_salt()) if folder is not None else None
         self.fingerprint_key = key or FingerprintKey(salt or store.fingerprint_salt())
-        self.lexical = store.lexical_index()
-        self.embeddings = None
-        # The near tiers, in the order they search (`core.tiers.NEAR`); the opt-in ones when switched on.
-        self.tiers: list[NearTier] = [LexicalTier(self.lexical)]
-        if embedder is not None:
-            from semula.engine.tiers.embedding import EmbeddingTier  # numpy and the model: only when on
-
-            self.embeddings = EmbeddingTier(store.vectors, embedder)
-            self.tiers.append(self.embeddings)
+        self.lexical = store.lexical_index()  # also proposes the nearest recordings for a miss's message
+        self.tiers = open_tiers(store, self.lexical, embedder)
+        # The embedding tier when on: `semula eval` waits for its vectors.
+        self.embeddings: Any = next((t for t in self.tiers if t.tier is Tier.EMBEDDING), None)
         self.index = FingerprintIndex()
         self.answers = AnswerCache()
         self.review = ReviewQueue(store, self.index, self.lexical, review_log, folder=folder)

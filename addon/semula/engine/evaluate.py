@@ -26,6 +26,7 @@ from semula.recordings.entry import Answer, recording_of
 from semula.providers import adapter_for, first_host
 from semula.providers.base import RawRequest
 from semula.core.settings import ProjectSettings, settings_from_mapping
+from semula.core.tiers import NO_TIER
 from semula.store.selection import open_store
 
 
@@ -80,7 +81,7 @@ def decide_pair(engine: Engine, project: str, stored: CanonicalRequest, incoming
     outcome = run_now(cascade(Mode.AUTO, project, incoming, settings, EngineLookups(engine)))
     best = outcome.near.best if outcome.near is not None else None
     verdict = best.verdict if best is not None else None
-    row: dict[str, Any] = {"outcome": "miss", "tier": verdict.tier if verdict else "none",
+    row: dict[str, Any] = {"outcome": "miss", "tier": verdict.tier if verdict else NO_TIER,
                            "score": verdict.score if verdict else None,
                            "reason": verdict.reason if verdict else None,
                            "guard_reason": verdict.guard_reason if verdict else None}
