@@ -342,7 +342,25 @@ def embedding(d: dict[str, Any]) -> list[str]:
     return out
 
 
-TEMPLATES = {"replay": replay, "lexical": lexical, "embedding": embedding, "sweep": sweep}
+def normalise_worst(d: dict[str, Any]) -> list[str]:
+    kb = d["sizes_kb"]
+
+    def secs(x: float | None) -> str:
+        return "over the cap" if x is None else f"{x:.3f}"
+
+    def growth(xs: list[float | None]) -> str:
+        pairs = [f"{b / a:.1f}" for a, b in zip(xs, xs[1:]) if a and b and a > 1e-3]
+        return ", ".join(pairs) or "-"
+
+    return [*head("Worst-case prompt texts", d, "read the growth per doubling (about 2: linear; about 4: "
+                  "quadratic), not the seconds."), "## Seconds per text (redaction, both fingerprints, lexical "
+                  "tokens, guard)", "",
+            table(["shape", *(f"{k} KB" for k in kb), "growth per doubling"],
+                  [[r["shape"], *(secs(x) for x in r["seconds"]), growth(r["seconds"])] for r in d["rows"]]), ""]
+
+
+TEMPLATES = {"replay": replay, "lexical": lexical, "embedding": embedding, "sweep": sweep,
+             "normalise_worst": normalise_worst}
 
 
 def render(name: str, data: dict[str, Any]) -> str:

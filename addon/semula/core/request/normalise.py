@@ -23,10 +23,11 @@ from functools import lru_cache
 from semula.core.request.normalise_layout import (
     MARK_END,
     MARK_START,
-    QUOTED,
     code_lines,
+    drop_quoted,
     json_spans,
     mark_indentation,
+    quoted_spans,
     render_marks,
     try_json,
 )
@@ -77,7 +78,6 @@ _FENCE = re.compile(r"```(.*?)(?:```|\Z)", re.S)
 _LANGUAGE_TAG = re.compile(r"[\w+#.\-]*")
 # Inline code does not run over a paragraph break.
 _INLINE_CODE = re.compile(r"(`+)((?:[^\n]|\n(?![ \t]*\n))+?)\1")
-_LINE_BREAK = re.compile(r"[ \t]*\n[ \t]*")
 
 _LOWER = "a-zß-öø-ÿ"
 _UPPER = "A-ZÀ-ÖØ-Þ"
@@ -93,7 +93,9 @@ _CODE_FEATURE = re.compile(
             r"\w[.:]+\w",  # file names, modules, std::vector, e.g.
             r"\w\(",  # calls: len(x)
             f"[{_LOWER}][{_UPPER}]",  # camelCase, iPhone, NaCl
-            f"[{_UPPER}]{{2,}}(?!s(?:\\W|$))[{_LOWER}]",  # HTTPServer (not "APIs")
+            # Only from the first capital of a run, and without giving capitals back (a lower-case
+            # letter can only follow the run's last): a long run is scanned once, not from each capital.
+            f"(?<![{_UPPER}])[{_UPPER}]{{2,}}+(?!s(?:\\W|$))[{_LOWER}]",  # HTTPServer (not "APIs")
             r"\d(?!(?:st|nd|rd|th|ST|ND|RD|TH)\b)" + _LETTER,  # 10MB, x86, H2O (not 5th)
             _LETTER + r"\d",
             r"%[A-Za-z]",  # printf / strftime: %m is not %M
@@ -147,7 +149,7 @@ def _fold_prose(text: str, shouting: bool = False) -> str:
 
 def _is_shouting(text: str) -> bool:
     """Most of the prose's letters (outside code and quotes) are capitals."""
-    prose = QUOTED.sub(" ", _INLINE_CODE.sub(" ", _FENCE.sub(" ", text)))
+    prose = drop_quoted(_INLINE_CODE.sub(" ", _FENCE.sub(" ", text)), " ")
     upper = sum(c.isupper() for c in prose)
     return upper >= 6 and upper >= 4 * sum(c.islower() for c in prose)
 
@@ -158,10 +160,10 @@ def _quotes_and_prose(text: str, shouting: bool) -> str:
         return _fold_prose(text, shouting)
     out: list[str] = []
     pos = 0
-    for m in QUOTED.finditer(text):
-        out.append(_fold_prose(text[pos : m.start()], shouting))
-        out.append(m.group())
-        pos = m.end()
+    for start, end in quoted_spans(text):
+        out.append(_fold_prose(text[pos:start], shouting))
+        out.append(text[start:end])
+        pos = end
     out.append(_fold_prose(text[pos:], shouting))
     return "".join(out)
 
@@ -184,7 +186,15 @@ def _inline_code(code: str) -> str:
     """Inline code keeps its case and its runs of spaces; a line break inside
     it (the text was re-wrapped) is one space; JSON is re-serialised."""
     canonical = try_json(code)
-    return canonical if canonical is not None else _LINE_BREAK.sub(" ", code)
+    if canonical is not None:
+        return canonical
+    if "\n" not in code:
+        return code
+    # re.sub(r"[ \t]*\n[ \t]*", " ", code), without the regex: from each space of a long run not followed
+    # by a line break, [ \t]*\n rescans the run to its end.
+    lines = code.split("\n")
+    inner = (line.strip(" \t") for line in lines[1:-1])
+    return " ".join([lines[0].rstrip(" \t"), *inner, lines[-1].lstrip(" \t")])
 
 
 def _inline_and_prose(text: str, shouting: bool) -> str:

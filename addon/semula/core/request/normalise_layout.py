@@ -28,8 +28,10 @@ __all__ = [
     "QUOTED",
     "canonical_json_text",
     "code_lines",
+    "drop_quoted",
     "json_spans",
     "mark_indentation",
+    "quoted_spans",
     "render_marks",
     "try_json",
 ]
@@ -80,28 +82,76 @@ def try_json(text: str) -> str | None:
         return None
 
 
-_JSON_START = re.compile(r"[\[{]")
+# A "{" or "[" where a JSON object or array can start: what follows its whitespace can begin
+# its first key or value (or close it). Every other "{" or "[" fails to decode anyway, and
+# skipping it here spares a text of many (" {{{{...") a decode attempt per character.
+_JSON_START = re.compile(r"\{(?=[ \t\n\r]*[\"}])|\[(?=[ \t\n\r]*[\]\[{\"0-9tfnNI-])")
+
+# Decoding is tried on a window of the text, never on all of it: a failed decode's
+# JSONDecodeError counts the lines before the failure from the start of what it was given,
+# which over a whole text made each failure cost its position. A window grows (doubling) only
+# while the decode could have failed for want of text: the error lies within _WINDOW_MARGIN
+# characters of the window's end (the scanner looks at most 12 characters ahead, for
+# "-Infinity" or a surrogate pair) or a string runs off the end. Otherwise the failure is
+# the same as on the whole text, and a success on a window is the same value and end.
+_FIRST_WINDOW = 256
+_WINDOW_MARGIN = 16
+# The scanning a search may cost: JSON_WORK_PER_CHAR per character of the text plus
+# JSON_WORK_BASE, a decode attempt costing the characters it scanned plus _ATTEMPT_WORK (its
+# fixed cost, in characters' worth). Real prompts stay far below it: a valid span is scanned
+# about twice, a failed start as far as its error. Text built to make every "{" or "[" scan far
+# ("[[[[...", '{"a":{"a":...', "[1 x[1 x...") spends it, and then no further JSON spans are
+# sought: the rest of the text is prose. Deterministic: it depends only on the text.
+JSON_WORK_PER_CHAR = 8
+JSON_WORK_BASE = 1 << 20
+_ATTEMPT_WORK = 32
+
+
+def _decode_at(text: str, pos: int, end: int) -> tuple[object, int, int]:
+    """``(value, stop, work)`` of the JSON value starting at ``pos`` (value None if there is
+    none ending by ``end``); ``work`` counts the characters scanned."""
+    size, work = _FIRST_WINDOW, _ATTEMPT_WORK
+    while True:
+        limit = min(pos + size, end)
+        window = text[pos:limit]
+        try:
+            value, stop = _DECODER.raw_decode(window)
+            return value, pos + stop, work + stop
+        except RecursionError:
+            return None, pos, work + len(window)  # as deep within the window as on the whole text
+        except json.JSONDecodeError as e:
+            cut_short = e.pos >= len(window) - _WINDOW_MARGIN or e.msg.startswith("Unterminated string")
+            if limit >= end or not cut_short:
+                return None, pos, work + (len(window) if cut_short else e.pos + 1)
+        except ValueError:
+            return None, pos, work + len(window)
+        work += len(window)
+        size *= 2
 
 
 def json_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int, str]]:
     """``(start, end, canonical)`` of each JSON object/array inside ``text[start:end]``."""
     end = len(text) if end is None else end
+    budget = JSON_WORK_PER_CHAR * max(end - start, 0) + JSON_WORK_BASE
     spans: list[tuple[int, int, str]] = []
     search_from = start
-    while True:
+    while budget > 0:
         m = _JSON_START.search(text, search_from, end)
         if m is None:
             return spans
+        value, stop, work = _decode_at(text, m.start(), end)
+        budget -= work
+        if not isinstance(value, list):
+            search_from = m.start() + 1
+            continue
         try:
-            value, stop = _DECODER.raw_decode(text, m.start())
-        except (ValueError, RecursionError):
+            canonical = canonical_json_text(value)
+        except RecursionError:  # nested deeper than canonical_json_text recurses
             search_from = m.start() + 1
             continue
-        if not isinstance(value, list) or stop > end:
-            search_from = m.start() + 1
-            continue
-        spans.append((m.start(), stop, canonical_json_text(value)))
+        spans.append((m.start(), stop, canonical))
         search_from = stop
+    return spans
 
 
 # ---------------------------------------------------------------- quotes
@@ -111,10 +161,78 @@ def json_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[
 # drivers' cars) and inch marks (5' 11") do not open one; a double-quoted
 # string may end in spaces ("Note:  "). It stops at a
 # paragraph break. Its case and whitespace are kept.
+_DOUBLE_PATTERN = r"""(?<![^\s(\[{:,;=/])"(?=[^\s"])(?:[^"\n]|\n(?![ \t]*\n))*?"(?!\w)"""
 QUOTED = re.compile(
-    r"""(?<![^\s(\[{:,;=/])"(?=[^\s"])(?:[^"\n]|\n(?![ \t]*\n))*?"(?!\w)"""
-    r"""|(?<![^\s(\[{:,;=/])'(?=[^\s'])(?:[^'\n]|'(?=\w)|\n(?![ \t]*\n))*?(?<=[^\s'])'(?!\w)"""
+    _DOUBLE_PATTERN + r"""|(?<![^\s(\[{:,;=/])'(?=[^\s'])(?:[^'\n]|'(?=\w)|\n(?![ \t]*\n))*?(?<=[^\s'])'(?!\w)"""
 )
+# QUOTED's two kinds apart. Its single-quoted kind may hold quotes that a word character
+# follows, so through QUOTED every opening quote of a paragraph like " 'a 'a 'a..." scans to
+# the paragraph's end: quadratic. quoted_spans finds the same matches in linear time.
+_DOUBLE_QUOTED = re.compile(_DOUBLE_PATTERN)
+_SINGLE_OPEN = re.compile(r"(?<![^\s(\[{:,;=/])'(?=[^\s'])")
+# Where a single-quoted string that opened before ends or fails: the first quote no word
+# character follows (it closes the string if the character before it is no space or quote),
+# or a paragraph break.
+_SINGLE_STOP = re.compile(r"'(?!\w)|\n(?=[ \t]*\n)")
+_SINGLE_CLOSE = re.compile(r"(?<=[^\s'])'")
+
+
+class _SingleQuoted:
+    """The single-quoted strings of a text, in order; each stop is searched for once."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.scanned_from = self.stop = -1  # no stop in [scanned_from, stop); one at stop
+
+    def first_from(self, pos: int) -> tuple[int, int] | None:
+        text = self.text
+        while (m := _SINGLE_OPEN.search(text, pos)) is not None:
+            opened = m.start()
+            if not self.scanned_from <= opened + 1 <= self.stop:
+                found = _SINGLE_STOP.search(text, opened + 1)
+                self.scanned_from, self.stop = opened + 1, found.start() if found else len(text)
+            if self.stop < len(text) and _SINGLE_CLOSE.match(text, self.stop):
+                return opened, self.stop + 1
+            if self.stop >= len(text):
+                return None
+            pos = self.stop  # every opening quote before the stop fails at it too
+        return None
+
+
+def quoted_spans(text: str) -> list[tuple[int, int]]:
+    """The spans of ``QUOTED.finditer(text)``, found in time linear in the text."""
+    if "'" not in text:
+        return [m.span() for m in _DOUBLE_QUOTED.finditer(text)]
+    single = _SingleQuoted(text)
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    double: tuple[int, int] | None = None
+    single_next: tuple[int, int] | None = None
+    double_done = single_done = False
+    while True:
+        if not double_done and (double is None or double[0] < pos):
+            m = _DOUBLE_QUOTED.search(text, pos)
+            double, double_done = (m.span(), False) if m else (None, True)
+        if not single_done and (single_next is None or single_next[0] < pos):
+            single_next = single.first_from(pos)
+            single_done = single_next is None
+        found = min((s for s in (double, single_next) if s is not None), default=None)
+        if found is None:
+            return spans
+        spans.append(found)
+        pos = found[1]
+
+
+def drop_quoted(text: str, by: str) -> str:
+    """``QUOTED.sub(by, text)``, in linear time."""
+    out: list[str] = []
+    pos = 0
+    for start, end in quoted_spans(text):
+        out.append(text[pos:start])
+        out.append(by)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 # ---------------------------------------------------------------- indentation
@@ -173,7 +291,10 @@ def code_lines(code: str, language: str = "") -> str:
 
 # Private-use characters; normalise maps any in the input to U+FFFD first.
 MARK_START, MARK_END, _MARK_TAB = "\ue000", "\ue001", "\ue002"
-_MARK = re.compile(rf"\s*{MARK_START}({_MARK_TAB}?)(\d+){MARK_END}\s*")
+# A marker and the whitespace after it; the whitespace before it is stripped apart, as a
+# leading \s* would rescan a long run of spaces (kept in quotes or code) from each of its
+# positions.
+_MARK = re.compile(rf"{MARK_START}({_MARK_TAB}?)(\d+){MARK_END}\s*")
 
 
 def mark_indentation(text: str, protected: Sequence[tuple[int, int]]) -> str:
@@ -187,11 +308,18 @@ def mark_indentation(text: str, protected: Sequence[tuple[int, int]]) -> str:
     if "\n" not in text:
         return text
     entries: list[tuple[int, int, str, str]] = []  # line start, indent end, indent, content
+    # A line start is protected when a span opens before it and closes after it: the spans
+    # sorted by opening, swept once as the line starts grow (not each span for each line).
+    by_opening = sorted(protected)
+    opened, reach = 0, -1  # the spans opened before this line start, and their furthest close
     pos = 0
     for line in text.split("\n"):
         start, pos = pos, pos + len(line) + 1
+        while opened < len(by_opening) and by_opening[opened][0] < start:
+            reach = max(reach, by_opening[opened][1])
+            opened += 1
         stripped = line.lstrip(" \t")
-        if not stripped.strip() or any(a < start < b for a, b in protected) or _is_prose_line(stripped):
+        if not stripped.strip() or start < reach or _is_prose_line(stripped):
             continue
         ws = line[: len(line) - len(stripped)]
         entries.append((start, start + len(ws), ws, stripped))
@@ -214,4 +342,11 @@ def render_marks(text: str) -> str:
     """Turn indentation markers into a line break plus the nesting rank."""
     if MARK_START not in text:
         return text
-    return _MARK.sub(lambda m: "\n" + ("\t" if m.group(1) else "") + " " * int(m.group(2)), text)
+    out: list[str] = []
+    pos = 0
+    for m in _MARK.finditer(text):
+        out.append(text[pos : m.start()].rstrip())  # str.rstrip strips what \s matches
+        out.append("\n" + ("\t" if m.group(1) else "") + " " * int(m.group(2)))
+        pos = m.end()
+    out.append(text[pos:])
+    return "".join(out)
