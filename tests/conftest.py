@@ -114,10 +114,10 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     """An engine on a fresh store, closed afterwards: once on a DuckDB file in a temporary data dir,
     once on a fresh Postgres database (the same behaviour on both)."""
     from semula.engine.engine import Engine
-    from semula.store.selection import open_store
+    from semula.store.selection import StoreSpec, open_store
 
     spec = request.getfixturevalue("pg_url") if request.param == "postgres" else None
-    engine = Engine.open(open_store(spec, tmp_path))
+    engine = Engine.open(open_store(StoreSpec.parse(spec, tmp_path)))
     try:
         yield engine
     finally:
@@ -128,9 +128,9 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
 def duckdb_engine(tmp_path: Path) -> Iterator[Any]:
     """An engine on a fresh DuckDB file: for what only the embedded store has (its in-memory postings)."""
     from semula.engine.engine import Engine
-    from semula.store.selection import open_store
+    from semula.store.selection import StoreSpec, open_store
 
-    engine = Engine.open(open_store(None, tmp_path))
+    engine = Engine.open(open_store(StoreSpec.parse(None, tmp_path)))
     try:
         yield engine
     finally:

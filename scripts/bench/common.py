@@ -481,12 +481,12 @@ def workload(n: int) -> tuple[Vocabulary, list[str], list[Any]]:
 
 def seeded_store(data_dir: Path | str, entries: list[Any]) -> tuple[Any, dict[str, int], float]:
     """A store holding `entries`, their ids by request_fp, and the seconds that took."""
-    from semula.store.selection import open_store
+    from semula.store.selection import StoreSpec, open_store
 
     t0 = time.perf_counter()
     from semula.core.request.canonical import FINGERPRINT_VERSION
 
-    store = open_store(None, data_dir)
+    store = open_store(StoreSpec.parse(None, data_dir))
     bulk_insert(store, entries)
     store.set_fingerprint_version(FINGERPRINT_VERSION)  # made by this code: nothing for the engine to redo
     return store, dict(store.con.execute("SELECT request_fp, id FROM entries").fetchall()), time.perf_counter() - t0

@@ -47,14 +47,14 @@ def incoming(kind: str, stored: str, rng: random.Random, words: list[str]):
 def measure(size: int, misses: int, seed: int) -> dict[str, object]:
     from semula.core.explain import miss_message
     from semula.engine.engine import Engine
-    from semula.store.selection import open_store
+    from semula.store.selection import StoreSpec, open_store
 
     rng = random.Random(seed)
     words = vocabulary(rng)
     prompts = [prompt(rng, words, n) for n in range(size)]
     with tempfile.TemporaryDirectory(prefix="semula-bench-miss-") as tmp:
         started = time.perf_counter()
-        store = open_store(None, Path(tmp))
+        store = open_store(StoreSpec.parse(None, Path(tmp)))
         store.upsert_entries([new_entry(chat(p)) for p in prompts])
         loaded = time.perf_counter() - started
         engine = Engine.open(store)

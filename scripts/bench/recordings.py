@@ -18,7 +18,7 @@ from bench.common import RESULTS, machine
 from entries import chat, new_entry  # tests/support, on the path through bench.common
 from semula.core.settings import ProjectSettings
 from semula.recordings.folder import RecordingsFolder
-from semula.store.selection import open_store
+from semula.store.selection import StoreSpec, open_store
 
 ANSWER = {"id": "chatcmpl-x", "object": "chat.completion", "model": "gpt-4o-mini",
           "choices": [{"index": 0, "message": {"role": "assistant", "content": "An answer of a few words. " * 8},
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     body = json.dumps(ANSWER).encode()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        store = open_store(None, tmp / "local")
+        store = open_store(StoreSpec.parse(None, tmp / "local"))
         for i in range(args.entries):
             prompt = f"Question {i}: summarise ticket {i * 7919 % 100003} for the {i % 13}th team, briefly."
             store.upsert_entry(new_entry(chat(prompt), "bench", body=body))
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         export_s = time.perf_counter() - started
         store.close()
         size = sum(p.stat().st_size for p in (tmp / "rec").rglob("*.json"))
-        fresh = open_store(None, tmp / "ci")
+        fresh = open_store(StoreSpec.parse(None, tmp / "ci"))
         started = time.perf_counter()
         first = RecordingsFolder(tmp / "rec", tmp / "ci").sync(fresh, lambda p: settings)
         cold_s = time.perf_counter() - started

@@ -18,7 +18,7 @@ from semula.core.nearmatch import near_match
 from semula.core.settings import ProjectSettings
 from semula.engine.engine import Engine
 from semula.engine.evaluate import EngineLookups
-from semula.store.selection import open_store
+from semula.store.selection import StoreSpec, open_store
 
 STORED = "How can I reset the password of my account on the website?"
 ABOVE = "How can I reset the password of my account on the website quickly?"  # Dice 0.96
@@ -54,12 +54,12 @@ def give_verdicts(engine: Engine, project: str, scores: list[float], status: str
         fp, nfp = fingerprints(request)
         [row] = store.add_candidates(project, fp, nfp, request.to_json(), request.last_user_text(), [
             ("lexical", score, None, "calibrated: too few lexical verdicts to learn a threshold", entry_id)])
-        store.set_candidate_status([row["id"]], status)
+        store.set_candidate_status([row.id], status)
 
 
 @pytest.fixture
 def engine(tmp_path: Path):
-    engine = Engine.open(open_store(None, tmp_path))
+    engine = Engine.open(open_store(StoreSpec.parse(None, tmp_path)))
     yield engine
     engine.close()
 
@@ -88,7 +88,7 @@ def test_a_rejection_relearns_at_once(engine: Engine) -> None:
 
 
 def test_semula_calibrate_reports_the_thresholds(tmp_path: Path) -> None:
-    engine = Engine.open(open_store(None, tmp_path))
+    engine = Engine.open(open_store(StoreSpec.parse(None, tmp_path)))
     try:
         give_verdicts(engine, "p", [0.8 + 0.005 * i for i in range(40)])
         give_verdicts(engine, "p", [0.7, 0.72], status="rejected")

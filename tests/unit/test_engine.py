@@ -69,9 +69,9 @@ def test_a_bare_engine_does_no_start_up_work(tmp_path) -> None:
 
     from entries import chat, new_entry
     from semula.engine.engine import Engine
-    from semula.store.selection import open_store
+    from semula.store.selection import StoreSpec, open_store
 
-    store = open_store(None, tmp_path)
+    store = open_store(StoreSpec.parse(None, tmp_path))
     store.upsert_entries([new_entry(chat("stored before the engine"))])
     before = {t.name for t in threading.enumerate()}
     bare = Engine(store)

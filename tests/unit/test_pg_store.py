@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -12,7 +13,7 @@ import pytest
 import entries
 from semula.store.postgres.connect import masked
 from semula.store.postgres.store import PgStore
-from semula.store.selection import open_store, store_spec
+from semula.store.selection import StoreKind, StoreSpec, open_store, server_url, store_spec
 from semula.store.types import StoreError
 
 HELLO = entries.chat("hello there, how is the weather in Lisbon today")
@@ -100,9 +101,9 @@ def test_bulk_upsert_returns_ids_in_order_and_the_last_wins(store):
 def test_review_aliases_and_settings_round_trip(store):
     entry_id = store.upsert_entry(new_entry())
     [cand] = store.add_candidates("p", "fp1:q", "nfp1:q", {"x": 1}, "text", [("lexical", 0.9, None, "r", entry_id)])
-    assert store.candidate(cand["id"])["request_canonical"] == {"x": 1}
+    assert store.candidate(cand.id).request_canonical == {"x": 1}
     assert store.open_request_keys() == {("p", "nfp1:q")}
-    store.set_candidate_status([cand["id"]], "approved")
+    store.set_candidate_status([cand.id], "approved")
     assert store.candidates() == [] and store.paired_entries("p", "nfp1:q") == {entry_id: "approved"}
     store.replace_aliases("p", [("nfp1:q", entry_id, {"x": 1})])
     assert store.alias_rows() == [("p", "nfp1:q", entry_id)]
@@ -168,15 +169,17 @@ def test_masking_and_selection(monkeypatch):
     assert masked("postgresql://u:p%40ss@h:5/db") == "postgresql://u:***@h:5/db"
     assert masked("host=h password=abc user=u") == "host=h password=*** user=u"
     monkeypatch.setenv("SEMULA_STORE", "postgresql://h/db")
-    assert store_spec() == "postgresql://h/db"
-    assert store_spec("") is None
+    assert server_url() == "postgresql://h/db"
+    assert server_url("") is None
+    assert store_spec("data") == StoreSpec(StoreKind.POSTGRES, "postgresql://h/db", None)
     monkeypatch.setenv("SEMULA_STORE", "")
-    assert store_spec() is None
+    assert server_url() is None
+    assert store_spec("data", read_only=True) == StoreSpec(StoreKind.DUCKDB, None, Path("data/semula.duckdb"), True)
 
 
 def test_open_store_defaults_to_duckdb(tmp_path, monkeypatch):
     monkeypatch.delenv("SEMULA_STORE", raising=False)
-    store = open_store(store_spec(), tmp_path)
+    store = open_store(store_spec(tmp_path))
     try:
         assert (tmp_path / "semula.duckdb").is_file()
     finally:
@@ -196,7 +199,7 @@ def test_an_engine_learns_other_engines_recordings_aliases_and_settings(pg_url, 
     from semula.engine.engine import Engine
 
     monkeypatch.setenv("SEMULA_STORE_LISTEN", "on" if listen else "off")
-    a, b = Engine.open(open_store(pg_url, ".")), Engine.open(open_store(pg_url, "."))
+    a, b = Engine.open(open_store(StoreSpec.parse(pg_url, "."))), Engine.open(open_store(StoreSpec.parse(pg_url, ".")))
     try:
         request = entries.chat("which trains leave Lyon before noon")
         new = entries.new_entry(request, "p")

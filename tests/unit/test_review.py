@@ -9,7 +9,7 @@ from semula.core.request.canonical import normalised_fingerprint, request_finger
 from semula.core.cascade import Candidate
 from semula.core.nearmatch import Verdict
 from semula.engine.engine import Engine
-from semula.store.selection import open_store
+from semula.store.selection import StoreSpec, open_store
 
 REVIEW = Verdict("lexical", 0.8, serve=False, review=True, reason="score 0.80 < serve threshold 1.00")
 NOT_REVIEWABLE = Verdict("lexical", 0.3, serve=False, review=False, reason="score 0.30 < serve threshold 1.00")
@@ -21,7 +21,7 @@ FP, NFP = request_fingerprint(INCOMING), normalised_fingerprint(INCOMING, (), ()
 def engine(request, tmp_path):
     events: list[dict] = []
     spec = request.getfixturevalue("pg_url") if request.param == "postgres" else None
-    engine = Engine.open(open_store(spec, tmp_path), review_log=events.append)
+    engine = Engine.open(open_store(StoreSpec.parse(spec, tmp_path)), review_log=events.append)
     engine.events = events
     yield engine
     engine.close()

@@ -22,7 +22,7 @@ from semula.engine.evaluate import decide_pair
 from semula.providers import RawRequest, adapter_for
 from semula.store.candidate_shapes import closures
 from semula.store.duckdb.store import DuckDBStore
-from semula.store.selection import open_store
+from semula.store.selection import StoreSpec, open_store
 
 SETTINGS = ProjectSettings()  # serve at 1.0, review from 0.6
 STORED_TEXT = "Please list three quiet hotels near the old harbour for the weekend"
@@ -156,7 +156,7 @@ def test_approving_never_deletes_a_recording(engine: Engine) -> None:
     with pytest.raises(ValueError, match=f"own recording #{own_id}.*kept.*Closed candidate"):
         engine.approve(candidate.candidate_id)
     assert sorted(r["id"] for r in engine.recordings.list_entries()) == before == sorted([stored_id, own_id])
-    assert engine.review.list() == [] and engine.store.candidate(candidate.candidate_id)["status"] == "closed"
+    assert engine.review.list() == [] and engine.store.candidate(candidate.candidate_id).status == "closed"
     assert engine.store.alias_requests("p") == []
 
 
@@ -193,7 +193,7 @@ def _plant(store, incoming: CanonicalRequest, entry_id: int) -> int:
     (row,) = store.add_candidates("p", request_fingerprint(incoming), normalised_fingerprint(incoming),
                                   incoming.to_json(), incoming.last_user_text(),
                                   [("lexical", 1.0, None, "score 1.00", entry_id)])
-    return row["id"]
+    return row.id
 
 
 def _planted(store) -> dict[str, int]:
@@ -207,7 +207,7 @@ def _planted(store) -> dict[str, int]:
 
 
 def _statuses(store, ids: dict[str, int]) -> dict[str, tuple[str, str]]:
-    return {k: (store.candidate(i)["status"], store.candidate(i)["reason"]) for k, i in ids.items()}
+    return {k: (store.candidate(i).status, store.candidate(i).reason) for k, i in ids.items()}
 
 
 def _check_closed(statuses: dict[str, tuple[str, str]]) -> None:
@@ -230,26 +230,26 @@ def test_the_duckdb_upgrade_closes_planted_cross_shape_candidates(tmp_path: Path
     store = DuckDBStore.open(tmp_path)
     first = _statuses(store, ids)
     _check_closed(first)
-    decided = store.candidate(ids["cross"])["decided_at"]
+    decided = store.candidate(ids["cross"]).decided_at
     store.con.execute("DELETE FROM schema_migrations WHERE name = ?", [DUCKDB_MIGRATION])
     store.close()
     store = DuckDBStore.open(tmp_path)  # once more: idempotent
-    assert _statuses(store, ids) == first and store.candidate(ids["cross"])["decided_at"] == decided
+    assert _statuses(store, ids) == first and store.candidate(ids["cross"]).decided_at == decided
     store.close()
 
 
 def test_the_postgres_upgrade_closes_planted_cross_shape_candidates(pg_url: str, tmp_path: Path) -> None:
-    store = open_store(pg_url, tmp_path)
+    store = open_store(StoreSpec.parse(pg_url, tmp_path))
     ids = _planted(store)
     store.close()
     with psycopg.connect(pg_url) as con:
         con.execute("DELETE FROM schema_migrations WHERE name = %s", [PG_MIGRATION])
-    store = open_store(pg_url, tmp_path)
+    store = open_store(StoreSpec.parse(pg_url, tmp_path))
     first = _statuses(store, ids)
     _check_closed(first)
     store.close()
     with psycopg.connect(pg_url) as con:
         con.execute("DELETE FROM schema_migrations WHERE name = %s", [PG_MIGRATION])
-    store = open_store(pg_url, tmp_path)
+    store = open_store(StoreSpec.parse(pg_url, tmp_path))
     assert _statuses(store, ids) == first
     store.close()

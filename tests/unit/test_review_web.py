@@ -23,7 +23,7 @@ from semula.proxy.admin import dumps
 from semula.review_web.highlight import ABSENT, FieldChange, Segment, field_changes, side_by_side, tokens, word_segments
 from semula.review_web.page import Filters, QueuePage, candidate_html, queue_html, shell_html
 from semula.review_web.server import ReviewWeb, parse_filters
-from semula.store.selection import open_store
+from semula.store.selection import StoreSpec, open_store
 
 # --- the word diff ------------------------------------------------------------------------------------
 
@@ -134,7 +134,7 @@ VERDICT = Verdict("lexical", 0.8, serve=False, review=True, reason="score 0.80 <
 
 @pytest.fixture
 def web(tmp_path) -> Iterator[tuple[ReviewWeb, Engine, list[int]]]:
-    engine = Engine.open(open_store(None, tmp_path))
+    engine = Engine.open(open_store(StoreSpec.parse(None, tmp_path)))
     ids = []
     for text, recorded in (("When does the town museum open?", "When does the city museum open?"),
                            (f"Is the {HOSTILE} park open?", "Is the big park open?")):
@@ -216,15 +216,15 @@ def test_approve_and_reject_need_the_token_header_the_host_and_the_origin(web) -
     assert request(server, "POST", "/api/approve", {"id": ids[0]}, **posting(server), host="evil.example:80")[0] == 403
     assert request(server, "POST", "/api/approve", {"id": ids[0]}, **token, origin="http://evil.example")[0] == 403
     assert request(server, "POST", "/api/approve", {"id": ids[0]}, **token)[0] == 403  # no Origin: not the page
-    assert engine.store.candidate(ids[0])["status"] == "open"
+    assert engine.store.candidate(ids[0]).status == "open"
     status, _, text = request(server, "POST", "/api/approve", {"id": ids[0]}, **posting(server))
     answer = json.loads(text)
     assert status == 200 and answer["ok"] and f"approved #{ids[0]}" in answer["message"], answer
-    assert engine.store.candidate(ids[0])["status"] == "approved"
+    assert engine.store.candidate(ids[0]).status == "approved"
     again = json.loads(request(server, "POST", "/api/approve", {"id": ids[0]}, **posting(server))[2])
     assert again == {"ok": False, "error": f"candidate #{ids[0]} is already approved"}
     rejected = json.loads(request(server, "POST", "/api/reject", {"id": ids[1]}, **posting(server))[2])
-    assert rejected["ok"] and engine.store.candidate(ids[1])["status"] == "rejected"
+    assert rejected["ok"] and engine.store.candidate(ids[1]).status == "rejected"
 
 
 @pytest.mark.parametrize(("bound", "host", "ok"), [

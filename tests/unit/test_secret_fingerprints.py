@@ -127,7 +127,7 @@ def test_an_fp1_store_is_refingerprinted_on_open(tmp_path) -> None:
     assert engine.match("p", *fingerprints(plain)).entry_id == plain_id
     assert engine.match("p", *fingerprints(secret)) is None  # its secret is gone: it cannot be told apart
     assert {fp[:4] for _, _, fp, nfp in store.index_rows() for fp in (fp, nfp)} == {"fp2:", "nfp2"}
-    assert store.candidates("p")[0]["request_normalised_fp"] == fingerprints(plain)[1]
+    assert store.candidates("p")[0].request_normalised_fp == fingerprints(plain)[1]
     assert engine.match("p", "fp2:none", fingerprints(chat("alias request", key=key))[1]).entry_id == plain_id
     assert engine.recordings.upgrade_fingerprints() == 0  # once only
     engine.close()

@@ -15,7 +15,7 @@ from semula.recordings import sidecars
 from semula.recordings.folder import RecordingsFolder, check
 from semula.recordings.format import Recording, RecordingFileError, dumps_with_sidecars, loads
 from semula.recordings.sidecars import SidecarError, SidecarRef, ref_for, reference_problem, sidecar_name
-from semula.store.selection import open_store
+from semula.store.selection import StoreSpec, open_store
 
 MP3 = b"ID3\x04\x00" + bytes(range(256)) * 400  # ~100 KiB, over the 64 KiB threshold
 SMALL = b"\x00\xff" * 100
@@ -135,14 +135,14 @@ def test_a_bad_sidecar_costs_only_its_own_recording(tmp_path: Path) -> None:
 
 def test_the_folder_writes_a_sidecar_first_and_loads_it_back(tmp_path: Path) -> None:
     root = tmp_path / "rec"
-    store = open_store(None, tmp_path / "data")
+    store = open_store(StoreSpec.parse(None, tmp_path / "data"))
     folder = RecordingsFolder(root, tmp_path / "data")
     entry_id = store.upsert_entry(new_entry(chat("Read it aloud"), body=MP3,
                                             provenance={"user_agent": "ua/1", "semula": "0.1.0"}))
     path = folder.write(store.get_entry(entry_id))
     assert [p.name for p in path.parent.glob("*.bin")] == [sidecar_name(MP3)]
     assert os.path.getsize(path) < 4000
-    fresh = open_store(None, tmp_path / "fresh")
+    fresh = open_store(StoreSpec.parse(None, tmp_path / "fresh"))
     report = RecordingsFolder(root, tmp_path / "fresh").sync(fresh, lambda _p: ProjectSettings())
     assert report.loaded == 1 and not report.bad
     (loaded,) = [fresh.get_entry(i) for i, *_ in fresh.index_rows()]
@@ -153,7 +153,7 @@ def test_the_folder_writes_a_sidecar_first_and_loads_it_back(tmp_path: Path) -> 
 
 
 def test_deleting_a_recording_keeps_a_sidecar_another_still_refers_to(tmp_path: Path) -> None:
-    store = open_store(None, tmp_path / "data")
+    store = open_store(StoreSpec.parse(None, tmp_path / "data"))
     folder = RecordingsFolder(tmp_path / "rec", tmp_path / "data")
     ids = [store.upsert_entry(new_entry(chat(text), body=MP3)) for text in ("Read it aloud", "Read it again")]
     paths = [folder.write(store.get_entry(i)) for i in ids]

@@ -49,8 +49,8 @@ def test_shared_sql_overwrites_settings_and_meta_and_closes_candidates_by_id(eng
     assert store.meta("k") == "2" and store.meta("nothing") is None
     entry = store.upsert_entry(new_entry())
     made = store.add_candidates("p", "fp1:x", "nfp1:x", {"q": 1}, "x", [("lexical", 0.9, None, None, entry)] * 3)
-    store.set_candidate_status([made[0]["id"], made[2]["id"]], "rejected")
-    assert [c["status"] for c in store.candidates("p", status=None)] == ["rejected", "open", "rejected"]
+    store.set_candidate_status([made[0].id, made[2].id], "rejected")
+    assert [c.status for c in store.candidates("p", status=None)] == ["rejected", "open", "rejected"]
     assert store.canonicals_by_ids([entry, 10**9]) == {entry: store.get_entry(entry).canonical}
 
 

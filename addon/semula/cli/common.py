@@ -15,7 +15,7 @@ from rich.table import Table
 
 from semula.proxy.admin import AdminError, NoProxy, call, dumps, read_admin_info
 from semula.session.run import default_data_dir
-from semula.store.selection import masked, open_store, store_spec
+from semula.store.selection import masked, open_store, server_url, store_spec
 from semula.store.types import StoreError
 
 console = Console()
@@ -32,7 +32,7 @@ def _remember_store(ctx: click.Context, param: click.Parameter, value: str | Non
     URL (maybe with a password) never appears in a child's command line."""
     if value is None:
         return
-    if value.strip() and not store_spec(value):
+    if value.strip() and not server_url(value):
         raise click.BadParameter(f"{masked(value)!r} is not a postgresql:// URL (leave it out for the DuckDB file)")
     os.environ["SEMULA_STORE"] = value
 
@@ -52,7 +52,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help="print JSON i
 
 def run_store_operation(data_dir: Path, method: str, params: dict[str, Any]) -> Any:
     """Through the running proxy's admin endpoint, or — when no proxy holds the store — directly."""
-    if store_spec() is None:  # a shared store is opened directly, from any machine
+    if store_spec(data_dir).file is not None:  # a shared store is opened directly, from any machine
         try:
             return call(data_dir, method, params)
         except NoProxy:
@@ -72,7 +72,7 @@ def run_store_operation(data_dir: Path, method: str, params: dict[str, Any]) -> 
 def store_operations(data_dir: Path) -> Iterator[Callable[[str, dict[str, Any]], Any]]:
     """Several operations, as `run_store_operation` runs one: through the running proxy's admin endpoint,
     or on the store opened once for all of them and closed afterwards (`semula review web`'s page)."""
-    if store_spec() is None and (info := read_admin_info(data_dir)) is not None:
+    if store_spec(data_dir).file is not None and (info := read_admin_info(data_dir)) is not None:
         def through_proxy(method: str, params: dict[str, Any]) -> Any:
             try:
                 return call(data_dir, method, params, info=info)
@@ -97,7 +97,7 @@ def _existing_folder(data_dir: Path) -> Any:
     """The recordings folder a proxy started here would use, if it exists (so a delete removes the file)."""
     from semula.recordings.location import recordings_location
 
-    if store_spec() is not None and not os.environ.get("SEMULA_RECORDINGS"):
+    if store_spec(data_dir).file is None and not os.environ.get("SEMULA_RECORDINGS"):
         return None  # with a server store the folder is off unless asked for
     location = recordings_location(os.environ.get("SEMULA_RECORDINGS"))
     if location is None or not location.is_dir():
@@ -115,7 +115,7 @@ def open_engine(data_dir: Path, folder: Any = None) -> Iterator[Any]:
     from semula.calllog.writer import ParquetLog
 
     try:
-        store = open_store(store_spec(), data_dir, follow=False)
+        store = open_store(store_spec(data_dir), follow=False)
     except StoreError as e:
         raise click.ClickException(str(e)) from None
     reviews = ParquetLog(data_dir / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION)

@@ -13,7 +13,7 @@ from semula.proxy.admin import read_admin_info
 from semula.cli.common import console, data_dir_option
 from semula.embeddings.model import Embedder, EmbeddingsUnavailable, config_from_env, embedding_text, fetch
 from semula.store.base import RecordingStore
-from semula.store.selection import STORE_FILE, open_store, store_spec, vector_status
+from semula.store.selection import open_store, store_spec, vector_status
 from semula.store.types import StoreError
 
 
@@ -62,16 +62,15 @@ def embeddings_status(data_dir: Path) -> None:
                       f"{(time.perf_counter() - started) * 1000:.1f} ms per short text")
     except EmbeddingsUnavailable as e:
         console.print(f"model:      [red]unavailable[/red]: {e}")
-    store_path = Path(data_dir) / STORE_FILE
-    server = store_spec()  # a shared store is read directly, proxies or not
-    if server is None and read_admin_info(data_dir) is not None:
-        console.print(f"vectors:    the running proxy holds {store_path}; stop it to count vectors here")
+    spec = store_spec(data_dir)  # a shared store is read directly, proxies or not
+    if spec.file is not None and read_admin_info(data_dir) is not None:
+        console.print(f"vectors:    the running proxy holds {spec.file}; stop it to count vectors here")
         return
-    if server is None and not store_path.is_file():
-        console.print(f"vectors:    no store at {store_path}")
+    if spec.file is not None and not spec.file.is_file():
+        console.print(f"vectors:    no store at {spec.file}")
         return
     try:
-        status = vector_status(server, data_dir, config.model_name)
+        status = vector_status(spec, config.model_name)
     except StoreError as e:  # "cannot open …" or "cannot read …"
         console.print(f"vectors:    {e}")
         return
@@ -93,7 +92,7 @@ def embeddings_status(data_dir: Path) -> None:
 @click.option("--batch-size", type=int, default=64, show_default=True)
 def embeddings_backfill(data_dir: Path, batch_size: int) -> None:
     """Give every entry without a vector from the configured model its vector."""
-    if store_spec() is None and read_admin_info(data_dir) is not None:
+    if store_spec(data_dir).file is not None and read_admin_info(data_dir) is not None:
         raise click.ClickException(
             f"a running proxy holds the store in {data_dir}: stop it first (its worker embeds new entries itself)")
     try:
@@ -102,7 +101,7 @@ def embeddings_backfill(data_dir: Path, batch_size: int) -> None:
     except (ValueError, EmbeddingsUnavailable) as e:
         raise click.ClickException(str(e)) from None
     try:
-        store = open_store(store_spec(), data_dir, follow=False)
+        store = open_store(store_spec(data_dir), follow=False)
     except StoreError as e:
         raise click.ClickException(str(e)) from None
     done = 0

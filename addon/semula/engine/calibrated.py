@@ -25,8 +25,8 @@ def project_verdicts(store: RecordingStore, project: str) -> list[LabelledVerdic
     out = []
     for status, approved in (("approved", True), ("rejected", False)):
         for row in store.candidates(project, status, limit=MAX_VERDICTS):
-            if counts_for_calibration(row.get("reason"), row.get("guard_reason")):
-                out.append(LabelledVerdict(str(row["tier"]), float(row["score"]), approved))
+            if counts_for_calibration(row.reason, row.guard_reason):
+                out.append(LabelledVerdict(str(row.tier), float(row.score), approved))
     return out
 
 

@@ -68,7 +68,7 @@ class Engine:
         self.embeddings: Any = next((t for t in self.tiers if t.tier is Tier.EMBEDDING), None)
         self.index = FingerprintIndex()
         self.answers = AnswerCache()
-        self.review = ReviewQueue(store, self.index, self.lexical, review_log, folder=folder)
+        self.review = ReviewQueue(store, self.index, review_log, folder=folder)
         self.learnt = LearntThresholds()  # calibrated mode (near_serve = "calibrated")
         self.review.on_verdict = self.learnt.invalidate
         self.searcher = NearSearcher(store, self.tiers, self.review, self.learnt)
@@ -242,7 +242,7 @@ class Engine:
         entry_ids = sorted({c.ref for c in changes if c.kind == "entry" and c.ref is not None})
         for start in range(0, len(entry_ids), ENTRY_BATCH):
             # the answers too: the hit is served from memory, even if the server goes down later
-            for entry in self.store.entries_by_ids(entry_ids[start:start + ENTRY_BATCH]):  # type: ignore[attr-defined]
+            for entry in self.store.entries_by_ids(entry_ids[start:start + ENTRY_BATCH]):
                 self.index.add(entry.id, entry.project, entry.request_fp, entry.normalised_fp)
                 self.answers.put(entry)
         if "alias" in kinds:

@@ -27,7 +27,7 @@ from semula.providers import adapter_for, first_host
 from semula.providers.base import RawRequest
 from semula.core.settings import ProjectSettings, settings_from_mapping
 from semula.core.tiers import NO_TIER
-from semula.store.selection import open_store
+from semula.store.selection import StoreSpec, throwaway_store
 
 
 def load_pairs(path: Path) -> list[dict[str, Any]]:
@@ -160,8 +160,8 @@ def evaluate(path: Path, overrides: dict[str, Any] | None = None,
     pairs = load_pairs(path)
     settings = settings_from_mapping(overrides or {})
     results = []
-    with tempfile.TemporaryDirectory(prefix="semula-eval-") as tmp:
-        opened = open_store(None, tmp) if store is None else open_throwaway(store)
+    with (tempfile.TemporaryDirectory(prefix="semula-eval-") as tmp,
+          throwaway_store(StoreSpec.parse(store, tmp)) as opened):
         engine = Engine.open(opened, embedder=_embedder_if_on(Path(tmp)))
         if learnt is not None:
             fixed = dict(learnt)
@@ -183,13 +183,4 @@ def evaluate(path: Path, overrides: dict[str, Any] | None = None,
                     progress(index + 1, len(pairs))
         finally:
             engine.close()
-            if store is not None:
-                opened.drop_schema()
     return {**summarise(results), "settings": overrides or {}}
-
-
-def open_throwaway(url: str) -> Any:
-    """The Postgres store in a new schema of its own (dropped by `drop_schema`)."""
-    import uuid
-
-    return open_store(url, ".", schema=f"semula_eval_{uuid.uuid4().hex[:12]}", follow=False)

@@ -16,7 +16,7 @@ from semula.core.decision import Match
 from semula.core.scope import base_project
 from semula.core.settings import ProjectSettings
 from semula.core.tiers import Tier
-from semula.store.types import Entry
+from semula.store.types import AliasRow, Entry, IndexRow
 
 # One budget for the answer cache, counted whole (`entry_bytes`), and the preload fills it at start so
 # that first hits skip the store too. 64 MB keeps a 100k-entry proxy within ~400 MB resident; a hit
@@ -75,7 +75,7 @@ class FingerprintIndex:
         self._aliases: dict[str, dict[FpKey, int]] = {}
         self._settings: dict[str, ProjectSettings] = {}
 
-    def load(self, rows: Iterable[tuple[int, str, str, str]], aliases: Iterable[tuple[str, str, int]],
+    def load(self, rows: Iterable[IndexRow], aliases: Iterable[AliasRow],
              settings: dict[str, ProjectSettings]) -> None:
         with self._lock:
             self._exact, self._normalised = {}, {}
@@ -96,7 +96,7 @@ class FingerprintIndex:
         with self._lock:
             self._aliases.setdefault(project, {})[_key(normalised_fp)] = entry_id
 
-    def replace_aliases(self, aliases: Iterable[tuple[str, str, int]]) -> None:
+    def replace_aliases(self, aliases: Iterable[AliasRow]) -> None:
         with self._lock:
             self._aliases = _by_project(aliases)
 
@@ -140,7 +140,7 @@ class FingerprintIndex:
         return len(self) * FINGERPRINT_BYTES
 
 
-def _by_project(aliases: Iterable[tuple[str, str, int]]) -> dict[str, dict[FpKey, int]]:
+def _by_project(aliases: Iterable[AliasRow]) -> dict[str, dict[FpKey, int]]:
     held: dict[str, dict[FpKey, int]] = {}
     for project, normalised_fp, entry_id in aliases:
         held.setdefault(project, {})[_key(normalised_fp)] = entry_id

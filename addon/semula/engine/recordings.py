@@ -30,7 +30,7 @@ from semula.store.base import RecordingStore, each_canonical
 from semula.recordings.entry import fingerprints_of
 from semula.recordings.folder import RecordingsFolder
 from semula.recordings.shared import settings_file
-from semula.store.types import Entry, NewEntry
+from semula.store.types import AliasRequest, Entry, NewEntry
 
 log = logging.getLogger("semula")
 
@@ -154,7 +154,7 @@ class Recordings:
 
     def refingerprint(self, project: str, settings: ProjectSettings, reload: bool = True) -> int:
         """Recompute normalised fingerprints (and the aliases pointing at them) from stored requests."""
-        rows = {entry_id: (rfp, fp) for entry_id, p, rfp, fp in self.store.index_rows() if p == project}
+        rows = {row.id: (row.request_fp, row.normalised_fp) for row in self.store.index_rows() if row.project == project}
         old_fps = {entry_id: fp for entry_id, (_, fp) in rows.items()}
         updates = []
         for entry_id, _, canonical in each_canonical(self.store, project):
@@ -171,8 +171,8 @@ class Recordings:
     def _refingerprint_aliases(self, project: str, settings: ProjectSettings) -> None:
         """An alias is keyed by its request's normalised fp: recompute it from the stored request."""
         aliases = [
-            (normalised_fingerprint(CanonicalRequest.from_json(request), *settings.fingerprint_inputs)
-             if request else fp, entry_id, request)
+            AliasRequest(normalised_fingerprint(CanonicalRequest.from_json(request), *settings.fingerprint_inputs)
+                         if request else fp, entry_id, request)
             for fp, entry_id, request in self.store.alias_requests(project)
         ]
         self.store.replace_aliases(project, aliases)
@@ -196,10 +196,10 @@ class Recordings:
             return sequenced(fps[0], occurrence), sequenced(fps[1], occurrence)
 
         projects = self.store.projects()
-        occurrences = {entry_id: occurrence_of(rfp) for entry_id, _, rfp, _ in self.store.index_rows()}
+        occurrences = {row.id: occurrence_of(row.request_fp) for row in self.store.index_rows()}
         entries = [(entry_id, *of(project, canonical, occurrences.get(entry_id, 1)))
                    for entry_id, project, canonical in each_canonical(self.store)]
-        candidates = [(c["id"], *of(c["project"], c["request_canonical"]))
+        candidates = [(c.id, *of(c.project, c.request_canonical))
                       for c in self.store.candidates(status=None, limit=10**9)]
         self.store.set_fingerprints(entries, candidates)
         for project in projects:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,9 +28,9 @@ from semula.engine.index import FingerprintIndex
 from semula.recordings import shared
 from semula.recordings.folder import RecordingsFolder, relpath_of
 from semula.recordings.format import body_fields
-from semula.store.base import LexicalProposer, RecordingStore
+from semula.store.base import ReviewStore
 from semula.calllog.schema import REVIEW_LOG_SCHEMA_VERSION
-from semula.store.types import Entry
+from semula.store.types import AliasRequest, Entry, NewCandidate, ReviewCandidate
 
 MAX_CANDIDATES = 3
 
@@ -71,25 +72,24 @@ def answer_of(entry: Entry | None) -> tuple[str, str]:
 
 
 class ReviewQueue:
-    def __init__(self, store: RecordingStore, index: FingerprintIndex, lexical: LexicalProposer,
+    def __init__(self, store: ReviewStore, index: FingerprintIndex,
                  log: Callable[[dict[str, Any]], None] | None = None, folder: RecordingsFolder | None = None):
-        self.store = store
+        self.store = store  # only its review rows, aliases and recordings by id
         self.folder = folder  # approvals and rejections are written there too, for teammates and CI
         self.index = index
-        self.lexical = lexical
         self.log = log
         self.on_verdict: Callable[[str], None] | None = None  # approve/reject in a project (calibrated mode relearns)
         self._lock = threading.Lock()
         self._open: set[tuple[str, str]] = set()
 
-    def _event(self, event: str, candidate: dict[str, Any]) -> None:
+    def _event(self, event: str, candidate: ReviewCandidate) -> None:
         if self.log is None:
             return
         self.log({
-            "ts": datetime.now(UTC), "event": event, "candidate_id": candidate["id"],
-            "project": candidate["project"], "tier": candidate["tier"], "score": candidate["score"],
-            "guard_reason": candidate.get("guard_reason"), "request_fp": candidate["request_normalised_fp"],
-            "entry_id": candidate["entry_id"], "schema_version": REVIEW_LOG_SCHEMA_VERSION,
+            "ts": datetime.now(UTC), "event": event, "candidate_id": candidate.id,
+            "project": candidate.project, "tier": candidate.tier, "score": candidate.score,
+            "guard_reason": candidate.guard_reason, "request_fp": candidate.request_normalised_fp,
+            "entry_id": candidate.entry_id, "schema_version": REVIEW_LOG_SCHEMA_VERSION,
         })
 
     def has_open(self, project: str, normalised_fp: str) -> bool:
@@ -120,12 +120,13 @@ class ReviewQueue:
             return []
         rows = self.store.add_candidates(project, request_fp, normalised_fp, request.to_json(),
                                          request.last_user_text(), [
-            (c.verdict.tier, c.verdict.score, c.verdict.guard_reason, c.verdict.reason, c.entry_id) for c in chosen
+            NewCandidate(c.verdict.tier, c.verdict.score, c.verdict.guard_reason, c.verdict.reason, c.entry_id)
+            for c in chosen
         ])
         queued = []
         for candidate, row in zip(chosen, rows):
             self._event("queued", row)
-            queued.append(Candidate(candidate.entry_id, candidate.verdict, row["id"]))
+            queued.append(Candidate(candidate.entry_id, candidate.verdict, row.id))
         self._set_open(project, normalised_fp, True)
         return queued
 
@@ -143,51 +144,51 @@ class ReviewQueue:
         """The request's best open candidate (queued by an earlier call), for a miss to name."""
         if not self.has_open(project, normalised_fp):
             return None
-        rows = sorted(self.store.open_candidates_for(project, normalised_fp), key=lambda r: (-r["score"], r["id"]))
+        rows = sorted(self.store.open_candidates_for(project, normalised_fp), key=lambda r: (-r.score, r.id))
         if not rows:
             return None
         row = rows[0]
-        verdict = Verdict(row["tier"], row["score"], serve=False, review=True, reason=row["reason"],
-                          guard_reason=row["guard_reason"])
-        return Candidate(row["entry_id"], verdict, row["id"])
+        verdict = Verdict(row.tier, row.score, serve=False, review=True, reason=row.reason,
+                          guard_reason=row.guard_reason)
+        return Candidate(row.entry_id, verdict, row.id)
 
     def recording_deleted(self, entry_id: int) -> None:
         """Before a recording is deleted: close its open candidates, with a `closed` event in the log
         (the store would close them silently, and the report would count them open forever)."""
         rows = self.store.candidates(None, "open", limit=100_000, entry_id=entry_id)
-        self.store.set_candidate_status([r["id"] for r in rows], "closed")
+        self.store.set_candidate_status([r.id for r in rows], "closed")
         for row in rows:
             self._event("closed", row)
-            if not self.store.open_candidates_for(row["project"], row["request_normalised_fp"]):
-                self._set_open(row["project"], row["request_normalised_fp"], False)
+            if not self.store.open_candidates_for(row.project, row.request_normalised_fp):
+                self._set_open(row.project, row.request_normalised_fp, False)
 
     # --- the human's side --------------------------------------------------------------------
 
     def list(self, project: str | None = None, status: str | None = "open") -> list[dict[str, Any]]:
         rows = self.store.candidates(project, status)
-        entries = self.store.canonicals_by_ids([r["entry_id"] for r in rows])
+        entries = self.store.canonicals_by_ids([r.entry_id for r in rows])
         out = []
         for row in rows:
-            recorded = entries.get(row["entry_id"])
+            recorded = entries.get(row.entry_id)
             recorded_text = CanonicalRequest.from_json(recorded).last_user_text() if recorded else "(deleted)"
             out.append({
-                "id": row["id"], "project": row["project"], "tier": row["tier"], "score": round(row["score"], 3),
-                "guard_reason": row["guard_reason"], "reason": row["reason"], "status": row["status"],
-                "entry_id": row["entry_id"], "request": shorten(row["request_text"]),
+                "id": row.id, "project": row.project, "tier": row.tier, "score": round(row.score, 3),
+                "guard_reason": row.guard_reason, "reason": row.reason, "status": row.status,
+                "entry_id": row.entry_id, "request": shorten(row.request_text),
                 "recorded": shorten(recorded_text),
             })
         return out
 
     def show(self, candidate_id: int) -> dict[str, Any]:
         row = self._get(candidate_id)
-        entry = self.store.get_entry(row["entry_id"])
+        entry = self.store.get_entry(row.entry_id)
         recorded = CanonicalRequest.from_json(entry.canonical) if entry else None
-        incoming = CanonicalRequest.from_json(row["request_canonical"])
+        incoming = CanonicalRequest.from_json(row.request_canonical)
         recorded_text = recorded.last_user_text() if recorded else ""
         answer, answer_format = answer_of(entry)
         own = self._own_recordings(row)
         return {
-            **{k: row[k] for k in ("id", "project", "tier", "score", "guard_reason", "reason", "status", "entry_id")},
+            **{k: getattr(row, k) for k in ("id", "project", "tier", "score", "guard_reason", "reason", "status", "entry_id")},
             "request_shape": shape_json(Shape.of(incoming)),
             "recorded_shape": shape_json(Shape.of(recorded)) if recorded else None,
             "shape_differs": shapes_differ(Shape.of(incoming), Shape.of(recorded)) if recorded else None,
@@ -203,10 +204,10 @@ class ReviewQueue:
             "answer_format": answer_format,
         }
 
-    def _own_recordings(self, row: dict[str, Any]) -> list[int]:
+    def _own_recordings(self, row: ReviewCandidate) -> list[int]:
         """The recordings the candidate's request has of its own (auto or record mode stored its answer)."""
-        own = self.store.entries_with_normalised_fp(row["project"], row["request_normalised_fp"])
-        return [e for e in own if e != row["entry_id"]]
+        own = self.store.entries_with_normalised_fp(row.project, row.request_normalised_fp)
+        return [e for e in own if e != row.entry_id]
 
     def approve(self, candidate_id: int) -> dict[str, Any]:
         """Serve the candidate's recording for its request from now on (an alias).
@@ -219,10 +220,10 @@ class ReviewQueue:
         answer. Never deletes a recording.
         """
         row = self._get(candidate_id, must_be_open=True)
-        project, fp = row["project"], row["request_normalised_fp"]
-        if (entry := self.store.get_entry(row["entry_id"])) is None:
-            raise ValueError(f"candidate #{candidate_id}: its recording #{row['entry_id']} was deleted")
-        crossed = shapes_differ(Shape.of(CanonicalRequest.from_json(row["request_canonical"])),
+        project, fp = row.project, row.request_normalised_fp
+        if (entry := self.store.get_entry(row.entry_id)) is None:
+            raise ValueError(f"candidate #{candidate_id}: its recording #{row.entry_id} was deleted")
+        crossed = shapes_differ(Shape.of(CanonicalRequest.from_json(row.request_canonical)),
                                 Shape.of(CanonicalRequest.from_json(entry.canonical)))
         if crossed is not None:  # queued by an older version (or another proxy of one on a shared store)
             closed = self._close([row])
@@ -237,42 +238,42 @@ class ReviewQueue:
             where = f" ({relpath_of(mine)})" if mine is not None and self.folder is not None else ""
             raise ValueError(
                 f"not approved: the request of candidate #{candidate_id} has its own recording #{own[0]}{where}, "
-                f"which answers it first and is kept; an alias to recording #{row['entry_id']} would never be "
+                f"which answers it first and is kept; an alias to recording #{row.entry_id} would never be "
                 f"served. Closed candidate(s) {', '.join(f'#{i}' for i in closed)} (an answered request closes its "
-                f"own). To serve #{row['entry_id']} instead, delete #{own[0]} (`semula entries delete {own[0]}`) "
+                f"own). To serve #{row.entry_id} instead, delete #{own[0]} (`semula entries delete {own[0]}`) "
                 "and replay the request to queue the candidate again")
-        aliases = [(a, e, r) for a, e, r in self.store.alias_requests(project) if a != fp]
-        self.store.replace_aliases(project, [*aliases, (fp, row["entry_id"], row["request_canonical"])])
-        self.index.put_alias(project, fp, row["entry_id"])
+        aliases = [alias for alias in self.store.alias_requests(project) if alias.normalised_fp != fp]
+        self.store.replace_aliases(project, [*aliases, AliasRequest(fp, row.entry_id, row.request_canonical)])
+        self.index.put_alias(project, fp, row.entry_id)
         if self.folder is not None:
-            self.folder.write_shared(shared.alias_file(project, row["request_canonical"], relpath_of(entry)))
+            self.folder.write_shared(shared.alias_file(project, row.request_canonical, relpath_of(entry)))
         self.store.set_candidate_status([candidate_id], "approved")
-        self._event("approved", {**row, "status": "approved"})
+        self._event("approved", replace(row, status="approved"))
         self._verdict(project)
-        others = self._close([r for r in self.store.open_candidates_for(project, fp) if r["id"] != candidate_id])
+        others = self._close([r for r in self.store.open_candidates_for(project, fp) if r.id != candidate_id])
         self._set_open(project, fp, False)
-        return {"approved": candidate_id, "alias_to": row["entry_id"], "closed": others}
+        return {"approved": candidate_id, "alias_to": row.entry_id, "closed": others}
 
     def _verdict(self, project: str) -> None:
         if self.on_verdict is not None:
             self.on_verdict(project)
 
-    def _close(self, rows: list[dict[str, Any]]) -> list[int]:
-        self.store.set_candidate_status([r["id"] for r in rows], "closed")
+    def _close(self, rows: list[ReviewCandidate]) -> list[int]:
+        self.store.set_candidate_status([r.id for r in rows], "closed")
         for row in rows:
             self._event("closed", row)
-        return [r["id"] for r in rows]
+        return [r.id for r in rows]
 
     def reject(self, candidate_id: int) -> dict[str, Any]:
         row = self._get(candidate_id, must_be_open=True)
         self.store.set_candidate_status([candidate_id], "rejected")
-        if self.folder is not None and (entry := self.store.get_entry(row["entry_id"])) is not None:
-            self.folder.write_shared(shared.rejection_file(row["project"], row["request_canonical"], relpath_of(entry),
-                                                           row["tier"], row["score"], row.get("reason")))
-        self._event("rejected", {**row, "status": "rejected"})
-        self._verdict(row["project"])
-        if not self.store.open_candidates_for(row["project"], row["request_normalised_fp"]):
-            self._set_open(row["project"], row["request_normalised_fp"], False)
+        if self.folder is not None and (entry := self.store.get_entry(row.entry_id)) is not None:
+            self.folder.write_shared(shared.rejection_file(row.project, row.request_canonical, relpath_of(entry),
+                                                           row.tier, row.score, row.reason))
+        self._event("rejected", replace(row, status="rejected"))
+        self._verdict(row.project)
+        if not self.store.open_candidates_for(row.project, row.request_normalised_fp):
+            self._set_open(row.project, row.request_normalised_fp, False)
         return {"rejected": candidate_id}
 
     def find_open(self, request_fp: str, recording_fp: str) -> int:
@@ -282,9 +283,9 @@ class ReviewQueue:
         if not request_fp or not recording_fp:
             raise ValueError("give both --request and --recording (fingerprints from the replay-miss message)")
         rows = [r for r in self.store.candidates(None, "open", limit=100_000)
-                if r["request_normalised_fp"].startswith(request_fp)]
-        entries = {r["entry_id"]: self.store.get_entry(r["entry_id"]) for r in rows}
-        found = [r["id"] for r in rows if (e := entries[r["entry_id"]]) is not None and e.request_fp.startswith(recording_fp)]
+                if r.request_normalised_fp.startswith(request_fp)]
+        entries = {r.entry_id: self.store.get_entry(r.entry_id) for r in rows}
+        found = [r.id for r in rows if (e := entries[r.entry_id]) is not None and e.request_fp.startswith(recording_fp)]
         if not found:
             raise ValueError(f"no open review candidate pairs request {request_fp} with recording {recording_fp} here: "
                              "replay the test against this data dir first (it queues the candidate), then approve")
@@ -293,10 +294,10 @@ class ReviewQueue:
                              "give longer fingerprints or a candidate id")
         return found[0]
 
-    def _get(self, candidate_id: int, must_be_open: bool = False) -> dict[str, Any]:
+    def _get(self, candidate_id: int, must_be_open: bool = False) -> ReviewCandidate:
         row = self.store.candidate(candidate_id)
         if row is None:
             raise ValueError(f"no review candidate #{candidate_id}")
-        if must_be_open and row["status"] != "open":
-            raise ValueError(f"candidate #{candidate_id} is already {row['status']}")
+        if must_be_open and row.status != "open":
+            raise ValueError(f"candidate #{candidate_id} is already {row.status}")
         return row

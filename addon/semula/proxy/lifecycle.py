@@ -30,8 +30,8 @@ from semula.proxy.scopes import CurrentTests
 from semula.recordings.files import remember_user_umask
 from semula.proxy.storethread import StoreThread
 from semula.calllog.schema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
-from semula.store.selection import STORE_FILE, describe_store
 from semula.store.datadir import make_data_dir
+from semula.store.selection import StoreSpec
 from semula.calllog.writer import ParquetLog
 
 log = logging.getLogger("semula")
@@ -72,7 +72,9 @@ class Lifecycle:
                   "plant links there to read the admin token, prompts and answers; serving it read-only "
                   f"instead (admin.json in {fallback_admin_dir(data_dir)}). To record, make it a directory of "
                   "yours only you can write (chown, chmod go-w), or use another --data-dir", flush=True)
-        read_only = settings.read_only or bool(untrusted) or _not_writable(data_dir)
+        spec = StoreSpec.parse(settings.store, data_dir)
+        read_only = settings.read_only or bool(untrusted) or _not_writable(data_dir, spec.file)
+        spec = spec.reading_only(read_only)
         if not read_only:
             _private_data_dir(data_dir)
         # A read-only data dir (a mounted CI cache), or one other users can write: the logs go to a
@@ -82,8 +84,8 @@ class Lifecycle:
             return
         self.calls = ParquetLog(log_dir / "calls", CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION)
         self.reviews = ParquetLog(log_dir / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION)
-        self.store.configure(settings.data_dir, self._log_review, self.embedder, settings.recordings,
-                             settings.load_timeout, read_only=read_only, server=settings.store)
+        self.store.configure(settings.data_dir, self._log_review, self.embedder, spec, settings.recordings,
+                             settings.load_timeout)
         await self.store.ensure_open(force=True)
         listen = self._listen_address(settings)
         confdir = Path(os.path.expanduser(settings.confdir))
@@ -108,8 +110,8 @@ class Lifecycle:
                   "can use the proxy, read recorded answers and send calls with the keys it sees. "
                   "Use --listen-host 127.0.0.1 unless other machines must reach it.", flush=True)
         store_note = "" if self.store.engine else f" · store unavailable: {self.store.problem}"
-        if server := settings.store:
-            store_note = f" · shared store {describe_store(server, data_dir)}{store_note}"
+        if spec.file is None:
+            store_note = f" · shared store {spec.describe()}{store_note}"
         ready = "semula ready" if self.store.engine else "semula ready, NOT recording"
         if read_only:
             store_note += f" · read-only: the store is not written; call log and review log in {log_dir}"
@@ -175,10 +177,9 @@ def _is_loopback(url: str) -> bool:
         return False
 
 
-def _not_writable(data_dir: Path) -> bool:
+def _not_writable(data_dir: Path, store_file: Path | None) -> bool:
     """A data dir that exists but cannot be written, or whose store file cannot (a read-only mount)."""
-    store_file = data_dir / STORE_FILE
-    if store_file.exists() and not os.access(store_file, os.W_OK):
+    if store_file is not None and store_file.exists() and not os.access(store_file, os.W_OK):
         return True
     return data_dir.is_dir() and not os.access(data_dir, os.W_OK)
 

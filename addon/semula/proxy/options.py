@@ -18,7 +18,7 @@ from semula.core.modes import Mode
 from semula.core.settings import DEFAULT_PROJECT, AddonSettings, SettingsError, parse_switch, validate_project
 from semula.providers import DEFAULT_PROVIDER_HOSTS
 from semula.recordings.location import DEFAULT_RECORDINGS, recordings_location
-from semula.store.selection import store_spec
+from semula.store.selection import server_url
 
 
 REPEATS = ("one", "sequence")
@@ -124,7 +124,7 @@ def read(options: Any) -> tuple[Mode, AddonSettings]:
     folder = options.semula_recordings.strip()
     location = recordings_location(folder)
     recordings = str(location.resolve()) if location is not None else None
-    store = store_spec(options.semula_store or None)
+    store = server_url(options.semula_store or None)
     if store and folder == DEFAULT_RECORDINGS and not os.environ.get("SEMULA_RECORDINGS"):
         recordings = None  # a server store is the shared copy: the folder only when asked for (--recordings)
     return mode, AddonSettings(

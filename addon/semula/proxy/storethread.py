@@ -25,7 +25,7 @@ from semula.proxy.console import terminal_safe
 from semula.proxy.folderwatch import FolderWatch
 from semula.recordings.folder import RecordingsFolder
 from semula.store.base import RecordingStore
-from semula.store.selection import STORE_FILE, open_store
+from semula.store.selection import StoreSpec, open_store
 from semula.store.types import StoreError
 
 log = logging.getLogger("semula")
@@ -63,8 +63,7 @@ class StoreThread:
         return engine.fingerprint_key if engine is not None else self._unstored_key
 
     def configure(self, data_dir: str, review_log: Callable[[dict[str, Any]], None], embedder: Any,
-                  recordings: str | None = None, load_wait: float = LOAD_WAIT_SECONDS, read_only: bool = False,
-                  server: str | None = None) -> None:
+                  spec: StoreSpec, recordings: str | None = None, load_wait: float = LOAD_WAIT_SECONDS) -> None:
         self.load_wait = load_wait
 
         def open_engine() -> Engine:
@@ -78,12 +77,12 @@ class StoreThread:
                     raise
 
             try:
-                engine = engine_on(open_store(server, data_dir, read_only=read_only))
+                engine = engine_on(open_store(spec))
             except StoreError as e:  # a read-only file whose opening needed a write (an upgrade, the folder)
-                if server or not read_only or not (Path(data_dir) / STORE_FILE).is_file():
+                if not spec.read_only or spec.file is None or not spec.file.is_file():
                     raise
                 log.info("semula: the read-only store needs writes to open (%s): using a temporary copy", e)
-                engine = engine_on(open_store(None, data_dir, copy=True))
+                engine = engine_on(open_store(spec.copied()))
             if engine.store.follows_changes:  # a shared store: other proxies' writes reach this one's memory
                 engine.dispatch = self.background_quietly
             self._store_file = engine.store.file

@@ -28,7 +28,8 @@ from semula.core.settings import FINGERPRINT_KEYS, ProjectSettings, SettingsErro
 from semula.recordings.entry import fingerprints_of
 from semula.recordings.files import read_inside
 from semula.recordings.format import slug
-from semula.store.base import RecordingStore
+from semula.store.base import RecordingStore, ReviewRows
+from semula.store.types import AliasRequest, NewCandidate
 
 ALIASES_DIR = "_aliases"
 REJECTIONS_DIR = "_rejections"
@@ -96,7 +97,7 @@ def _read(path: Path, fmt: str, root: Path) -> dict[str, Any]:
 def load_shared(root: Path, store: RecordingStore, entry_of: Callable[[str], int | None],
                 settings_for: Callable[[str], ProjectSettings], report: SharedReport) -> None:
     """Aliases and rejections, after the recordings loaded (`entry_of(path of a recording file)` → its entry id)."""
-    aliases: dict[str, dict[str, tuple[str, int, dict[str, Any]]]] = {}
+    aliases: dict[str, dict[str, AliasRequest]] = {}
     for path in sorted(root.glob(f"*/{ALIASES_DIR}/*.json")):
         try:
             data = _read(path, ALIAS_FORMAT, root)
@@ -105,12 +106,12 @@ def load_shared(root: Path, store: RecordingStore, entry_of: Callable[[str], int
                 raise ValueError(f"its recording {data['recording']} is not in the folder")
             project = data["project"]
             _, fp = fingerprints_of(CanonicalRequest.from_json(data["request"]), settings_for(project))
-            aliases.setdefault(project, {})[fp] = (fp, entry_id, data["request"])
+            aliases.setdefault(project, {})[fp] = AliasRequest(fp, entry_id, data["request"])
         except (OSError, ValueError, KeyError, TypeError, SettingsError) as e:
             report.bad.append((str(path.relative_to(root)), str(e)))
     for project, by_fp in aliases.items():
-        current = {fp: (fp, e, r) for fp, e, r in store.alias_requests(project)}
-        changed = [fp for fp, alias in by_fp.items() if current.get(fp, ("", None, None))[1] != alias[1]]
+        current = {alias.normalised_fp: alias for alias in store.alias_requests(project)}
+        changed = [fp for fp, alias in by_fp.items() if fp not in current or current[fp].entry_id != alias.entry_id]
         if changed:
             store.replace_aliases(project, list({**current, **by_fp}.values()))
             report.aliases += len(changed)
@@ -121,7 +122,7 @@ def load_shared(root: Path, store: RecordingStore, entry_of: Callable[[str], int
             report.bad.append((str(path.relative_to(root)), str(e)))
 
 
-def _load_rejection(store: RecordingStore, data: dict[str, Any], entry_of: Callable[[str], int | None],
+def _load_rejection(store: ReviewRows, data: dict[str, Any], entry_of: Callable[[str], int | None],
                     settings_for: Callable[[str], ProjectSettings]) -> int:
     entry_id = entry_of(str(data["recording"]))
     if entry_id is None:
@@ -131,11 +132,12 @@ def _load_rejection(store: RecordingStore, data: dict[str, Any], entry_of: Calla
     status = store.paired_entries(project, fp).get(entry_id)
     if status == "rejected":
         return 0
-    open_ids = [c["id"] for c in store.open_candidates_for(project, fp) if c["entry_id"] == entry_id]
+    open_ids = [c.id for c in store.open_candidates_for(project, fp) if c.entry_id == entry_id]
     if not open_ids:
         rows = store.add_candidates(project, request_fp, fp, data["request"], request.last_user_text(), [
-            (str(data.get("tier") or Tier.LEXICAL.value), float(data.get("score") or 0.0), None, data.get("reason"), entry_id)])
-        open_ids = [row["id"] for row in rows]
+            NewCandidate(str(data.get("tier") or Tier.LEXICAL.value), float(data.get("score") or 0.0), None,
+                         data.get("reason"), entry_id)])
+        open_ids = [row.id for row in rows]
     store.set_candidate_status(open_ids, "rejected")
     return 1
 

@@ -8,23 +8,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import fields
-from typing import Any
 
 import numpy as np
 
-from semula.store.types import Entry, NewEntry
+from semula.store.types import Entry, NewEntry, ReviewCandidate
 
 RECORDED = tuple(f.name for f in fields(NewEntry))  # the columns a recording writes, in field order
 KEY = ("project", "request_fp")  # what makes a recording unique: re-recording it updates the row
 WRITTEN = tuple(c for c in RECORDED if c not in KEY)  # what re-recording overwrites
 _JSON = ("canonical", "headers", "provenance")  # kept as JSON text (provenance may be NULL)
 ENTRY_COLUMNS = ", ".join(("id", *RECORDED, "created_at", "updated_at"))
-CANDIDATE_COLUMNS = (
-    "id, project, tier, score, guard_reason, reason, request_fp, request_normalised_fp, request_canonical, "
-    "request_text, entry_id, status, created_at, decided_at"
-)
+CANDIDATE_COLUMNS = ", ".join(f.name for f in fields(ReviewCandidate))  # the review queue's, in field order
 ENTRY_NAMES = [c.strip() for c in ENTRY_COLUMNS.split(",")]
-_CANDIDATE_NAMES = [c.strip() for c in CANDIDATE_COLUMNS.split(",")]
 
 
 def column_value(new: NewEntry, column: str) -> object:
@@ -47,10 +42,12 @@ def entry_from_row(row: tuple) -> Entry:
     return Entry(**values)
 
 
-def candidate_from_row(row: tuple) -> dict[str, Any]:
-    out = dict(zip(_CANDIDATE_NAMES, row))
-    out["request_canonical"] = json.loads(out["request_canonical"])
-    return out
+def candidate_from_row(row: tuple) -> ReviewCandidate:
+    """A `CANDIDATE_COLUMNS` row (the stored request is JSON text)."""
+    (id_, project, tier, score, guard_reason, reason, request_fp, normalised_fp, canonical, text, entry_id,
+     status, created_at, decided_at) = row
+    return ReviewCandidate(int(id_), project, tier, score, guard_reason, reason, request_fp, normalised_fp,
+                           json.loads(canonical), text, int(entry_id), status, created_at, decided_at)
 
 
 def vector_matrix(rows: list[tuple[int, int, bytes]]) -> tuple[np.ndarray, np.ndarray]:

@@ -21,7 +21,15 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from semula.store.rows import CANDIDATE_COLUMNS, ENTRY_COLUMNS, candidate_from_row, entry_from_row
-from semula.store.types import Entry
+from semula.store.types import (
+    AliasRequest,
+    AliasRow,
+    CanonicalRow,
+    Entry,
+    IndexRow,
+    NewCandidate,
+    ReviewCandidate,
+)
 
 FINGERPRINT_SALT = "fingerprint_salt"  # meta key: hex of the store's fingerprint salt (made by a migration)
 FINGERPRINT_VERSION = "fingerprint_version"  # meta key: the fingerprint version the stored fps were made under
@@ -152,9 +160,9 @@ class SqlStore(ABC):
             names = [d[0] for d in cursor.description or ()]
             return [dict(zip(names, row)) for row in cursor.fetchall()]
 
-    def index_rows(self) -> list[tuple[int, str, str, str]]:
-        """(id, project, request_fp, normalised_fp) of every entry: the in-memory index's source."""
-        return [tuple(r) for r in self._all("SELECT id, project, request_fp, normalised_fp FROM entries")]
+    def index_rows(self) -> list[IndexRow]:
+        """Every entry's fingerprints: the in-memory index's source."""
+        return [IndexRow(*r) for r in self._all("SELECT id, project, request_fp, normalised_fp FROM entries")]
 
     def project_canonicals(self, project: str, provider: str | None = None, limit: int = 2000,
                            endpoint: str | None = None) -> list[tuple[int, dict[str, Any]]]:
@@ -175,10 +183,10 @@ class SqlStore(ABC):
                 self._many(con, self._sql("UPDATE review_candidates SET request_fp = ?, request_normalised_fp = ? "
                                           "WHERE id = ?"), [(r, n, i) for i, r, n in candidates])
 
-    def canonicals_after(self, after_id: int, limit: int = 1000) -> list[tuple[int, str, dict[str, Any]]]:
-        """(id, project, canonical) of the entries after `after_id`, in id order: a batch of a full pass."""
+    def canonicals_after(self, after_id: int, limit: int = 1000) -> list[CanonicalRow]:
+        """The entries after `after_id`, in id order: a batch of a full pass."""
         rows = self._all("SELECT id, project, canonical FROM entries WHERE id > ? ORDER BY id LIMIT ?", [after_id, limit])
-        return [(int(i), p, json.loads(c)) for i, p, c in rows]
+        return [CanonicalRow(int(i), p, json.loads(c)) for i, p, c in rows]
 
     def set_last_texts(self, updates: list[tuple[int, str]]) -> None:
         self._update_many("UPDATE entries SET last_text = ? WHERE id = ?", [(t, i) for i, t in updates])
@@ -203,14 +211,14 @@ class SqlStore(ABC):
 
     # --- aliases ---------------------------------------------------------------------------------
 
-    def alias_rows(self) -> list[tuple[str, str, int]]:
-        return [(p, fp, int(e)) for p, fp, e in self._all("SELECT project, normalised_fp, entry_id FROM aliases")]
+    def alias_rows(self) -> list[AliasRow]:
+        return [AliasRow(p, fp, int(e)) for p, fp, e in self._all("SELECT project, normalised_fp, entry_id FROM aliases")]
 
-    def alias_requests(self, project: str) -> list[tuple[str, int, dict[str, Any] | None]]:
+    def alias_requests(self, project: str) -> list[AliasRequest]:
         rows = self._all("SELECT normalised_fp, entry_id, request_canonical FROM aliases WHERE project = ?", [project])
-        return [(fp, int(e), json.loads(c) if c else None) for fp, e, c in rows]
+        return [AliasRequest(fp, int(e), json.loads(c) if c else None) for fp, e, c in rows]
 
-    def replace_aliases(self, project: str, aliases: list[tuple[str, int, dict[str, Any] | None]]) -> None:
+    def replace_aliases(self, project: str, aliases: list[AliasRequest]) -> None:
         """The project's aliases become `aliases`; the same set again writes nothing (on a shared store:
         no change-log rows, no reload on every other proxy)."""
         insert = self.upsert_sql("aliases", ("project", "normalised_fp", "entry_id", "created_at", "request_canonical"),
@@ -235,8 +243,8 @@ class SqlStore(ABC):
 
     def add_candidates(self, project: str, request_fp: str, request_normalised_fp: str,
                        request_canonical: dict[str, Any], request_text: str,
-                       candidates: list[tuple[str, float, str | None, str | None, int]]) -> list[dict[str, Any]]:
-        """Queue (tier, score, guard_reason, reason, entry_id) candidates of one request, in one transaction."""
+                       candidates: list[NewCandidate]) -> list[ReviewCandidate]:
+        """Queue candidates of one request, in one transaction."""
         request_json = json.dumps(request_canonical, ensure_ascii=False)
         rows = []
         with self.transaction() as con:
@@ -250,12 +258,12 @@ class SqlStore(ABC):
         return [_candidate(row) for row in rows]
 
     def candidates(self, project: str | None = None, status: str | None = "open", limit: int = 200,
-                   entry_id: int | None = None) -> list[dict[str, Any]]:
+                   entry_id: int | None = None) -> list[ReviewCandidate]:
         where, params = filters(project=project, status=status, entry_id=entry_id)
         return [_candidate(r) for r in self._all(
             f"SELECT {CANDIDATE_COLUMNS} FROM review_candidates WHERE {where} ORDER BY id LIMIT ?", [*params, limit])]
 
-    def candidate(self, candidate_id: int) -> dict[str, Any] | None:
+    def candidate(self, candidate_id: int) -> ReviewCandidate | None:
         row = self._one(f"SELECT {CANDIDATE_COLUMNS} FROM review_candidates WHERE id = ?", [candidate_id])
         return _candidate(row) if row else None
 
@@ -266,7 +274,7 @@ class SqlStore(ABC):
                           [status, now(), list(candidate_ids)])
 
     def open_candidates_for(self, project: str, request_normalised_fp: str,
-                            created_before: datetime | None = None) -> list[dict[str, Any]]:
+                            created_before: datetime | None = None) -> list[ReviewCandidate]:
         sql = (f"SELECT {CANDIDATE_COLUMNS} FROM review_candidates WHERE project = ? AND request_normalised_fp = ? "
                "AND status = 'open'")
         params: list[Any] = [project, request_normalised_fp]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from datetime import datetime
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 from semula.core.httpfields import servable_headers
 
@@ -92,6 +92,70 @@ class Entry(NewEntry):
         if not lengths:
             return (*wire, (b"content-length", length))
         return tuple(field for i, field in enumerate(wire) if i not in lengths[1:])  # one, where the first was
+
+
+class IndexRow(NamedTuple):
+    """An entry as the fingerprint index loads it (a tuple: the index loads every entry at once)."""
+
+    id: int
+    project: str
+    request_fp: str
+    normalised_fp: str
+
+
+class AliasRow(NamedTuple):
+    """An approved alias as the fingerprint index loads it: this request is served that entry."""
+
+    project: str
+    normalised_fp: str
+    entry_id: int
+
+
+class AliasRequest(NamedTuple):
+    """One of a project's aliases with the request it was approved for (None: written before they were kept)."""
+
+    normalised_fp: str
+    entry_id: int
+    request: dict[str, Any] | None
+
+
+class CanonicalRow(NamedTuple):
+    """An entry's stored request, for a pass over the whole store (re-fingerprinting, an upgrade)."""
+
+    id: int
+    project: str
+    canonical: dict[str, Any]
+
+
+class NewCandidate(NamedTuple):
+    """A near-match to queue for review against one request (`ReviewRows.add_candidates`)."""
+
+    tier: str
+    score: float
+    guard_reason: str | None
+    reason: str | None
+    entry_id: int
+
+
+@dataclass(frozen=True)
+class ReviewCandidate:
+    """A review-queue row. Its fields are the table's columns, in order: the stores' column list is
+    derived from them (`store.rows`)."""
+
+    id: int
+    project: str
+    tier: str
+    score: float
+    guard_reason: str | None
+    reason: str | None
+    request_fp: str
+    request_normalised_fp: str
+    request_canonical: dict[str, Any]
+    request_text: str
+    entry_id: int
+    status: str  # open | approved | rejected | closed
+    created_at: datetime | None
+    decided_at: datetime | None
 
 
 @dataclass(frozen=True)

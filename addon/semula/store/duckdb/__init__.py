@@ -3,3 +3,5 @@ full-text index (`fts`, `postings`), its vector table, bulk writes and paged pre
 
 Imported only by `semula.store` (its `selection.open_store`); may import `core` and `semula.store`'s shared modules.
 """
+
+STORE_FILE = "semula.duckdb"  # the embedded store's file in the data dir; named nowhere outside `semula.store`

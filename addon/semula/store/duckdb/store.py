@@ -19,8 +19,8 @@ from typing import Any
 
 import duckdb
 
-from semula.store.base import STORE_FILE
 from semula.store.datadir import make_data_dir
+from semula.store.duckdb import STORE_FILE
 from semula.store.duckdb import bulk, migrations, recent
 from semula.store.duckdb.connect import connect, working_copy
 from semula.store.duckdb.errors import describe_duckdb_error, store_errors

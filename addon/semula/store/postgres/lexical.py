@@ -67,6 +67,9 @@ class PgLexical:
     def maybe_rebuild(self, wait: bool = False) -> None:
         pass
 
+    def nbytes(self) -> int:
+        return 0  # the index lives in the server
+
     def close(self) -> None:
         pass
 

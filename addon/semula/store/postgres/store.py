@@ -107,7 +107,7 @@ class PgStore(SqlStore):
 
     def for_thread(self) -> PgStore:
         """A reader for another thread: the pool is thread-safe, so the same store (its close does nothing)."""
-        return _ThreadReader(self)  # type: ignore[return-value]
+        return _ThreadReader(self)
 
     def close(self) -> None:
         if self._follower is not None:
@@ -285,14 +285,14 @@ def _rollback_quietly(con: psycopg.Connection) -> None:
             pass
 
 
-class _ThreadReader:
+class _ThreadReader(PgStore):
     """The store, seen from another thread; closing it leaves the shared pool open."""
 
-    def __init__(self, store: PgStore) -> None:
-        self._store = store
+    def __init__(self, store: PgStore) -> None:  # no PgStore.__init__: the state is the store's own
+        self.__dict__ = store.__dict__  # one state: the follower's `down` reaches both
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
+    def for_thread(self) -> PgStore:
+        return self
 
     def close(self) -> None:
         pass
