@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import logging
 
+from semula.calllog.schema import CallRow
 from semula.core.decision import Decision
 from semula.core.cascade import Outcome
 from semula.proxy.console import TERMINAL_SAFE_LOG, console_line, terminal_safe
@@ -17,7 +18,7 @@ FORGED = "evil\nsemula: default openai POST api.openai.com/v1/chat/completions â
 def test_console_line_escapes_control_characters() -> None:
     state = FlowState(host="api.openai.com", project=FORGED, no_cache=False, path="/v1/chat/\x1b]0;x\x07")
     state.outcome = Outcome(Decision("bypass", "forward", bypass_reason="invalid_project"))
-    row = {"entry_id": None, "status": 200, "provider": "openai", "method": "POST", "path": state.path}
+    row = CallRow(status=200, provider="openai", method="POST", path=state.path)
     line = console_line(state, row, recorded=False)
     assert "\n" not in line and "\x1b" not in line and "\x07" not in line and "\u202e" not in line
     assert "evil\\nsemula:" in line and "\\x1b[2J" in line and "\\udcff" in line

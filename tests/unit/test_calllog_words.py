@@ -3,6 +3,7 @@ the host when the upstream could not be reached."""
 
 from __future__ import annotations
 
+from semula.calllog.schema import CallRow
 from semula.core.cascade import Candidate, NearSearch, Outcome
 from semula.core.decision import Decision
 from semula.core.nearmatch import Verdict
@@ -11,7 +12,7 @@ from semula.proxy.headers import flow_comment
 from semula.proxy.flowstate import FlowState
 
 VERDICT = Verdict("lexical", 0.8, serve=False, review=True, reason="below the serve threshold")
-ROW = {"entry_id": None, "status": None, "provider": "openai", "method": "POST", "path": "/v1/chat/completions"}
+ROW = CallRow(provider="openai", method="POST", path="/v1/chat/completions")
 
 
 def state_with(queued: tuple[Candidate, ...], error: str | None = None) -> FlowState:

@@ -5,8 +5,17 @@ import stat
 from datetime import UTC, datetime
 
 import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-from semula.calllog.schema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION
+from semula.calllog.schema import (
+    CALL_LOG_SCHEMA,
+    CALL_LOG_SCHEMA_VERSION,
+    REVIEW_LOG_SCHEMA,
+    REVIEW_LOG_SCHEMA_VERSION,
+    CallRow,
+    ReviewEvent,
+)
 from semula.calllog.writer import ParquetLog
 
 
@@ -44,3 +53,50 @@ def test_log_files_and_folders_are_private_whatever_the_umask(tmp_path):
     made = [tmp_path / "calls", *(tmp_path / "calls").rglob("*")]
     modes = {p.relative_to(tmp_path).as_posix(): oct(stat.S_IMODE(p.stat().st_mode)) for p in made}
     assert modes and all(mode == ("0o700" if (tmp_path / p).is_dir() else "0o600") for p, mode in modes.items()), modes
+
+
+# The logs' column contract, as notebooks and users read it: names, types and order. The schemas are
+# derived from `CallRow`'s and `ReviewEvent`'s fields; changing a field changes this, and the version.
+CALL_COLUMNS = [
+    ("ts", pa.timestamp("us", tz="UTC")), ("project", pa.string()), ("provider", pa.string()),
+    ("host", pa.string()), ("method", pa.string()), ("path", pa.string()), ("model", pa.string()),
+    ("mode", pa.string()), ("decision", pa.string()), ("tier", pa.string()), ("score", pa.float64()),
+    ("entry_id", pa.int64()), ("bypass_reason", pa.string()), ("streamed", pa.bool_()), ("status", pa.int32()),
+    ("decision_ms", pa.float64()), ("upstream_ms", pa.float64()), ("recorded_upstream_ms", pa.float64()),
+    ("recorded_prompt_tokens", pa.int64()), ("recorded_completion_tokens", pa.int64()),
+    ("request_fp", pa.string()), ("normalised_fp", pa.string()), ("prompt_tokens", pa.int64()),
+    ("completion_tokens", pa.int64()), ("candidate_tier", pa.string()), ("candidate_score", pa.float64()),
+    ("candidate_entry_id", pa.int64()), ("guard_reason", pa.string()), ("recorded", pa.bool_()),
+    ("error", pa.string()), ("run_id", pa.string()), ("fast", pa.bool_()), ("schema_version", pa.int32()),
+]
+REVIEW_COLUMNS = [
+    ("ts", pa.timestamp("us", tz="UTC")), ("event", pa.string()), ("candidate_id", pa.int64()),
+    ("project", pa.string()), ("tier", pa.string()), ("score", pa.float64()), ("guard_reason", pa.string()),
+    ("request_fp", pa.string()), ("entry_id", pa.int64()), ("schema_version", pa.int32()),
+]
+
+
+def test_the_log_schemas_are_the_published_columns() -> None:
+    assert CALL_LOG_SCHEMA.equals(pa.schema(CALL_COLUMNS), check_metadata=True)
+    assert REVIEW_LOG_SCHEMA.equals(pa.schema(REVIEW_COLUMNS), check_metadata=True)
+    assert (CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA_VERSION) == (3, 1)
+
+
+def test_typed_rows_are_written_as_their_columns(tmp_path):
+    at = datetime(2026, 1, 2, tzinfo=UTC)
+    calls = ParquetLog(tmp_path / "calls", CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, flush_seconds=60)
+    calls.append(CallRow(ts=at, project="p", decision="hit", tier="exact", entry_id=7, status=200, fast=True))
+    reviews = ParquetLog(tmp_path / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION, flush_seconds=60)
+    reviews.append(ReviewEvent(ts=at, event="queued", candidate_id=1, project="p", tier="lexical", score=0.8,
+                               guard_reason=None, request_fp="nfp2:x", entry_id=7))
+    assert calls.close() == 0 and reviews.close() == 0
+    (call_file,) = (tmp_path / "calls").glob("**/*.parquet")
+    (review_file,) = (tmp_path / "reviews").glob("**/*.parquet")
+    assert pq.read_schema(call_file).equals(pa.schema(CALL_COLUMNS))
+    assert pq.read_schema(review_file).equals(pa.schema(REVIEW_COLUMNS))
+    (call,) = pq.read_table(call_file).to_pylist()
+    assert call == {**{name: None for name, _ in CALL_COLUMNS}, "ts": at, "project": "p", "decision": "hit",
+                    "tier": "exact", "entry_id": 7, "status": 200, "fast": True, "schema_version": 3}
+    (review,) = pq.read_table(review_file).to_pylist()
+    assert review == {"ts": at, "event": "queued", "candidate_id": 1, "project": "p", "tier": "lexical",
+                      "score": 0.8, "guard_reason": None, "request_fp": "nfp2:x", "entry_id": 7, "schema_version": 1}

@@ -135,7 +135,7 @@ def test_a_recording_file_deleted_by_a_teammate_closes_its_candidates_in_the_rev
     from semula.core.nearmatch import Verdict
     from semula.engine.engine import Engine
 
-    events: list[dict] = []
+    events: list = []
     folder = RecordingsFolder(tmp_path / "rec", tmp_path / "data")
     engine = Engine.open(DuckDBStore.open(tmp_path / "data"), review_log=events.append, folder=folder)
     entry_id = engine.record(new_entry(chat("one")))
@@ -147,5 +147,5 @@ def test_a_recording_file_deleted_by_a_teammate_closes_its_candidates_in_the_rev
     next((tmp_path / "rec").rglob("one-*.json")).unlink()
     engine = Engine.open(DuckDBStore.open(tmp_path / "data"), review_log=events.append,
                     folder=RecordingsFolder(tmp_path / "rec", tmp_path / "data"))
-    assert [e["event"] for e in events] == ["queued", "closed"]
+    assert [e.event for e in events] == ["queued", "closed"]
     engine.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from entries import chat, new_entry
+from semula.calllog.schema import ReviewEvent
 from semula.core.request.canonical import normalised_fingerprint, request_fingerprint
 from semula.core.cascade import Candidate
 from semula.core.nearmatch import Verdict
@@ -19,7 +20,7 @@ FP, NFP = request_fingerprint(INCOMING), normalised_fingerprint(INCOMING, (), ()
 
 @pytest.fixture(params=["duckdb", "postgres"])
 def engine(request, tmp_path):
-    events: list[dict] = []
+    events: list[ReviewEvent] = []
     spec = request.getfixturevalue("pg_url") if request.param == "postgres" else None
     engine = Engine.open(open_store(StoreSpec.parse(spec, tmp_path)), review_log=events.append)
     engine.events = events
@@ -42,7 +43,7 @@ def test_at_most_three_candidates_per_request_and_only_reviewable_ones(engine: E
     queued = queue(engine, ids)
     assert [c.entry_id for c in queued] == ids[:3] and all(c.candidate_id for c in queued)
     assert engine.review.has_open("p", NFP)
-    assert [e["event"] for e in engine.events] == ["queued"] * 3
+    assert [e.event for e in engine.events] == ["queued"] * 3
 
 
 def test_a_pairing_already_queued_or_rejected_is_not_queued_again(engine: Engine) -> None:
@@ -89,11 +90,11 @@ def test_deleting_a_recording_logs_its_open_candidates_closed(engine: Engine) ->
     ids = recorded(engine, "one", "two")
     first, second = queue(engine, ids)
     engine.recordings.delete_entry(ids[0])
-    closed = [e for e in engine.events if e["event"] == "closed"]
-    assert [e["candidate_id"] for e in closed] == [first.candidate_id]
+    closed = [e for e in engine.events if e.event == "closed"]
+    assert [e.candidate_id for e in closed] == [first.candidate_id]
     assert engine.review.has_open("p", NFP), "the other candidate is still open"
     engine.recordings.delete_entry(ids[1])
-    assert [e["candidate_id"] for e in engine.events if e["event"] == "closed"] == [first.candidate_id,
+    assert [e.candidate_id for e in engine.events if e.event == "closed"] == [first.candidate_id,
                                                                                       second.candidate_id]
     assert not engine.review.has_open("p", NFP)
     assert {r["status"] for r in engine.review.list(status=None)} == {"closed"}

@@ -1,68 +1,111 @@
 """Column contracts of the Parquet logs that notebooks and `semula report` read.
 
 The call log (`<data dir>/calls/date=YYYY-MM-DD/part-*.parquet`) gets one row per
-intercepted provider call; the review log (`<data dir>/reviews/date=…/part-*.parquet`)
-one row per review-queue event. Both carry `schema_version` so readers can cope with
-files written by an older semula. Adding a column bumps the version; readers must
-treat a missing column as null.
+intercepted provider call (`CallRow`); the review log (`<data dir>/reviews/date=…/part-*.parquet`)
+one row per review-queue event (`ReviewEvent`). Each row is a frozen dataclass whose fields are the
+columns, in order, each with its Arrow type: the schema is derived from the fields (as the store's
+columns are from `NewEntry`), so the row and the schema cannot drift apart. Both carry
+`schema_version` so readers can cope with files written by an older semula. Adding a column bumps
+the version; readers must treat a missing column as null.
 """
 
 from __future__ import annotations
+
+from dataclasses import MISSING, dataclass, field, fields
+from datetime import UTC, datetime
+from typing import Any
 
 import pyarrow as pa
 
 CALL_LOG_SCHEMA_VERSION = 3  # 2: run_id; 3: fast
 REVIEW_LOG_SCHEMA_VERSION = 1
 
-CALL_LOG_SCHEMA = pa.schema(
-    [
-        ("ts", pa.timestamp("us", tz="UTC")),  # when the request arrived (not when its flow ended)
-        ("project", pa.string()),
-        ("provider", pa.string()),
-        ("host", pa.string()),
-        ("method", pa.string()),
-        ("path", pa.string()),  # without the query string: it can carry secrets
-        ("model", pa.string()),
-        ("mode", pa.string()),  # auto | replay | record | passthrough
-        ("decision", pa.string()),  # hit | miss | bypass | error | passthrough
-        ("tier", pa.string()),  # `Decision.tier_label`: a `core.tiers.Tier`, <tier>-calibrated or none
-        ("score", pa.float64()),
-        ("entry_id", pa.int64()),
-        ("bypass_reason", pa.string()),
-        ("streamed", pa.bool_()),
-        ("status", pa.int32()),
-        ("decision_ms", pa.float64()),
-        ("upstream_ms", pa.float64()),
-        ("recorded_upstream_ms", pa.float64()),
-        ("recorded_prompt_tokens", pa.int64()),
-        ("recorded_completion_tokens", pa.int64()),
-        ("request_fp", pa.string()),
-        ("normalised_fp", pa.string()),
-        ("prompt_tokens", pa.int64()),
-        ("completion_tokens", pa.int64()),
-        ("candidate_tier", pa.string()),
-        ("candidate_score", pa.float64()),
-        ("candidate_entry_id", pa.int64()),
-        ("guard_reason", pa.string()),
-        ("recorded", pa.bool_()),  # this call's answer was stored as a recording
-        ("error", pa.string()),
-        ("run_id", pa.string()),  # one proxy process: `semula recordings unused` reads the last run
-        ("fast", pa.bool_()),  # a hit served by the raw-request fast path (tier: the one that matched first)
-        ("schema_version", pa.int32()),
-    ]
-)
+_ARROW = "arrow"  # a field's metadata key: its column's Arrow type
 
-REVIEW_LOG_SCHEMA = pa.schema(
-    [
-        ("ts", pa.timestamp("us", tz="UTC")),
-        ("event", pa.string()),  # queued | approved | rejected | closed
-        ("candidate_id", pa.int64()),
-        ("project", pa.string()),
-        ("tier", pa.string()),
-        ("score", pa.float64()),
-        ("guard_reason", pa.string()),
-        ("request_fp", pa.string()),
-        ("entry_id", pa.int64()),
-        ("schema_version", pa.int32()),
-    ]
-)
+
+def _column(kind: pa.DataType, default: Any = MISSING) -> Any:
+    """A field that is a column of `kind` (without `default`: every row must give it)."""
+    return field(default=default, metadata={_ARROW: kind})
+
+
+def _optional(kind: pa.DataType) -> Any:
+    """A column of `kind` that may be null (None unless given)."""
+    return _column(kind, None)
+
+
+def _timestamp() -> Any:
+    return field(default_factory=lambda: datetime.now(UTC), metadata={_ARROW: pa.timestamp("us", tz="UTC")})
+
+
+class LogRow:
+    """A row of one of the Parquet logs (a frozen dataclass built with `_column`)."""
+
+    def as_dict(self, **changes: Any) -> dict[str, Any]:
+        """The row by column name (one dict, no deep copy: the writer takes it as it is)."""
+        return {**vars(self), **changes}
+
+
+def arrow_schema(row: type[LogRow]) -> pa.Schema:
+    """The Arrow schema of a row type: its fields, in order, with their columns' types."""
+    return pa.schema([(f.name, f.metadata[_ARROW]) for f in fields(row)])
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallRow(LogRow):
+    """One intercepted provider call (`proxy.calllog.call_row`, and a Realtime conversation's)."""
+
+    ts: datetime = _timestamp()  # when the request arrived (not when its flow ended)
+    project: str | None = _optional(pa.string())
+    provider: str | None = _optional(pa.string())
+    host: str | None = _optional(pa.string())
+    method: str | None = _optional(pa.string())
+    path: str | None = _optional(pa.string())  # without the query string: it can carry secrets
+    model: str | None = _optional(pa.string())
+    mode: str | None = _optional(pa.string())  # auto | replay | record | passthrough
+    decision: str | None = _optional(pa.string())  # hit | miss | bypass | error | passthrough
+    # exact | normalised | alias | lexical | embedding | <tier>-calibrated | none
+    tier: str | None = _optional(pa.string())
+    score: float | None = _optional(pa.float64())
+    entry_id: int | None = _optional(pa.int64())
+    bypass_reason: str | None = _optional(pa.string())
+    streamed: bool | None = _optional(pa.bool_())
+    status: int | None = _optional(pa.int32())
+    decision_ms: float | None = _optional(pa.float64())
+    upstream_ms: float | None = _optional(pa.float64())
+    recorded_upstream_ms: float | None = _optional(pa.float64())
+    recorded_prompt_tokens: int | None = _optional(pa.int64())
+    recorded_completion_tokens: int | None = _optional(pa.int64())
+    request_fp: str | None = _optional(pa.string())
+    normalised_fp: str | None = _optional(pa.string())
+    prompt_tokens: int | None = _optional(pa.int64())
+    completion_tokens: int | None = _optional(pa.int64())
+    candidate_tier: str | None = _optional(pa.string())
+    candidate_score: float | None = _optional(pa.float64())
+    candidate_entry_id: int | None = _optional(pa.int64())
+    guard_reason: str | None = _optional(pa.string())
+    recorded: bool | None = _optional(pa.bool_())  # this call's answer was stored as a recording
+    error: str | None = _optional(pa.string())
+    run_id: str | None = _optional(pa.string())  # one proxy process: `semula recordings unused` reads the last run
+    # a hit served by the raw-request fast path (tier: the one that matched first)
+    fast: bool | None = _optional(pa.bool_())
+    schema_version: int = _column(pa.int32(), CALL_LOG_SCHEMA_VERSION)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewEvent(LogRow):
+    """One review-queue event (`engine.review.ReviewQueue`)."""
+
+    ts: datetime = _timestamp()
+    event: str = _column(pa.string())  # queued | approved | rejected | closed
+    candidate_id: int = _column(pa.int64())
+    project: str = _column(pa.string())
+    tier: str = _column(pa.string())
+    score: float = _column(pa.float64())
+    guard_reason: str | None = _optional(pa.string())
+    request_fp: str = _column(pa.string())  # the request's normalised fingerprint
+    entry_id: int = _column(pa.int64())
+    schema_version: int = _column(pa.int32(), REVIEW_LOG_SCHEMA_VERSION)
+
+
+CALL_LOG_SCHEMA = arrow_schema(CallRow)
+REVIEW_LOG_SCHEMA = arrow_schema(ReviewEvent)

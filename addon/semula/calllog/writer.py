@@ -28,6 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from semula.calllog.schema import LogRow
 from semula.store.datadir import make_data_dir
 
 log = logging.getLogger("semula")
@@ -54,9 +55,11 @@ class ParquetLog:
         self.last_error: str | None = None
         self._thread.start()
 
-    def append(self, row: dict[str, Any]) -> None:
+    def append(self, row: LogRow | dict[str, Any]) -> None:
+        """Queue a row: a typed one (`CallRow`, `ReviewEvent`), or by column name (missing columns are null)."""
         if self._closed:
             return
+        row = row.as_dict() if isinstance(row, LogRow) else row
         row.setdefault("ts", datetime.now(UTC))
         row.setdefault("schema_version", self.schema_version)
         self._rows.append(row)

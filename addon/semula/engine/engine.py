@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from semula.calllog.schema import ReviewEvent
 from semula.core.request.canonical import CanonicalRequest
 from semula.core.cascade import Candidate
 from semula.core.decision import Match
@@ -53,7 +54,7 @@ class Engine:
     """The recordings in memory and their store. `Engine.open(store, …)` gives one ready to serve; the
     constructor only assembles the parts (a bare engine has an empty index and starts no thread)."""
 
-    def __init__(self, store: RecordingStore, review_log: Callable[[dict[str, Any]], None] | None = None,
+    def __init__(self, store: RecordingStore, review_log: Callable[[ReviewEvent], None] | None = None,
                  embedder: Any = None, folder: RecordingsFolder | None = None, key: FingerprintKey | None = None):
         self.store = store
         self.folder = folder
@@ -81,7 +82,7 @@ class Engine:
         self._preloader: threading.Thread | None = None
 
     @classmethod
-    def open(cls, store: RecordingStore, review_log: Callable[[dict[str, Any]], None] | None = None,
+    def open(cls, store: RecordingStore, review_log: Callable[[ReviewEvent], None] | None = None,
              embedder: Any = None, folder: RecordingsFolder | None = None, key: FingerprintKey | None = None
              ) -> Engine:
         """An engine ready to serve: fingerprints of an older version upgraded, the committed recordings

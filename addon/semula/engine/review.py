@@ -17,7 +17,7 @@ import difflib
 import threading
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from semula.core.request.canonical import CanonicalRequest
@@ -29,7 +29,7 @@ from semula.recordings import shared
 from semula.recordings.folder import RecordingsFolder, relpath_of
 from semula.recordings.format import body_fields
 from semula.store.base import ReviewStore
-from semula.calllog.schema import REVIEW_LOG_SCHEMA_VERSION
+from semula.calllog.schema import ReviewEvent
 from semula.store.types import AliasRequest, Entry, NewCandidate, ReviewCandidate
 
 MAX_CANDIDATES = 3
@@ -73,7 +73,7 @@ def answer_of(entry: Entry | None) -> tuple[str, str]:
 
 class ReviewQueue:
     def __init__(self, store: ReviewStore, index: FingerprintIndex,
-                 log: Callable[[dict[str, Any]], None] | None = None, folder: RecordingsFolder | None = None):
+                 log: Callable[[ReviewEvent], None] | None = None, folder: RecordingsFolder | None = None):
         self.store = store  # only its review rows, aliases and recordings by id
         self.folder = folder  # approvals and rejections are written there too, for teammates and CI
         self.index = index
@@ -85,12 +85,11 @@ class ReviewQueue:
     def _event(self, event: str, candidate: ReviewCandidate) -> None:
         if self.log is None:
             return
-        self.log({
-            "ts": datetime.now(UTC), "event": event, "candidate_id": candidate.id,
-            "project": candidate.project, "tier": candidate.tier, "score": candidate.score,
-            "guard_reason": candidate.guard_reason, "request_fp": candidate.request_normalised_fp,
-            "entry_id": candidate.entry_id, "schema_version": REVIEW_LOG_SCHEMA_VERSION,
-        })
+        self.log(ReviewEvent(
+            event=event, candidate_id=candidate.id, project=candidate.project, tier=candidate.tier,
+            score=candidate.score, guard_reason=candidate.guard_reason, request_fp=candidate.request_normalised_fp,
+            entry_id=candidate.entry_id,
+        ))
 
     def has_open(self, project: str, normalised_fp: str) -> bool:
         with self._lock:

@@ -402,7 +402,7 @@ class SemulaAddon:
         row = call_row(state, flow.request.method, self.mode.value, status, upstream_ms=upstream_ms, usage=usage,
                        entry_id=entry, recorded=recorded)
         if self.calls is not None:
-            self.calls.append({**row, "run_id": self.run_id})
+            self.calls.append(row.as_dict(run_id=self.run_id))
         flow.comment = flow_comment(decision, entry, state)
         if decision.action == "refuse":
             self.refusals.add(state.tag, state.project, state.error or decision.reason or "refused", state.test)

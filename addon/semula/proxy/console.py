@@ -10,8 +10,8 @@ import asyncio
 import logging
 import re
 import sys
-from typing import Any
 
+from semula.calllog.schema import CallRow
 from semula.proxy.flowstate import FlowState
 from semula.proxy.headers import queued_text
 
@@ -39,12 +39,12 @@ class TerminalSafeLog(logging.Filter):
 TERMINAL_SAFE_LOG = TerminalSafeLog()
 
 
-def console_line(state: FlowState, row: dict[str, Any], recorded: bool) -> str:
+def console_line(state: FlowState, row: CallRow, recorded: bool) -> str:
     """The call's console line, from its call-log row: project, provider, request → decision · status · time."""
     decision = state.decision
     assert decision is not None
     took = f"{state.decision_ms:.1f} ms" if state.decision_ms is not None else "-"
-    entry_text = f" #{row['entry_id']}" if row["entry_id"] is not None else ""
+    entry_text = f" #{row.entry_id}" if row.entry_id is not None else ""
     tier = f" {decision.tier_label}" if decision.tier is not None else ""
     extra = f" ({decision.bypass_reason})" if decision.bypass_reason else ""
     if recorded:
@@ -53,8 +53,8 @@ def console_line(state: FlowState, row: dict[str, Any], recorded: bool) -> str:
         extra += f" · {state.error}"
     if queued := queued_text(state):
         extra += f" · {queued}"
-    status = row["status"] if row["status"] is not None else ("cut" if state.cut else "no response")
-    return terminal_safe(f"semula: {state.project} {row['provider']} {row['method']} {state.host}{row['path']} → "
+    status = row.status if row.status is not None else ("cut" if state.cut else "no response")
+    return terminal_safe(f"semula: {state.project} {row.provider} {row.method} {state.host}{row.path} → "
                          f"{decision.decision}{tier}{entry_text}{extra} · {status} · {took}")
 
 

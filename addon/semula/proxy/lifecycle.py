@@ -29,7 +29,13 @@ from semula.proxy.refusals import Refusals
 from semula.proxy.scopes import CurrentTests
 from semula.recordings.files import remember_user_umask
 from semula.proxy.storethread import StoreThread
-from semula.calllog.schema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION
+from semula.calllog.schema import (
+    CALL_LOG_SCHEMA,
+    CALL_LOG_SCHEMA_VERSION,
+    REVIEW_LOG_SCHEMA,
+    REVIEW_LOG_SCHEMA_VERSION,
+    ReviewEvent,
+)
 from semula.store.datadir import make_data_dir
 from semula.store.selection import StoreSpec
 from semula.calllog.writer import ParquetLog
@@ -151,7 +157,7 @@ class Lifecycle:
             host = "127.0.0.1"
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
-    def _log_review(self, row: dict[str, Any]) -> None:
+    def _log_review(self, row: ReviewEvent) -> None:
         if self.reviews is not None:
             self.reviews.append(row)
 

@@ -26,6 +26,7 @@ from mitmproxy import http
 from mitmproxy.websocket import WebSocketMessage
 from wsproto.frame_protocol import Opcode
 
+from semula.calllog.schema import CallRow
 from semula.core.modes import Mode
 from semula.core.redact import redact_text
 from semula.proxy import realtime_limits
@@ -243,12 +244,12 @@ class Realtime:
         """One call-log row and console line; `identity` names the recording used or written (for `unused`)."""
         addon, path, provider = self.addon, live.path.split("?", 1)[0], PROVIDER
         model = dict(p.split("=", 1) for p in url_key(live.path).partition("?")[2].split("&") if "=" in p).get("model")
-        row = {"ts": live.started_at, "project": live.project, "provider": provider, "host": live.host,
-               "method": "GET", "path": redact_text(path), "model": model, "mode": addon.mode.value,
-               "decision": decision, "tier": tier, "streamed": True, "status": 101 if code is not None else None,
-               "recorded": recorded,
-               "error": redact_text(note) if note and decision == "miss" and not recorded else None,
-               "fast": False, "run_id": addon.run_id, "request_fp": identity}
+        row = CallRow(ts=live.started_at, project=live.project, provider=provider, host=live.host,
+                      method="GET", path=redact_text(path), model=model, mode=addon.mode.value,
+                      decision=decision, tier=tier, streamed=True, status=101 if code is not None else None,
+                      recorded=recorded,
+                      error=redact_text(note) if note and decision == "miss" and not recorded else None,
+                      fast=False, run_id=addon.run_id, request_fp=identity)
         if addon.calls is not None:
             addon.calls.append(row)
         if addon.settings.console_calls:

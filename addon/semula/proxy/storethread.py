@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from semula.calllog.schema import ReviewEvent
 from semula.core.redact import FingerprintKey
 from semula.engine.engine import Engine
 from semula.proxy.console import terminal_safe
@@ -62,7 +63,7 @@ class StoreThread:
         engine = self.engine
         return engine.fingerprint_key if engine is not None else self._unstored_key
 
-    def configure(self, data_dir: str, review_log: Callable[[dict[str, Any]], None], embedder: Any,
+    def configure(self, data_dir: str, review_log: Callable[[ReviewEvent], None], embedder: Any,
                   spec: StoreSpec, recordings: str | None = None, load_wait: float = LOAD_WAIT_SECONDS) -> None:
         self.load_wait = load_wait
 
