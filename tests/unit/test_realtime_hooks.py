@@ -86,7 +86,7 @@ def test_auto_records_a_cleanly_closed_conversation_and_logs_it(tmp_path: Path) 
     assert [m.from_client for m in loaded.messages] == [False, True, False]
     assert loaded.url == "/v1/realtime?model=gpt-realtime"
     (row,) = addon.calls
-    assert row["recorded"] and row["provider"] == "openai-realtime" and row["model"] == "gpt-realtime"
+    assert row.recorded and row.provider == "openai-realtime" and row.model == "gpt-realtime"
     for path in tmp_path.rglob("*"):
         assert not path.is_file() or KEY.encode() not in path.read_bytes()
 
@@ -110,7 +110,7 @@ def test_a_conversation_over_the_session_cap_goes_on_unrecorded(tmp_path: Path) 
     talk(realtime, flow, 1000, ((True, {"type": "x", "pad": "a" * 600}), (True, {"type": "x", "pad": "b" * 600})))
     assert not (tmp_path / "recs").exists() and flow.websocket is not None and len(flow.websocket.messages) == 1
     (row,) = addon.calls
-    assert not row["recorded"] and "semula_realtime_max_session_mb" in row["error"]
+    assert not row.recorded and "semula_realtime_max_session_mb" in row.error
 
 
 def test_a_dropped_conversation_is_not_recorded(tmp_path: Path) -> None:
@@ -118,13 +118,13 @@ def test_a_dropped_conversation_is_not_recorded(tmp_path: Path) -> None:
     talk(realtime, upgrade(), 1006)
     assert folder.load(folder.root_of(addon.settings.recordings, ""), "default") == []
     (row,) = addon.calls
-    assert not row["recorded"] and row["error"] == "not recorded: closed with code 1006"
+    assert not row.recorded and row.error == "not recorded: closed with code 1006"
 
 
 def test_passthrough_records_nothing(tmp_path: Path) -> None:
     realtime, addon = part(Mode.PASSTHROUGH, tmp_path)
     talk(realtime, upgrade(), 1000)
-    assert not (tmp_path / "recs").exists() and addon.calls[0]["decision"] == "passthrough"
+    assert not (tmp_path / "recs").exists() and addon.calls[0].decision == "passthrough"
 
 
 def test_the_project_header_names_the_project_and_never_goes_upstream(tmp_path: Path) -> None:

@@ -73,7 +73,7 @@ def test_recording_the_request_itself_closes_its_open_candidates(engine: Engine)
     queue(engine, recorded(engine, "one"))
     engine.record(new_entry(INCOMING))
     assert not engine.review.has_open("p", NFP)
-    assert engine.events[-1]["event"] == "closed"
+    assert engine.events[-1].event == "closed"
 
 
 def test_list_and_show_give_both_texts_and_a_word_diff(engine: Engine) -> None:

@@ -154,7 +154,8 @@ class Recordings:
 
     def refingerprint(self, project: str, settings: ProjectSettings, reload: bool = True) -> int:
         """Recompute normalised fingerprints (and the aliases pointing at them) from stored requests."""
-        rows = {row.id: (row.request_fp, row.normalised_fp) for row in self.store.index_rows() if row.project == project}
+        rows = {row.id: (row.request_fp, row.normalised_fp)
+                for row in self.store.index_rows() if row.project == project}
         old_fps = {entry_id: fp for entry_id, (_, fp) in rows.items()}
         updates = []
         for entry_id, _, canonical in each_canonical(self.store, project):

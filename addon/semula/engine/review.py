@@ -187,7 +187,8 @@ class ReviewQueue:
         answer, answer_format = answer_of(entry)
         own = self._own_recordings(row)
         return {
-            **{k: getattr(row, k) for k in ("id", "project", "tier", "score", "guard_reason", "reason", "status", "entry_id")},
+            **{k: getattr(row, k)
+               for k in ("id", "project", "tier", "score", "guard_reason", "reason", "status", "entry_id")},
             "request_shape": shape_json(Shape.of(incoming)),
             "recorded_shape": shape_json(Shape.of(recorded)) if recorded else None,
             "shape_differs": shapes_differ(Shape.of(incoming), Shape.of(recorded)) if recorded else None,

@@ -212,7 +212,8 @@ class SqlStore(ABC):
     # --- aliases ---------------------------------------------------------------------------------
 
     def alias_rows(self) -> list[AliasRow]:
-        return [AliasRow(p, fp, int(e)) for p, fp, e in self._all("SELECT project, normalised_fp, entry_id FROM aliases")]
+        rows = self._all("SELECT project, normalised_fp, entry_id FROM aliases")
+        return [AliasRow(p, fp, int(e)) for p, fp, e in rows]
 
     def alias_requests(self, project: str) -> list[AliasRequest]:
         rows = self._all("SELECT normalised_fp, entry_id, request_canonical FROM aliases WHERE project = ?", [project])
