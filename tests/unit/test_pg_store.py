@@ -277,3 +277,18 @@ def test_a_second_engine_on_the_store_takes_the_follower_over(pg_url):
     assert len(set(followers()) - before) == 1 and not (first & set(followers()))
     store.close()
     assert not set(followers()) - before
+
+
+def test_a_throwaway_store_gets_its_own_schema_and_drops_it(pg_url, tmp_path):
+    """`semula eval --store URL` records its pairs in a schema of its own, gone afterwards."""
+    from semula.store.selection import throwaway_store
+
+    with throwaway_store(StoreSpec.parse(pg_url, tmp_path)) as store:
+        store.upsert_entry(entries.new_entry(entries.chat("only here")))
+        schema = store.schema
+        assert schema and schema.startswith("semula_eval_")
+        store.close()
+    with psycopg.connect(pg_url) as con:
+        assert con.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s", [schema]).fetchone()[0] == 0
+        assert con.execute("SELECT to_regclass('public.entries')").fetchone()[0] is None
+    assert not list(tmp_path.iterdir())  # nothing of a file store in the data dir
