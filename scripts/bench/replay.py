@@ -278,8 +278,8 @@ def hook_breakdown(data_dir: Path, flows_path: Path, bodies: list[bytes], answer
         try:
             loop.run_until_complete(addon.running())
             common.join_rebuilds()
-            cache = addon.store.engine
-            assert cache is not None, addon.store.problem
+            cache = addon.parts.store.engine
+            assert cache is not None, addon.parts.store.problem
 
             def hooks(fl: Any) -> None:
                 addon.requestheaders(fl)
@@ -290,9 +290,9 @@ def hook_breakdown(data_dir: Path, flows_path: Path, bodies: list[bytes], answer
                     raise RuntimeError("in-process hook run: not a hit")
 
             loop_ms = best(lambda fl: loop.run_until_complete(asyncio.sleep(0)))
-            addon.fast.max_entries = 0  # nothing remembered: every hit takes the canonical tiers
+            addon.parts.fast.max_entries = 0  # nothing remembered: every hit takes the canonical tiers
             out["semula hooks, canonical hit (parse, fingerprints, lookup)"] = best(hooks) - 2 * loop_ms
-            addon.fast.max_entries = FAST_PATH_ENTRIES
+            addon.parts.fast.max_entries = FAST_PATH_ENTRIES
             best(hooks)  # the first pass remembers every request
             out["semula hooks, fast hit (raw-request fast path)"] = best(hooks) - 2 * loop_ms
             out.update(fast_hit_parts(addon, best, hooks))
@@ -338,12 +338,12 @@ def fast_hit_parts(addon: Any, best: Any, hooks: Any) -> dict[str, float]:
     import semula.proxy.addon as addon_module
 
     timers = common.Timers()
-    timers.wrap(addon.fast, "find", "fast: FastPath.find (key digest, lookup, re-check on the index)")
+    timers.wrap(addon.parts.fast, "find", "fast: FastPath.find (key digest, lookup, re-check on the index)")
     timers.wrap(addon, "_finish", "fast: _finish (call-log row, flow comment, console line)")
     timers.wrap(addon_module, "call_row", "fast:   call_row")
     timers.wrap(addon_module, "flow_comment", "fast:   flow_comment")
     timers.wrap(addon_module, "console_line", "fast:   console_line")
-    timers.wrap(addon.calls, "append", "fast:   call-log append (a queue put)")
+    timers.wrap(addon.parts.calls, "append", "fast:   call-log append (a queue put)")
     try:
         best(hooks)
     finally:

@@ -83,8 +83,8 @@ def test_per_flow_state_is_released_after_every_kind_of_request(tmp_path):
             await _hang_up_before_the_decision(addon)
             await _hang_up_after_the_decision(addon, f"impatient {i}")
             addon.client_disconnected(client)
-        return (len(addon.flows), len(addon.pending), len(addon.conn_projects), len(addon.runs._seen),
-                len(addon.store.engine.lexical._fresh))
+        return (len(addon.flows), len(addon.parts.pending), len(addon.parts.conn_projects), len(addon.parts.runs._seen),
+                len(addon.parts.store.engine.lexical._fresh))
 
     flows, pending, connections, run_counters, _ = run(scenario, tmp_path)
     assert (flows, pending, connections, run_counters) == (0, 0, 0, 0)
@@ -97,7 +97,7 @@ def test_recorded_answers_are_cached_once_each(tmp_path):
             for i in range(ROUNDS):
                 body = {"model": "gpt-4o", "messages": [{"role": "user", "content": f"again {i}"}]}
                 await call(addon, provider_flow(body))
-        engine = addon.store.engine
+        engine = addon.parts.store.engine
         return len(engine.answers._entries), len(engine.index)
 
     assert run(scenario, tmp_path) == (ROUNDS, ROUNDS)

@@ -16,7 +16,7 @@ def test_hits_are_still_served_after_a_failed_write(tmp_path, monkeypatch, capsy
     async def scenario(addon, tctx):
         first = await call(addon, provider_flow())
         assert first.response.headers["x-semula-decision"] == "miss"
-        engine = addon.store.engine
+        engine = addon.parts.store.engine
 
         def disk_full(*args, **kwargs):
             raise duckdb.IOException("IO Error: No space left on device")
@@ -25,7 +25,7 @@ def test_hits_are_still_served_after_a_failed_write(tmp_path, monkeypatch, capsy
         other = {**BODY, "messages": [{"role": "user", "content": "another question"}]}
         failed = await call(addon, provider_flow(other))
         assert failed.response.headers["x-semula-decision"] == "miss"
-        assert addon.store.engine is engine, "a failed write must not drop the store"
+        assert addon.parts.store.engine is engine, "a failed write must not drop the store"
         hit = await call(addon, provider_flow(), answer=None)
         assert hit.response.headers["x-semula-decision"] == "hit", "recorded requests must still be served"
 

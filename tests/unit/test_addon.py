@@ -119,7 +119,7 @@ def test_review_commands_for_mitmweb(tmp_path):
         paraphrase = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Please list three calm hotels near the harbour"}]}
         await call(addon, provider_flow(original))
         # replay: auto mode would record the paraphrase, which closes its own candidates (issue 21)
-        addon.mode = Mode.REPLAY
+        addon.parts.mode = Mode.REPLAY
         refused = await call(addon, provider_flow(paraphrase), answer=None)
         assert refused.response.status_code == 404
         listing = tctx.master.commands.execute("semula.review.list")
@@ -141,7 +141,7 @@ def test_an_auto_near_miss_is_forwarded_without_waiting_for_its_review_queue_wri
         paraphrase = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Please list three calm hotels near the harbour"}]}
         await call(addon, provider_flow(original))
         release, timed_out = threading.Event(), []
-        addon.store.background("a long write", lambda: timed_out.append(not release.wait(30)))
+        addon.parts.store.background("a long write", lambda: timed_out.append(not release.wait(30)))
         flow = provider_flow(paraphrase)
         addon.requestheaders(flow)
         await addon.request(flow)  # decided while the store thread is still busy
@@ -162,7 +162,7 @@ def test_record_mode_rerecords_and_keeps_the_normalised_tier(tmp_path):
         await call(addon, provider_flow(), answer="first")
         again = await call(addon, provider_flow(), answer="second")
         assert again.response.headers["x-semula-decision"] == "miss"
-        addon.mode = Mode.AUTO
+        addon.parts.mode = Mode.AUTO
         variant = {"model": "gpt-4o", "messages": [{"role": "user", "content": "HELLO THERE"}]}
         served = await call(addon, provider_flow(variant), answer=None)
         assert served.response.headers["x-semula-tier"] == "normalised"
@@ -184,7 +184,7 @@ class ExplodingEmbedder:
 
 def test_an_embedder_that_raises_leaves_the_proxy_serving(tmp_path):
     async def scenario(addon, tctx):
-        assert addon.store.engine.embeddings is not None
+        assert addon.parts.store.engine.embeddings is not None
         first = await call(addon, provider_flow())
         paraphrase = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hello there, friend"}]}
         second = await call(addon, provider_flow(paraphrase), answer="fresh")

@@ -49,14 +49,14 @@ class Later(datetime):
 
 def test_max_age_policies(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     async def scenario(addon, tctx):
-        engine = addon.store.engine
+        engine = addon.parts.store.engine
 
         async def setting(key: str, value: str) -> None:
-            await addon.store.run("config", engine.recordings.config_set, "default", key, value, write=True)
+            await addon.parts.store.run("config", engine.recordings.config_set, "default", key, value, write=True)
 
         first = await call(addon, "first")
         assert first.response.headers["x-semula-decision"] == "miss"
-        entry = await addon.store.run("reading", engine.entry, int(first.response.headers["x-semula-entry"]))
+        entry = await addon.parts.store.run("reading", engine.entry, int(first.response.headers["x-semula-entry"]))
         assert entry.provenance["user_agent"] == "OpenAI/Python 1.99.0"
         assert entry.provenance["answered_model"] == "gpt-4o-2024-08-06"
         await setting("max_age", "30d")
@@ -72,7 +72,7 @@ def test_max_age_policies(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
         assert text(await call(addon, None)) == "second", "the new answer replaced the old one"
         monkeypatch.setattr(expiry, "datetime", Later)
         await setting("max_age_policy", "fail")
-        addon.mode = Mode.REPLAY
+        addon.parts.mode = Mode.REPLAY
         refused = await call(addon, None)
         assert refused.response.status_code == 404
         assert "recording older than max_age 30d (recorded 40d ago)" in refused.response.text

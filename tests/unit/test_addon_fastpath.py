@@ -18,8 +18,8 @@ VOLATILE = {"ts", "decision_ms", "fast"}
 def logged(addon: SemulaAddon) -> list[dict]:
     """Capture the call-log rows the addon writes from now on (they still reach the Parquet log)."""
     rows: list[dict] = []
-    append = addon.calls.append
-    addon.calls.append = lambda row: (rows.append(row), append(row))[1]
+    append = addon.parts.calls.append
+    addon.parts.calls.append = lambda row: (rows.append(row), append(row))[1]
     return rows
 
 
@@ -38,10 +38,10 @@ def test_a_fast_hit_leaves_what_a_canonical_hit_leaves(tmp_path):
     async def scenario(addon, tctx):
         await record_then_replay(addon, tctx)
         rows = logged(addon)
-        addon.fast = type(addon.fast)()  # forget the recording: the next hit takes the canonical tiers
+        addon.parts.fast = type(addon.parts.fast)()  # forget the recording: the next hit takes the canonical tiers
         canonical = await call(addon, provider_flow(), answer=None)
         fast = await call(addon, provider_flow(), answer=None)
-        assert [r["fast"] for r in rows] == [False, True] and addon.fast.served == 1
+        assert [r["fast"] for r in rows] == [False, True] and addon.parts.fast.served == 1
         assert semula_headers(fast) == semula_headers(canonical) == {
             "x-semula-decision": "hit", "x-semula-tier": "exact", "x-semula-score": "1.000",
             "x-semula-entry": canonical.response.headers["x-semula-entry"]}
@@ -77,7 +77,7 @@ def test_a_behaviour_header_the_recording_lacks_is_refused(tmp_path):
         beta = await call(addon, provider_flow(headers={"openai-beta": "assistants=v2"}), answer=None)
         assert beta.response.status_code == 404 and beta.response.headers["x-semula-decision"] == "miss"
         plain = await call(addon, provider_flow(headers={"x-request-id": "42"}), answer=None)  # one that does not matter
-        assert plain.response.headers["x-semula-decision"] == "hit" and addon.fast.served == 1
+        assert plain.response.headers["x-semula-decision"] == "hit" and addon.parts.fast.served == 1
 
     run(scenario, tmp_path)
 
@@ -86,7 +86,7 @@ def test_another_project_is_refused(tmp_path):
     async def scenario(addon, tctx):
         await record_then_replay(addon, tctx)
         other = await call(addon, provider_flow(headers={"x-semula-project": "beta"}), answer=None)
-        assert other.response.status_code == 404 and addon.fast.served == 0
+        assert other.response.status_code == 404 and addon.parts.fast.served == 0
 
     run(scenario, tmp_path)
 
@@ -95,7 +95,7 @@ def test_the_bypass_header_is_never_served(tmp_path):
     async def scenario(addon, tctx):
         await record_then_replay(addon, tctx)
         bypassed = await call(addon, provider_flow(headers={"x-semula-no-cache": "1"}), answer=None)
-        assert bypassed.response.headers["x-semula-decision"] == "bypass" and addon.fast.served == 0
+        assert bypassed.response.headers["x-semula-decision"] == "bypass" and addon.parts.fast.served == 0
 
     run(scenario, tmp_path)
 
@@ -105,10 +105,10 @@ def test_another_api_key_with_namespace_by_key_is_refused(tmp_path):
         await record_then_replay(addon, tctx, headers={"authorization": "Bearer sk-team-a-0000000000000000"})
         same = await call(addon, provider_flow(headers={"authorization": "Bearer sk-team-a-0000000000000000"}),
                           answer=None)
-        assert same.response.headers["x-semula-decision"] == "hit" and addon.fast.served == 1
+        assert same.response.headers["x-semula-decision"] == "hit" and addon.parts.fast.served == 1
         other = await call(addon, provider_flow(headers={"authorization": "Bearer sk-team-b-1111111111111111"}),
                            answer=None)
-        assert other.response.status_code == 404 and addon.fast.served == 1
+        assert other.response.status_code == 404 and addon.parts.fast.served == 1
 
     run(scenario, tmp_path, semula_namespace_by_key=True)
 
@@ -122,7 +122,7 @@ def test_ordered_repeats_never_use_the_fast_path(tmp_path):
         for _ in range(3):
             flow = await call(addon, provider_flow(headers={"x-semula-run": "r2"}), answer=None)
             texts.append(json.loads(flow.response.content).get("choices", [{}])[0].get("message", {}).get("content"))
-        assert texts == ["first", "second", None] and len(addon.fast) == 0 and addon.fast.served == 0
+        assert texts == ["first", "second", None] and len(addon.parts.fast) == 0 and addon.parts.fast.served == 0
 
     run(scenario, tmp_path, semula_repeats="sequence")
 
@@ -133,7 +133,7 @@ def test_a_deleted_entry_is_not_served(tmp_path):
         served = await call(addon, provider_flow(), answer=None)
         addon._admin_dispatch("entries.delete", {"id": int(served.response.headers["x-semula-entry"])})
         gone = await call(addon, provider_flow(), answer=None)
-        assert gone.response.status_code == 404 and addon.fast.served == 1 and addon.fast.stale == 1
+        assert gone.response.status_code == 404 and addon.parts.fast.served == 1 and addon.parts.fast.stale == 1
 
     run(scenario, tmp_path)
 
@@ -148,10 +148,10 @@ def test_a_settings_change_takes_the_canonical_tiers_again(tmp_path):
         for _ in range(2):
             hit = await call(addon, provider_flow(variant), answer=None)
             assert hit.response.headers["x-semula-tier"] == "normalised"
-        assert addon.fast.served == 1
+        assert addon.parts.fast.served == 1
         addon._admin_dispatch("config.set", {"project": "default", "key": "scrub_patterns", "value": []})
         refused = await call(addon, provider_flow(variant), answer=None)
-        assert refused.response.status_code == 404 and addon.fast.served == 1
+        assert refused.response.status_code == 404 and addon.parts.fast.served == 1
 
     run(scenario, tmp_path)
 
@@ -164,12 +164,12 @@ def test_a_new_exact_recording_shadows_a_remembered_normalised_hit(tmp_path):
         for _ in range(2):
             normalised = await call(addon, provider_flow(variant), answer=None)
             assert normalised.response.headers["x-semula-tier"] == "normalised"
-        assert addon.fast.served == 1
+        assert addon.parts.fast.served == 1
         tctx.configure(addon, semula_mode="record")
         await call(addon, provider_flow(variant), answer="its own answer")
         tctx.configure(addon, semula_mode="replay")
         exact = await call(addon, provider_flow(variant), answer=None)
-        assert exact.response.headers["x-semula-tier"] == "exact" and addon.fast.stale == 1
+        assert exact.response.headers["x-semula-tier"] == "exact" and addon.parts.fast.stale == 1
         assert json.loads(exact.response.content)["choices"][0]["message"]["content"] == "its own answer"
 
     run(scenario, tmp_path)

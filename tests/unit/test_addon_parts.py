@@ -20,7 +20,7 @@ def test_mitmproxy_finds_the_semula_commands_on_the_commands_part(tmp_path: Path
         registered = tctx.master.commands.commands
         assert all(name in registered for name in COMMANDS)
         assert tctx.master.commands.call("semula.status") == (
-            f"mode auto · data dir {addon.settings.data_dir} · store open")
+            f"mode auto · data dir {addon.parts.settings.data_dir} · store open")
         assert tctx.master.commands.call("semula.review.list") == "semula: no open review candidates"
 
     run_addon(scenario, tmp_path)
@@ -40,7 +40,7 @@ def test_a_mode_change_reaches_the_commands_and_the_hooks(tmp_path: Path) -> Non
 
 def test_the_settings_carry_the_options_the_parts_read(tmp_path: Path) -> None:
     async def scenario(addon, tctx):
-        settings = addon.settings
+        settings = addon.parts.settings
         assert settings.confdir == str(tmp_path / "conf")
         assert settings.store is None and settings.embeddings is False
         assert settings.listen_host == tctx.options.listen_host

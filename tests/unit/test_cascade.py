@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 import pytest
 
 from entries import chat
 from semula.core.request.canonical import normalised_fingerprint, request_fingerprint
-from semula.core.cascade import Candidate, NearQuery, NearSearch, cascade, run_now
+from semula.core.cascade import Answered, Candidate, NearQuery, NearSearch, cascade, run_now
 from semula.core.decision import Bypass, Match
 from semula.core.modes import Mode
 from semula.core.nearmatch import Verdict
 from semula.core.settings import ProjectSettings
 
+NOW = datetime(2025, 6, 1)
 REQUEST = chat("What is the capital of France?")
 SETTINGS = ProjectSettings()
 EXACT = request_fingerprint(REQUEST)
@@ -28,6 +30,8 @@ class FakeLookups:
     normalised: dict[str, int] = field(default_factory=dict)
     near_result: NearSearch = field(default_factory=NearSearch)
     in_flight: bool = False
+    gone: set[int] = field(default_factory=set)
+    recorded_at: datetime | None = None
     calls: list[str] = field(default_factory=list)
 
     def certain(self, project: str, request_fp: str, normalised_fp: str | None) -> Match | None:
@@ -50,6 +54,13 @@ class FakeLookups:
     async def near(self, query: NearQuery) -> NearSearch:
         self.calls.append(f"near:{query.bypass_reason}")
         return self.near_result
+
+    async def answer(self, entry_id: int) -> Answered | None:
+        self.calls.append(f"answer:{entry_id}")
+        return None if entry_id in self.gone else Answered(f"entry {entry_id}", f"nfp of {entry_id}", self.recorded_at)
+
+    def now(self) -> datetime:
+        return NOW
 
 
 def run(mode: Mode, lookups: FakeLookups | None, **kwargs):
@@ -79,7 +90,8 @@ def test_tiers_in_order(mode, lookups, decision, tier, action) -> None:
 def test_an_exact_hit_never_computes_the_normalised_fingerprint() -> None:
     lookups = FakeLookups(exact={EXACT: 1})
     outcome = run(Mode.AUTO, lookups)
-    assert outcome.normalised_fp is None and lookups.calls == ["certain"]
+    assert lookups.calls == ["certain", "answer:1"]
+    assert outcome.normalised_fp == "nfp of 1", "the served recording's own normalised fingerprint"
 
 
 def test_a_miss_carries_fingerprints_and_review_candidates() -> None:
@@ -132,3 +144,38 @@ def test_run_now_refuses_a_cascade_that_waits() -> None:
 
     with pytest.raises(RuntimeError, match="event loop"):
         run_now(waits())
+
+
+OLD = NOW - timedelta(days=40)
+
+
+@pytest.mark.parametrize(
+    ("mode", "lookups", "settings", "decision", "action", "record", "reason"),
+    [
+        # the recording is gone since the index was read: a miss, as if the index had not had it
+        (Mode.AUTO, FakeLookups(exact={EXACT: 1}, gone={1}), SETTINGS, "miss", "forward", True,
+         "no recording matches: recording"),
+        (Mode.REPLAY, FakeLookups(exact={EXACT: 1}, gone={1}), SETTINGS, "miss", "refuse", False,
+         "no recording matches"),
+        # older than max_age: warn serves, fail refuses in replay, re-record forwards in auto
+        (Mode.AUTO, FakeLookups(exact={EXACT: 1}, recorded_at=OLD), ProjectSettings(max_age="30d"),
+         "hit", "serve", False, "exact match"),
+        (Mode.REPLAY, FakeLookups(exact={EXACT: 1}, recorded_at=OLD),
+         ProjectSettings(max_age="30d", max_age_policy="fail"), "error", "refuse", False,
+         "recording older than max_age 30d (recorded 40d ago): re-record it (the project's max_age_policy is fail)"),
+        (Mode.AUTO, FakeLookups(exact={EXACT: 1}, recorded_at=OLD),
+         ProjectSettings(max_age="30d", max_age_policy="re-record"), "miss", "forward", True,
+         "recording older than max_age 30d (recorded 40d ago): forwarded and re-recorded"),
+        (Mode.REPLAY, FakeLookups(exact={EXACT: 1}, recorded_at=NOW - timedelta(days=2)),
+         ProjectSettings(max_age="30d", max_age_policy="fail"), "hit", "serve", False, "exact match"),
+    ],
+)
+def test_a_hit_is_made_final_inside_the_cascade(mode, lookups, settings, decision, action, record, reason) -> None:
+    """What leaves the cascade is final: a gone or too old recording is decided here, not by the caller."""
+    outcome = run(mode, lookups, settings=settings)
+    found = outcome.decision
+    assert (found.decision, found.action, found.record, found.reason) == (decision, action, record, reason)
+    assert (outcome.answer is not None) == (action == "serve"), "the outcome carries what to serve, and only then"
+    if action == "serve":
+        assert outcome.answer.entry == "entry 1"
+    assert (outcome.stale is not None) == (lookups.recorded_at == OLD and action == "serve")

@@ -185,7 +185,7 @@ def test_a_side_call_is_never_recorded_nor_refused(tmp_path: Path, mode: str,
         if mode == "replay":  # answered here, as the server would
             assert flow.response is not None and flow.response.status_code == 204
             assert flow.response.headers["x-semula-decision"] == "bypass"
-            assert len(addon.refusals.since(0)["refusals"]) == 0
+            assert len(addon.parts.refusals.since(0)["refusals"]) == 0
         else:  # forwarded, unrecorded
             assert flow.response is None
             flow.response = tutils.tresp(status_code=204, content=b"", headers=())
@@ -194,7 +194,7 @@ def test_a_side_call_is_never_recorded_nor_refused(tmp_path: Path, mode: str,
             assert "x-semula-entry" not in flow.response.headers or not flow.response.headers["x-semula-entry"]
         assert flow.comment.startswith("bypass") and "side call: openai-agents trace upload" in flow.comment
         assert flow.id not in addon.flows
-        engine = addon.store.engine
+        engine = addon.parts.store.engine
         assert engine is None or engine.projects() == [], "nothing was recorded"
 
     run_addon(scenario, tmp_path, semula_mode=mode)

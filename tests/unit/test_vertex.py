@@ -166,7 +166,7 @@ def test_a_token_exchange_is_forwarded_untouched_or_answered_and_its_body_never_
             addon.responseheaders(flow)
             await addon.response(flow)
         assert flow.comment.startswith("bypass")
-        engine = addon.store.engine
+        engine = addon.parts.store.engine
         assert engine is None or engine.projects() == [], "nothing was recorded"
 
     run_addon(scenario, tmp_path, semula_mode=mode)

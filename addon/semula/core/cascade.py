@@ -1,11 +1,14 @@
 """The tier cascade: the one place that decides which tier answers a request.
 
 exact → normalised → alias (dictionary lookups) → lexical / embedding (a near-match search),
-then `decide` turns what was found into serve, forward or refuse. The proxy and `semula eval`
-both call `cascade()`, so eval measures the proxy's own logic, not a copy of it.
+then `decide` turns what was found into serve, forward or refuse, and a hit is made final: the
+recording is fetched (`Lookups.answer`), and one that is gone, or older than the project's `max_age`
+(`core.expiry`), is not served. What leaves `cascade` is final and carries what to serve; no caller
+decides again. The proxy and `semula eval` both call `cascade()`, so eval measures the proxy's own
+logic, not a copy of it.
 
-Pure: the store lookups are passed in (`Lookups`), and nothing here touches mitmproxy,
-DuckDB, threads or the clock. It is a coroutine only so that the proxy can await its
+Pure: the store lookups (and the clock's reading, for `max_age`) are passed in (`Lookups`), and
+nothing here touches mitmproxy, DuckDB, threads or the clock. It is a coroutine only so that the proxy can await its
 near-match search on the store thread; callers whose lookups never wait (eval, the pair
 outcome) drive it with `run_now`, without an event loop.
 """
@@ -14,11 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from semula.core.bypass import near_bypass
 from semula.core.request.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
-from semula.core.decision import Bypass, Decision, Match, decide
+from semula.core.decision import Action, Bypass, Decision, Match, decide
+from semula.core.expiry import age_seconds, expiry_decision, verdict
 from semula.core.modes import Mode
 from semula.core.nearmatch import Verdict
 from semula.core.repeats import Repeats, exhausted_reason, sequenced
@@ -59,7 +64,26 @@ class NearQuery:
     bypass_reason: str | None = None
 
 
-class Lookups(Protocol):
+@dataclass(frozen=True)
+class Answered:
+    """A recording a hit is about to serve, as the lookups read it."""
+
+    entry: Any  # the recording itself, served by the caller (the cascade never reads it)
+    normalised_fp: str | None = None  # the recording's (an exact hit computed none of its own)
+    recorded_at: object = None  # when it was recorded (None: unknown, it never expires)
+
+
+class Answers(Protocol):
+    """What making a hit final asks: the recording, and the clock's reading for `max_age`."""
+
+    async def answer(self, entry_id: int) -> Answered | None:
+        """The recording to serve; None when it is gone (deleted since the index was read)."""
+
+    def now(self) -> datetime:
+        """The current time, naive UTC (asked only when the project sets a `max_age`)."""
+
+
+class Lookups(Answers, Protocol):
     """What the cascade asks of the recordings; the engine answers, or a test's fake does."""
 
     def certain(self, project: str, request_fp: str, normalised_fp: str | None) -> Match | None:
@@ -94,6 +118,8 @@ class Outcome:
     near_bypass_reason: str | None = None
     occurrence: int = 1  # sequence mode: which occurrence of this request in its run
     exhausted: str | None = None  # sequence replay refused past the last answer: why
+    answer: Answered | None = None  # what to serve (set exactly when the decision serves a recording)
+    stale: str | None = None  # served although older than max_age (policy warn): why, for the warning
 
 
 async def _inline(fn: Callable[..., T], *args: Any) -> T:
@@ -147,7 +173,34 @@ async def cascade(mode: Mode, project: str, request: CanonicalRequest | None, se
     decision = decide(mode, match, bypass, problem)
     if exhausted is not None and decision.action == "refuse":
         decision = replace(decision, reason=exhausted)
-    return Outcome(decision, request_fp, normalised_fp, near, near_reason, n, exhausted)
+    outcome = Outcome(decision, request_fp, normalised_fp, near, near_reason, n, exhausted)
+    return await settle(mode, outcome, settings, lookups) if lookups is not None else outcome
+
+
+async def settle(mode: Mode, outcome: Outcome, settings: ProjectSettings, answers: Answers) -> Outcome:
+    """Make a hit final: the recording to serve, or the decision that replaces it.
+
+    A recording gone since the index was read is a miss (forwarded and recorded, refused in replay);
+    one older than the project's `max_age` is served with a warning, refused (`fail`, replay) or
+    forwarded to be recorded anew (`re-record`, auto and record), as `core.expiry.verdict` says.
+    The raw-request fast path settles its remembered hit here too.
+    """
+    hit = outcome.decision
+    if hit.action is not Action.SERVE or hit.entry_id is None:
+        return outcome
+    answered = await answers.answer(hit.entry_id)
+    if answered is None:
+        return replace(outcome, decision=decide(mode, None))
+    stale = None
+    if settings.max_age and answered.recorded_at is not None:
+        found = verdict(age_seconds(answered.recorded_at, answers.now()), settings.max_age,
+                        settings.max_age_policy, mode)
+        if (decision := expiry_decision(hit, found)) is not None:
+            return replace(outcome, decision=decision)
+        stale = found.reason or None
+    return replace(outcome, answer=answered, stale=stale,
+                   normalised_fp=outcome.normalised_fp if outcome.normalised_fp is not None
+                   else answered.normalised_fp)
 
 
 def _last_answer(lookups: Lookups, project: str, request_fp: str, normalised_fp: str | None, n: int,

@@ -95,3 +95,9 @@ def decide(mode: Mode, match: Match | None, bypass: Bypass | None = None, store_
     if mode is Mode.REPLAY:
         return Decision(Kind.MISS, Action.REFUSE, reason="no recording matches")
     return Decision(Kind.MISS, Action.FORWARD, record=True, reason="no recording matches: recording")
+
+
+def internal_error(mode: Mode, reason: str) -> Decision:
+    """A bug of ours while deciding: refused in replay (nothing may reach the network), else forwarded
+    unrecorded, so the call never goes down with it."""
+    return Decision(Kind.ERROR, Action.REFUSE if mode is Mode.REPLAY else Action.FORWARD, reason=reason)

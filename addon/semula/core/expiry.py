@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from semula.core.decision import Action, Decision, Kind
 from semula.core.modes import Mode
 
 POLICIES = ("warn", "fail", "re-record")
@@ -73,3 +74,14 @@ def verdict(age: float | None, max_age: str | None, policy: str, mode: Mode) -> 
     if policy == "re-record" and mode in (Mode.AUTO, Mode.RECORD):
         return Verdict("re-record", f"{reason}: forwarded and re-recorded")
     return Verdict("warn", reason)
+
+
+def expiry_decision(hit: Decision, found: Verdict) -> Decision | None:
+    """What replaces a hit under the verdict: a refusal saying why (`fail`, replay), a forward that
+    records anew (`re-record`), or None (served: fresh, or old under `warn`)."""
+    if found.action == "refuse":
+        return Decision(Kind.ERROR, Action.REFUSE, tier=hit.tier, entry_id=hit.entry_id, reason=found.reason,
+                        calibrated=hit.calibrated)
+    if found.action == "re-record":
+        return Decision(Kind.MISS, Action.FORWARD, record=True, reason=found.reason)
+    return None

@@ -87,9 +87,11 @@ def remember(mode: Mode, outcome: Outcome, provider: str, model: str | None,
              fingerprint_inputs: FingerprintInputs) -> FastHit | None:
     """What to remember of a canonical decision, or None when the fast path must not replay it.
 
-    Only a hit: `decide` never calls a bypassed request, a store problem or record mode a hit."""
+    Only what the certain tiers found: a hit, or one refused as older than `max_age` (the lookup
+    stands; the fast path settles it again, `cascade.settle`). `decide` never names an entry for a
+    bypassed request, a store problem or record mode."""
     decision = outcome.decision
-    if (mode not in FAST_MODES or decision.action != "serve" or decision.decision != "hit"
+    if (mode not in FAST_MODES or decision.action not in ("serve", "refuse")
             or decision.tier not in FAST_TIERS or decision.entry_id is None or outcome.request_fp is None
             or outcome.occurrence != 1 or outcome.exhausted is not None):
         return None

@@ -10,9 +10,10 @@ real engine and store.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from semula.core.request.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
-from semula.core.cascade import Candidate, NearQuery, NearSearch, cascade, run_now
+from semula.core.cascade import Answered, Candidate, NearQuery, NearSearch, cascade, run_now
 from semula.core.decision import Match
 from semula.core.modes import Mode
 from semula.core.nearmatch import Verdict, near_match
@@ -43,6 +44,12 @@ class PairLookups:
 
     async def recording_in_flight(self, project: str, fingerprint: str) -> bool:
         return False
+
+    async def answer(self, entry_id: int) -> Answered | None:
+        return Answered(None)  # the pair serves nothing: the hit is the verdict, and it never expires
+
+    def now(self) -> datetime:
+        return datetime.min  # never asked: the recording has no time
 
     async def near(self, query: NearQuery) -> NearSearch:
         verdict = near_match(query.request, self.stored, query.settings, near_bypass_reason=query.bypass_reason)

@@ -13,11 +13,12 @@ import re
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from semula.core.request.canonical import CanonicalRequest
-from semula.core.cascade import NearQuery, NearSearch, cascade, run_now
+from semula.core.cascade import Answered, NearQuery, NearSearch, cascade, run_now
 from semula.core.decision import Match
 from semula.core.modes import Mode
 from semula.core.redact import FingerprintKey
@@ -63,6 +64,12 @@ class EngineLookups:
 
     async def recording_in_flight(self, project: str, fingerprint: str) -> bool:
         return False
+
+    async def answer(self, entry_id: int) -> Answered | None:
+        return Answered(None)  # eval serves nothing: the hit is the verdict, and it never expires
+
+    def now(self) -> datetime:
+        return datetime.min  # never asked: the recording has no time
 
     async def near(self, query: NearQuery) -> NearSearch:
         if self.engine.embeddings is not None:

@@ -1,6 +1,7 @@
 """What each call leaves in the call log: one row (decision, tier, score, entry, why) for the notebooks.
 
 The same call's console line is `proxy/console.py`, its headers and mitmweb comment `proxy/headers.py`.
+`finish` ends a call, whoever ends it (the call answered or refused; the recorder; the error hook).
 """
 
 from __future__ import annotations
@@ -8,10 +9,41 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from functools import lru_cache
 
+from mitmproxy import http
+
 from semula.calllog.schema import CallRow
 from semula.core.redact import redact_text
 from semula.providers.base import Usage
+from semula.proxy.console import console_line
 from semula.proxy.flowstate import FlowState
+from semula.proxy.headers import flow_comment
+from semula.proxy.parts import ProxyParts
+
+
+def release(parts: ProxyParts, state: FlowState) -> None:
+    """Wake the identical requests waiting for this one (its recording is stored, or never will be)."""
+    if state.pending_key is not None and (event := parts.pending.pop(state.pending_key, None)):
+        event.set()
+    state.pending_key = None
+
+
+def finish(parts: ProxyParts, flow: http.HTTPFlow, state: FlowState, upstream_ms: float | None = None,
+           usage: Usage | None = None, entry_id: int | None = None, recorded: bool = False) -> None:
+    """The call's end: the waiting repeats woken, its row, mitmweb comment, refusal and console line."""
+    release(parts, state)
+    decision = state.decision
+    assert decision is not None
+    entry = decision.entry_id if decision.entry_id is not None else entry_id
+    status = flow.response.status_code if flow.response is not None and not state.cut else None
+    row = call_row(state, flow.request.method, parts.mode.value, status, upstream_ms=upstream_ms, usage=usage,
+                   entry_id=entry, recorded=recorded)
+    if (calls := parts.calls) is not None:
+        calls.append(row.as_dict(run_id=parts.run_id))
+    flow.comment = flow_comment(decision, entry, state)
+    if decision.action == "refuse":
+        parts.refusals.add(state.tag, state.project, state.error or decision.reason or "refused", state.test)
+    if parts.settings.console_calls:
+        parts.lines.write(console_line(state, row, recorded))
 
 
 def call_row(state: FlowState, method: str, mode: str, status: int | None, *, upstream_ms: float | None,
@@ -26,7 +58,8 @@ def call_row(state: FlowState, method: str, mode: str, status: int | None, *, up
         provider, model = fast.provider, fast.model
     else:
         provider, model = (state.adapter.name if state.adapter else None), None
-    served = decision.action == "serve"
+    answer = state.outcome.answer if state.outcome else None
+    served = answer.entry if answer is not None else None  # the recording served (`Entry`)
     near = state.outcome.near if state.outcome else None
     best = near.best if near is not None else None
     return CallRow(
@@ -38,11 +71,11 @@ def call_row(state: FlowState, method: str, mode: str, status: int | None, *, up
         model=model, mode=mode,
         decision=decision.decision, tier=decision.tier_label, score=decision.score, entry_id=entry_id,
         bypass_reason=decision.bypass_reason or (state.outcome.near_bypass_reason if state.outcome else None),
-        streamed=state.streamed, status=status,
+        streamed=served.streamed if served is not None else state.streamed, status=status,
         decision_ms=state.decision_ms, upstream_ms=upstream_ms,
-        recorded_upstream_ms=state.served.upstream_ms if served else None,
-        recorded_prompt_tokens=state.served.usage.prompt_tokens if served else None,
-        recorded_completion_tokens=state.served.usage.completion_tokens if served else None,
+        recorded_upstream_ms=served.upstream_ms if served is not None else None,
+        recorded_prompt_tokens=served.prompt_tokens if served is not None else None,
+        recorded_completion_tokens=served.completion_tokens if served is not None else None,
         request_fp=state.request_fp, normalised_fp=state.normalised_fp,
         prompt_tokens=usage.prompt_tokens if usage else None,
         completion_tokens=usage.completion_tokens if usage else None,

@@ -1,29 +1,17 @@
 """The addon's commands for mitmweb and the console, and the admin operations they share with the CLI.
 
 A plain part of `SemulaAddon`: it sits in the addon's `addons` list, where mitmproxy collects the
-`semula.*` commands, and reads the addon's current mode, settings, store and fast path.
+`semula.*` commands, and reads the shared `ProxyParts` (current mode, settings, store and fast path).
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from mitmproxy import command, exceptions
 
-from semula.core.modes import Mode
-from semula.core.settings import AddonSettings
 from semula.engine.operations import run_operation
-from semula.proxy.fastpath import FastPath
-from semula.proxy.storethread import StoreThread
-
-
-class ProxyParts(Protocol):
-    """What the commands read from the addon (mode and settings change at `configure`)."""
-
-    mode: Mode
-    settings: AddonSettings
-    store: StoreThread
-    fast: FastPath
+from semula.proxy.parts import ProxyParts
 
 
 class SemulaCommands:

@@ -1,4 +1,10 @@
-"""What the addon knows about one intercepted provider call, between mitmproxy's hooks."""
+"""What the addon knows about one intercepted provider call, between mitmproxy's hooks.
+
+Written by: the hooks (who is calling, at `requestheaders`), the call (`proxy/call.py`: the decision
+and what it learnt on the way), the fast path (`fast_key`) and the recorder (`proxy/recorder.py`: the
+streamed answer, why it was not whole or not recorded). A served recording is read from
+`outcome.answer`, not copied here.
+"""
 
 from __future__ import annotations
 
@@ -13,15 +19,7 @@ from semula.core.cascade import NearSearch, Outcome
 from semula.core.decision import Decision
 from semula.core.fasthit import FastHit, FastKey
 from semula.core.settings import ProjectSettings
-from semula.providers.base import Adapter, RawRequest, Usage
-
-
-@dataclass
-class Served:
-    """What the log reports about a recorded answer that was served."""
-
-    upstream_ms: float | None = None
-    usage: Usage = field(default_factory=Usage)
+from semula.providers.base import Adapter, RawRequest
 
 
 @dataclass
@@ -39,7 +37,6 @@ class FlowState:
     upstream_started: float | None = None
     streamed: bool = False
     chunks: list[bytes] = field(default_factory=list)
-    served: Served = field(default_factory=Served)
     error: str | None = None
     cut: bool = False  # the answer broke off: the client did not get it whole
     pending_key: tuple[str, str] | None = None

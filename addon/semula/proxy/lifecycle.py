@@ -23,7 +23,7 @@ from semula.core.modes import Mode
 from semula.core.settings import AddonSettings
 from semula.proxy.admin import AdminServer, fallback_admin_dir, read_admin_info
 from semula.proxy.console import TERMINAL_SAFE_LOG
-from semula.proxy.expiry import ExpiryGate
+from semula.proxy.expiry import StaleWarnings
 from semula.proxy import runinfo
 from semula.proxy.refusals import Refusals
 from semula.proxy.scopes import CurrentTests
@@ -56,7 +56,7 @@ class Lifecycle:
         self.admin: AdminServer | None = None
         self.refusals = Refusals()  # replay refusals, numbered: the pytest plugin asks for them
         self.tests = CurrentTests()  # the test each run tag is in: the pytest plugin says so
-        self.expiry = ExpiryGate()  # a project's max_age on hits (each expired one is warned about once)
+        self.expiry = StaleWarnings()  # a project's max_age on hits: each old one served is warned about once
         self.is_running = False
         self.run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
 

@@ -11,21 +11,40 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from datetime import datetime
 
 from semula.core.request.canonical import CanonicalRequest
-from semula.core.cascade import Candidate, NearQuery, NearSearch
+from semula.core.cascade import Answered, Candidate, NearQuery, NearSearch
 from semula.core.decision import Match
 from semula.engine.engine import Engine
 from semula.engine.near import Where
+from semula.proxy import expiry
 from semula.proxy.storethread import StoreThread
 
 log = logging.getLogger("semula")
+
+
+class ProxyAnswers:
+    """A hit's recording: from the engine's cache on the loop, else read on the store thread (any
+    failure there: gone). The fast path settles its hits through this alone."""
+
+    def __init__(self, engine: Engine, thread: StoreThread):
+        self.engine = engine
+        self.thread = thread
+
+    async def answer(self, entry_id: int) -> Answered | None:
+        engine = self.engine
+        entry = engine.cached_entry(entry_id) or await self.thread.run("reading a recording", engine.entry, entry_id)
+        return None if entry is None else Answered(entry, entry.normalised_fp, expiry.recorded_at(entry))
+
+    def now(self) -> datetime:
+        return expiry.now()
 
 # An identical request waits this long for a recording in flight instead of going upstream again.
 PENDING_WAIT_SECONDS = 120.0
 
 
-class ProxyLookups:
+class ProxyLookups(ProxyAnswers):
     """The cascade's lookups in the proxy: memory on the event loop, the near search on the store thread.
 
     With `coalesce`, a miss with no identical request in flight claims its key in `pending` at once
@@ -40,10 +59,9 @@ class ProxyLookups:
 
     def __init__(self, engine: Engine, thread: StoreThread, pending: dict[tuple[str, str], asyncio.Event],
                  coalesce: bool = True, after_forward: bool = False):
-        self.engine = engine
+        super().__init__(engine, thread)
         self.searcher = engine.searcher
         self.after_forward = after_forward
-        self.thread = thread
         self.pending = pending
         self.coalesce = coalesce
         self.claimed: tuple[str, str] | None = None

@@ -20,7 +20,6 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from mitmproxy import http
 from mitmproxy.websocket import WebSocketMessage
@@ -33,6 +32,7 @@ from semula.proxy import realtime_limits
 from semula.proxy.realtime_limits import MB, Cap
 from semula.providers import host_matches
 from semula.proxy.caller import caller_of
+from semula.proxy.parts import ProxyParts
 from semula.proxy.console import terminal_safe
 from semula.proxy.realtime_answerer import TOKEN_HEADER, Answerer, Played
 from semula.realtime import folder
@@ -74,10 +74,10 @@ class Live:
 
 
 class Realtime:
-    """The hooks; `addon` is the SemulaAddon that holds this part (its mode, settings and logs)."""
+    """The hooks; `parts` are the proxy's shared parts (its mode, settings and logs)."""
 
-    def __init__(self, addon: Any) -> None:
-        self.addon = addon
+    def __init__(self, parts: ProxyParts) -> None:
+        self.parts = parts
         self.live: dict[str, Live] = {}
         self.answerer = Answerer()
         if not realtime_limits.install():
@@ -91,10 +91,10 @@ class Realtime:
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         host = flow.request.pretty_host.lower()  # before map_remote rewrites it
-        if not is_upgrade(flow.request) or not host_matches(host, self.addon.settings.hosts):
+        if not is_upgrade(flow.request) or not host_matches(host, self.parts.settings.hosts):
             return
-        addon = self.addon  # the project header, proxy user and per-test scope, as for an HTTP call
-        caller = caller_of(flow, addon.conn_projects, addon.conn_tags, addon.tests, addon.settings.default_project)
+        parts = self.parts  # the project header, proxy user and per-test scope, as for an HTTP call
+        caller = caller_of(flow, parts.conn_projects, parts.conn_tags, parts.tests, parts.settings.default_project)
         self.live[flow.id] = Live(caller.project, host, flow.request.path, datetime.now(UTC))
         # No permessage-deflate: a small compressed frame could inflate past the message cap in one step.
         flow.request.headers.pop("sec-websocket-extensions", None)
@@ -104,14 +104,14 @@ class Realtime:
         if live is None or flow.response is not None:
             self.live.pop(flow.id, None)
             return
-        mode = self.addon.mode
+        mode = self.parts.mode
         if mode is Mode.REPLAY:
             await self._to_answerer(flow, live)
         else:
-            live.record = mode in (Mode.AUTO, Mode.RECORD) and not self.addon.settings.read_only
+            live.record = mode in (Mode.AUTO, Mode.RECORD) and not self.parts.settings.read_only
 
     async def _to_answerer(self, flow: http.HTTPFlow, live: Live) -> None:
-        settings = self.addon.settings
+        settings = self.parts.settings
         root = folder.root_of(settings.recordings, settings.data_dir)
         recordings = await asyncio.to_thread(folder.load, root, live.project)
         try:
@@ -140,7 +140,7 @@ class Realtime:
         live = self.live.get(flow.id)
         if live is None or flow.websocket is None:
             return
-        limit = int(self.addon.settings.realtime_max_message_mb * MB)
+        limit = int(self.parts.settings.realtime_max_message_mb * MB)
         reason = f"semula: message over the {limit / MB:g} MB cap (semula_realtime_max_message_mb)"
         live.connections = (flow.client_conn.id, flow.server_conn.id)
         for side, connection in zip(("client", "server"), live.connections):
@@ -167,7 +167,7 @@ class Realtime:
         if not live.record or live.unrecorded is not None:
             return
         live.size += len(message.content)
-        limit = min(int(self.addon.settings.realtime_max_session_mb * MB), max_file_bytes())
+        limit = min(int(self.parts.settings.realtime_max_session_mb * MB), max_file_bytes())
         if live.size > limit or len(live.frames) >= MAX_MESSAGES:
             live.unrecorded = (f"over the {limit / MB:g} MB a conversation may have (semula_realtime_max_session_mb)"
                                if live.size > limit else f"over {MAX_MESSAGES} messages")
@@ -235,24 +235,24 @@ class Realtime:
         live.frames.clear()
         conversation = conversation_of(live.project, live.host, live.path, messages, code,
                                        live.started_at.replace(tzinfo=None).isoformat(timespec="seconds"))
-        settings = self.addon.settings
+        settings = self.parts.settings
         folder.write(folder.root_of(settings.recordings, settings.data_dir), conversation)
         return conversation
 
     def _log(self, live: Live, decision: str, tier: str, code: int | None, *, note: str | None,
              recorded: bool, identity: str | None = None) -> None:
         """One call-log row and console line; `identity` names the recording used or written (for `unused`)."""
-        addon, path, provider = self.addon, live.path.split("?", 1)[0], PROVIDER
+        parts, path, provider = self.parts, live.path.split("?", 1)[0], PROVIDER
         model = dict(p.split("=", 1) for p in url_key(live.path).partition("?")[2].split("&") if "=" in p).get("model")
         row = CallRow(ts=live.started_at, project=live.project, provider=provider, host=live.host,
-                      method="GET", path=redact_text(path), model=model, mode=addon.mode.value,
+                      method="GET", path=redact_text(path), model=model, mode=parts.mode.value,
                       decision=decision, tier=tier, streamed=True, status=101 if code is not None else None,
                       recorded=recorded,
                       error=redact_text(note) if note and decision == "miss" and not recorded else None,
-                      fast=False, run_id=addon.run_id, request_fp=identity)
-        if addon.calls is not None:
-            addon.calls.append(row)
-        if addon.settings.console_calls:
+                      fast=False, run_id=parts.run_id, request_fp=identity)
+        if parts.calls is not None:
+            parts.calls.append(row)
+        if parts.settings.console_calls:
             extra = (" · recorded" if recorded else "") + (f" · {redact_text(note)}" if note else "")
             print(terminal_safe(f"semula: {live.project} {provider} GET {live.host}{path} → {decision}"
                                 f"{' ' + tier if tier != 'none' else ''}{extra} · close {code}"), flush=True)
