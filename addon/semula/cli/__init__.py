@@ -1,34 +1,46 @@
-"""The `semula` command line: one small module per topic, gathered in one click group."""
+"""The `semula` command line: one small module per topic, gathered in one click group.
+
+The group imports a command's module only when that command runs (or help lists it): `semula proxy`
+and `semula exec` start a proxy on every run, and the other commands' imports (the store, rich,
+Postgres' driver, the engine) would be paid before it is ready.
+"""
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
-from semula.cli.calibrate_cmd import calibrate
-from semula.cli.embeddings_cmd import embeddings
-from semula.cli.eval_cmd import eval_command
-from semula.cli.exec_cmd import exec_command
-from semula.cli.proxy_cmd import env, proxy
-from semula.cli.drift_cmd import drift
-from semula.cli.import_cmd import import_command
-from semula.cli.recordings_cmd import export_command, recordings
-from semula.cli.review_cmd import review
-from semula.cli.store_cmds import config, entries, stats
+# name -> "module:attribute", in the order help lists them
+COMMANDS = {
+    "proxy": "proxy_cmd:proxy", "env": "proxy_cmd:env", "exec": "exec_cmd:exec_command",
+    "entries": "store_cmds:entries", "config": "store_cmds:config", "stats": "store_cmds:stats",
+    "review": "review_cmd:review", "eval": "eval_cmd:eval_command", "embeddings": "embeddings_cmd:embeddings",
+    "recordings": "recordings_cmd:recordings", "export": "recordings_cmd:export_command",
+    "import": "import_cmd:import_command", "drift": "drift_cmd:drift", "calibrate": "calibrate_cmd:calibrate",
+    "report": "report_cmd:report",
+}
+# The report needs the `analysis` extra; without it the other commands still work.
+OPTIONAL = {"report"}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name in COMMANDS if name not in OPTIONAL or self.get_command(ctx, name) is not None]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attribute = COMMANDS[cmd_name].split(":")
+        try:
+            return getattr(importlib.import_module(f"semula.cli.{module}"), attribute)
+        except ImportError:
+            if cmd_name in OPTIONAL:
+                return None
+            raise
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="semula")
 def main() -> None:
     """semula — record and replay LLM API calls through mitmproxy."""
-
-
-for command in (proxy, env, exec_command, entries, config, stats, review, eval_command, embeddings, recordings,
-                export_command, import_command, drift, calibrate):
-    main.add_command(command)
-
-try:  # the report needs the `analysis` extra; without it the other commands still work
-    from semula.cli.report_cmd import report
-
-    main.add_command(report)
-except ImportError:  # pragma: no cover
-    pass

@@ -10,15 +10,27 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from semula.proxy.admin import AdminError, NoProxy, call, dumps, read_admin_info
 from semula.session.run import default_data_dir
 from semula.store.selection import masked, open_store, server_url, store_spec
 from semula.store.types import StoreError
 
-console = Console()
+
+
+def _console() -> Any:
+    """One rich console, made when a command first prints with it: `semula proxy` never loads rich."""
+    if "console" not in globals():
+        from rich.console import Console
+
+        globals()["console"] = Console()
+    return globals()["console"]
+
+
+def __getattr__(name: str) -> Any:  # `from semula.cli.common import console`
+    if name == "console":
+        return _console()
+    raise AttributeError(name)
 
 
 _data_dir_only = click.option(
@@ -146,6 +158,8 @@ SHORT_CELL = 10
 
 def print_table(title: str, rows: list[dict[str, Any]], columns: list[str],
                 formatters: dict[str, Callable[[Any], str]] | None = None) -> None:
+    from rich.table import Table
+
     table = Table(title=title)
     cells = [[(formatters or {}).get(c, _plain)(row.get(c)) for c in columns] for row in rows]
     for n, column in enumerate(columns):
@@ -154,7 +168,7 @@ def print_table(title: str, rows: list[dict[str, Any]], columns: list[str],
         table.add_column(column, min_width=longest if longest <= SHORT_CELL else None)
     for row in cells:
         table.add_row(*row)
-    console.print(table)
+    _console().print(table)
 
 
 def _plain(value: Any) -> str:

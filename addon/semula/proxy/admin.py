@@ -39,6 +39,8 @@ from semula.store.datadir import make_data_dir
 ADMIN_FILE = "admin.json"
 IDLE_SECONDS = 30  # a kept-alive admin connection idle this long is closed by the proxy
 
+SHUTDOWN_POLL_S = 0.02
+
 
 class AdminError(Exception):
     """The admin call itself failed (the proxy answered with an error)."""
@@ -189,7 +191,9 @@ class AdminServer:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, name="semula-admin", daemon=True)
+        # shutdown() waits for the serving loop's next poll: the default half second was most of a stop.
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(SHUTDOWN_POLL_S,),
+                                       name="semula-admin", daemon=True)
         self.thread.start()
         self.path = self.data_dir / ADMIN_FILE
         self.info = {**info, "port": self.port, "token": self.token, "pid": os.getpid()}

@@ -37,6 +37,8 @@ FLUSH_WAIT_S = 1.5
 # A run's identical requests get their answers in order, as vcrpy, mitmproxy's server replay and
 # LiteLLM's test cache play them (README: "Repeated identical requests"); `--set semula_repeats=one` keeps one.
 RUN_DEFAULTS = ("semula_repeats=sequence",)
+# How often the run looks for the proxy's ready line: a tenth of a second was a twentieth of the start-up.
+READY_POLL_S = 0.01
 
 Echo = Callable[[str], None]
 
@@ -206,7 +208,7 @@ def _start_proxy(mode: str, listen_host: str, port: int, data_dir: Path, project
                 in_use = "--listen-port" not in tail and port_in_use(listen_host, port)  # `semula proxy` said it
                 hint = f"\n{port_hint(listen_host, port)}" if in_use else ""
                 raise SessionError(f"the proxy did not start (console in {log_path}):\n{tail}{hint}")
-            time.sleep(0.1)
+            time.sleep(READY_POLL_S)
     except BaseException:  # Ctrl-C, SIGTERM (session/signals.py) while it starts: never leave it running
         stop_process(process)
         raise

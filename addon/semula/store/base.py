@@ -15,9 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol
 
 from semula.store.types import (
     AliasRequest,
@@ -29,6 +27,9 @@ from semula.store.types import (
     NewEntry,
     ReviewCandidate,
 )
+
+if TYPE_CHECKING:  # only in annotations: numpy loads with the vectors, not with every store import
+    import numpy as np
 
 
 class LexicalProposer(Protocol):

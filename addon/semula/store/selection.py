@@ -19,7 +19,7 @@ from pathlib import Path
 
 from semula.store.base import RecordingStore
 from semula.store.duckdb import STORE_FILE
-from semula.store.postgres.connect import is_server_store, masked
+from semula.store.postgres.spec import is_server_store, masked
 from semula.store.types import VectorStatus
 
 __all__ = ["StoreKind", "StoreSpec", "masked", "open_store", "server_url", "store_spec", "throwaway_store",

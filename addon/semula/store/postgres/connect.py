@@ -35,6 +35,7 @@ import psycopg_pool
 from psycopg.conninfo import conninfo_to_dict
 
 from semula.store.postgres import text as pg_text
+from semula.store.postgres.spec import SERVER_SCHEMES, is_server_store, masked  # noqa: F401 - re-exported
 from semula.store.types import StoreError
 
 # The pool logs every failed connection attempt (several lines each, a few a second while the server
@@ -47,7 +48,6 @@ POOL_MIN = 1
 POOL_MAX = 4
 CONNECT_TIMEOUT_SECONDS = 3
 POOL_WAIT_SECONDS = 5.0  # a call waits this long for a connection before failing open
-SERVER_SCHEMES = ("postgresql://", "postgres://")
 
 # What each session asks of the server (`options`), so that a live server ends a stuck statement itself.
 STATEMENT_TIMEOUT_MS = 60_000  # longer than any statement semula runs (the start-up load included)
@@ -62,17 +62,6 @@ TCP_USER_TIMEOUT_MS = 5_000
 STALL_SECONDS = 1.5  # a call unanswered this long makes the watchdog check the server
 PROBE_SECONDS = 2  # a fresh connection's wait (libpq's shortest connect_timeout)
 FROZEN_BOUND_SECONDS = STALL_SECONDS + PROBE_SECONDS + 0.5  # = 4 s: a call on a frozen server fails by then
-
-
-def is_server_store(spec: str | None) -> bool:
-    """Whether a `--store` / `SEMULA_STORE` value names a Postgres server (else: the DuckDB file)."""
-    return bool(spec) and spec.strip().lower().startswith(SERVER_SCHEMES)
-
-
-def masked(url: str) -> str:
-    """The URL with its password replaced by `***` (URL and key=value forms)."""
-    url = re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
-    return re.sub(r"(password\s*=\s*)('[^']*'|\S+)", r"\1***", url, flags=re.IGNORECASE)
 
 
 def _conninfo(url: str) -> dict[str, object]:
