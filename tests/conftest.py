@@ -30,8 +30,25 @@ from e2e_helpers import (  # noqa: E402 - needs the sys.path entry above
 )
 
 
+XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "e2e: end-to-end test with real semula and fake-provider processes")
+    if hasattr(config, "workerinput"):
+        # An xdist worker of this suite: the pytest runs our tests start (pytester, `semula exec -- pytest`)
+        # must not believe they are workers themselves; xdist and the worker_id fixture read workerinput.
+        for name in XDIST_VARIABLES:
+            os.environ.pop(name, None)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup` (scripts/test): a module whose tests share state runs on one worker, the rest anywhere."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist_modules import ModuleGroupScheduling
+
+    return ModuleGroupScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
