@@ -3,6 +3,11 @@
 Proxies are expensive (a mitmdump each), the fake is cheap but must keep one counter
 for the whole run, so the fake is session-scoped and proxies come from factories that
 always stop what they started, even when a test fails half-way.
+
+Under pytest-xdist (scripts/test) a session is one worker: each worker has its own fake provider,
+mitmproxy confdir, PostgreSQL and temporary folders, all on free ports and under the worker's
+basetemp, so workers share no state; a module whose tests share fixtures runs on one worker
+(tests/support/xdist_modules.py).
 """
 
 from __future__ import annotations
@@ -159,8 +164,8 @@ _postgres_skip: list[str] = []
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[Any]:
-    """A throwaway PostgreSQL for the whole run (tests/support/pg_helpers.py); skips loudly without binaries,
-    fails instead when SEMULA_REQUIRE_POSTGRES=1 (CI)."""
+    """A throwaway PostgreSQL for the whole run, one per xdist worker (tests/support/pg_helpers.py): a test
+    may stop and start it. Skips loudly without binaries, fails instead when SEMULA_REQUIRE_POSTGRES=1 (CI)."""
     import pg_helpers
 
     try:
