@@ -26,6 +26,7 @@ OPTION_VARIABLES: dict[str, str] = {
 # Every other SEMULA_* variable semula, its scripts or this repository's tests read: never flagged.
 ENVIRONMENT: frozenset[str] = frozenset({
     *OPTION_VARIABLES,
+    "SEMULA_TEST_WORKERS",  # scripts/test: how many pytest-xdist workers
     "SEMULA_MODE",  # the mode of `semula proxy`/`semula exec` without --mode; `semula drift` refuses replay
     "SEMULA_STORE_LISTEN", "SEMULA_DUCKDB_MEMORY", "SEMULA_RECORDING_MAX_MB", "SEMULA_SIDECAR_KB", "SEMULA_DEBUG",
     "SEMULA_EMBEDDINGS_MODEL", "SEMULA_EMBEDDINGS_MODEL_PATH", "SEMULA_EMBEDDINGS_OFFLINE",

@@ -27,7 +27,7 @@ def make_data_dir(path: Path | str) -> bool:
         return False
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        with os.fdopen(os.open(path / ".gitignore", flags, 0o644), "w") as f:
+        with os.fdopen(os.open(path / ".gitignore", flags, 0o600), "w") as f:  # private like the rest of the data dir
             f.write(GITIGNORE)
     except OSError:
         pass
