@@ -2,17 +2,20 @@
 
 `initdb` and `pg_ctl` run as the `postgres` user (PostgreSQL refuses to run as root) in a temporary
 directory that user can read, on a free port, with trust authentication on loopback only; the server
-is stopped and its directory removed at the end. Without binaries the tests that need it skip and
+is stopped and its directory removed at the end, and by a guard process should the test process die
+without its teardown (a killed xdist worker), so no server outlives its run. Without binaries the tests that need it skip and
 say so loudly, unless `SEMULA_REQUIRE_POSTGRES=1` (`.ci/run` sets it): then they fail with the reason.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import uuid
 from dataclasses import dataclass
@@ -53,6 +56,7 @@ class PostgresServer:
     root: Path
     port: int
     as_postgres: list[str]
+    guard: subprocess.Popen[bytes] | None = None
 
     @property
     def data(self) -> Path:
@@ -75,6 +79,9 @@ class PostgresServer:
 
     def stop(self, mode: str = "fast") -> None:
         self._ctl("-m", mode, "stop")
+
+    def stop_argv(self, mode: str = "immediate") -> list[str]:
+        return [*self.as_postgres, str(self.bindir / "pg_ctl"), "-D", str(self.data), "-w", "-m", mode, "stop"]
 
     def new_database(self) -> str:
         """A fresh empty database; returns its URL."""
@@ -112,13 +119,49 @@ def start_postgres() -> PostgresServer:
     if out.returncode != 0:
         shutil.rmtree(root, ignore_errors=True)
         raise PostgresUnavailable(f"initdb failed: {(out.stderr or out.stdout).strip()[-500:]}")
+    server.guard = _start_guard(server)
     try:
         server.start()
     except PostgresUnavailable:
         log = (root / "server.log").read_text(errors="replace")[-500:] if (root / "server.log").exists() else ""
-        shutil.rmtree(root, ignore_errors=True)
+        _end_guard(server)
         raise PostgresUnavailable(f"the server did not start: {log}") from None
     return server
+
+
+# Waits for its stdin to close (this process ended, however: the kernel closes the pipe), then stops the
+# server and removes its directory; a no-op when discard() already did both.
+_GUARD = """
+import json, shutil, subprocess, sys
+stop, root = json.loads(sys.argv[1]), sys.argv[2]
+sys.stdin.buffer.read()
+try:
+    subprocess.run(stop, capture_output=True, timeout=60)
+finally:
+    shutil.rmtree(root, ignore_errors=True)
+"""
+
+
+def _start_guard(server: PostgresServer) -> subprocess.Popen[bytes]:
+    # Its own session, so a signal to the test run's process group leaves it to do its work.
+    return subprocess.Popen([sys.executable, "-c", _GUARD, json.dumps(server.stop_argv()), str(server.root)],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+def _end_guard(server: PostgresServer) -> None:
+    """Close the guard's pipe: it stops the server (if still running) and removes the directory."""
+    if server.guard is None:
+        shutil.rmtree(server.root, ignore_errors=True)
+        return
+    assert server.guard.stdin is not None
+    server.guard.stdin.close()
+    try:
+        server.guard.wait(90)
+    except subprocess.TimeoutExpired:
+        server.guard.kill()
+        server.guard.wait(10)
+    shutil.rmtree(server.root, ignore_errors=True)
 
 
 def discard(server: PostgresServer) -> None:
@@ -126,7 +169,7 @@ def discard(server: PostgresServer) -> None:
         server.stop("immediate")
     except PostgresUnavailable:
         pass
-    shutil.rmtree(server.root, ignore_errors=True)
+    _end_guard(server)
 
 
 def required() -> bool:
