@@ -37,6 +37,7 @@ def test_every_store_connection_has_a_memory_limit(tmp_path, monkeypatch):
         store.close()
 
 
+@pytest.mark.slow  # 80 MB written and read back: the whole suite runs it, `scripts/test --quick` does not
 def test_more_recordings_than_the_memory_limit_load_and_preload(tmp_path, monkeypatch):
     """80 MB of answers under a 64 MB limit: one bulk load and the preload both succeeded before only
     because DuckDB could take memory without bound (a transaction holds what it wrote; the preload's
