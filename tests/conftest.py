@@ -48,8 +48,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """`--dist loadgroup` (scripts/test): a module whose tests share state runs on one worker, the rest anywhere."""
-    if config.getoption("dist") != "loadgroup":
+    """`-n N` (`--dist load`, xdist's default) and `--dist loadgroup` (scripts/test): a module whose tests share
+    state runs on one worker, the rest anywhere. Other `--dist` choices are xdist's own."""
+    if config.getoption("dist") not in ("load", "loadgroup"):
         return None
     from xdist_modules import ModuleGroupScheduling
 
