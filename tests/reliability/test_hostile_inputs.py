@@ -325,7 +325,10 @@ def test_a_branch_switch_serves_that_branchs_recordings(workspace: dict[str, Any
     git("add", "-A", cwd=repo)
     git("commit", "-qm", "fresh", cwd=repo)
     git("checkout", "-q", "main", cwd=repo)
-    time.sleep(1.5)  # the running proxy sees main again
+    deadline = time.monotonic() + 20  # the running proxy's watch sees main again (a hit: nothing forwarded)
+    while answer(ask(proxy, changed)) != ws["answers"][changed] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert answer(ask(proxy, changed)) == ws["answers"][changed], proxy.describe()
     calls = fake_provider.count()
     git("checkout", "-q", "other", cwd=repo)
     assert answer(ask(proxy, fresh)) == fresh_answer  # at once, before any poll: the miss looked at its file

@@ -179,3 +179,45 @@ def test_a_hit_is_made_final_inside_the_cascade(mode, lookups, settings, decisio
     if action == "serve":
         assert outcome.answer.entry == "entry 1"
     assert (outcome.stale is not None) == (lookups.recorded_at == OLD and action == "serve")
+
+
+@dataclass
+class ReloadingLookups(FakeLookups):
+    """A reload replaces entry 1 while its answer is fetched: the index then has `after` (or the file only)."""
+
+    after: int | None = 2
+    file_brings: int | None = None
+
+    async def answer(self, entry_id: int) -> Answered | None:
+        if entry_id == 1:
+            self.exact = {EXACT: self.after} if self.after is not None else {}
+        return await super().answer(entry_id)
+
+    async def folder_changed(self, project: str, request: CanonicalRequest, request_fp: str) -> bool:
+        self.calls.append("folder_changed")
+        if self.file_brings is None or EXACT in self.exact:
+            return False
+        self.exact[EXACT] = self.file_brings
+        return True
+
+
+@pytest.mark.parametrize(
+    ("lookups", "served"),
+    [
+        (ReloadingLookups(exact={EXACT: 1}, gone={1}, after=2), "entry 2"),  # read anew under another id
+        (ReloadingLookups(exact={EXACT: 1}, gone={1}, after=None, file_brings=3), "entry 3"),  # removed, then its file came back
+    ],
+)
+@pytest.mark.parametrize("mode", [Mode.AUTO, Mode.REPLAY])
+def test_a_hit_replaced_by_a_reload_is_looked_up_again(lookups, served, mode) -> None:
+    """A checkout under a running proxy reloads a recording between the index read and the answer fetch:
+    the request is served the reloaded recording, not forwarded (a race seen in CI)."""
+    outcome = run(mode, lookups)
+    assert (outcome.decision.decision, outcome.decision.action) == ("hit", "serve"), lookups.calls
+    assert outcome.answer.entry == served and not outcome.gone
+
+
+def test_a_hit_gone_for_good_stays_a_miss() -> None:
+    lookups = ReloadingLookups(exact={EXACT: 1}, gone={1}, after=None)
+    outcome = run(Mode.REPLAY, lookups)
+    assert (outcome.decision.decision, outcome.decision.action, outcome.gone) == ("miss", "refuse", True)

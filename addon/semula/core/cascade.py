@@ -120,6 +120,7 @@ class Outcome:
     exhausted: str | None = None  # sequence replay refused past the last answer: why
     answer: Answered | None = None  # what to serve (set exactly when the decision serves a recording)
     stale: str | None = None  # served although older than max_age (policy warn): why, for the warning
+    gone: bool = False  # the hit's recording was deleted since the index was read (decided as a miss)
 
 
 async def _inline(fn: Callable[..., T], *args: Any) -> T:
@@ -174,7 +175,19 @@ async def cascade(mode: Mode, project: str, request: CanonicalRequest | None, se
     if exhausted is not None and decision.action == "refuse":
         decision = replace(decision, reason=exhausted)
     outcome = Outcome(decision, request_fp, normalised_fp, near, near_reason, n, exhausted)
-    return await settle(mode, outcome, settings, lookups) if lookups is not None else outcome
+    if lookups is None:
+        return outcome
+    settled = await settle(mode, outcome, settings, lookups)
+    if settled.gone and match is not None and near is None:
+        # The index was read just before a reload replaced the recording (a checkout, a pull: the
+        # file's entry is read anew under another id, or removed and its file back): look once more.
+        again = lookups.certain(project, request_fp, normalised_fp)
+        if again is None and await lookups.folder_changed(project, request, request_fp):
+            again = lookups.certain(project, request_fp, normalised_fp)
+        if again is not None and again.entry_id != match.entry_id:
+            settled = await settle(mode, replace(outcome, decision=decide(mode, again, bypass, problem)), settings,
+                                   lookups)
+    return settled
 
 
 async def settle(mode: Mode, outcome: Outcome, settings: ProjectSettings, answers: Answers) -> Outcome:
@@ -190,7 +203,7 @@ async def settle(mode: Mode, outcome: Outcome, settings: ProjectSettings, answer
         return outcome
     answered = await answers.answer(hit.entry_id)
     if answered is None:
-        return replace(outcome, decision=decide(mode, None))
+        return replace(outcome, decision=decide(mode, None), gone=True)
     stale = None
     if settings.max_age and answered.recorded_at is not None:
         found = verdict(age_seconds(answered.recorded_at, answers.now()), settings.max_age,
