@@ -9,13 +9,16 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, fields, replace
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from semula.core.expiry import POLICIES, parse_duration
 
 PROJECT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 DEFAULT_PROJECT = "default"
+
+
+Parser = Callable[[str, Any], Any]  # (setting name, value as given) -> the value, or SettingsError
 
 
 class SettingsError(ValueError):
@@ -117,8 +120,8 @@ def _bool(key: str, value: Any) -> bool:
     raise SettingsError(f"{key} must be true or false, got {value!r}")
 
 
-def _optional(convert):
-    def parse(key: str, value: Any):
+def _optional(convert: Parser) -> Parser:
+    def parse(key: str, value: Any) -> Any:
         if value is None or str(value).strip().lower() in {"", "none", "off", "null", "all"}:
             return None
         return convert(key, value)
@@ -186,10 +189,10 @@ def _float(key: str, value: Any) -> float:
     return float(value)
 
 
-def _per_model(parse):
+def _per_model(parse: Parser) -> Parser:
     """A threshold, or {model name: threshold} (thresholds are per model)."""
 
-    def parser(key: str, value: Any):
+    def parser(key: str, value: Any) -> Any:
         if isinstance(value, Mapping):
             return {str(model): parse(f"{key}[{model}]", v) for model, v in value.items()}
         return parse(key, value)

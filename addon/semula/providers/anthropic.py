@@ -67,9 +67,9 @@ ANTHROPIC_PARAMS = ParamRules(
 
 class AnthropicAdapter(Adapter):
     name = "anthropic"
-    hosts = ("api.anthropic.com",)
+    hosts: tuple[str, ...] = ("api.anthropic.com",)
     behaviour_headers = ("anthropic-beta", "anthropic-version")
-    side_paths = _SIDE_PATHS
+    side_paths: tuple[SidePath, ...] = _SIDE_PATHS
     param_rules = ANTHROPIC_PARAMS
 
     def auth(self) -> Auth:

@@ -200,7 +200,7 @@ class OpenAIAdapter(Adapter):
         kind = _endpoint_kind(raw.path)
         if kind == "chat":
             system, messages = _split_system([_dict_message(m) for m in require_list(body.get("messages"), "messages")])
-            consumed = ("model", "messages", "tools")
+            consumed: tuple[str, ...] = ("model", "messages", "tools")
         elif kind == "responses":
             system, messages = self._responses_input(body)
             instructions = _instructions(body)
