@@ -194,7 +194,7 @@ def test_an_embedder_that_raises_leaves_the_proxy_serving(tmp_path):
 
     async def main():
         addon = SemulaAddon()
-        addon.embedder = ExplodingEmbedder()
+        addon.life.embedder = ExplodingEmbedder()
         with taddons.context(addon) as tctx:
             tctx.configure(addon, semula_data_dir=str(tmp_path / "data"), semula_admin=False,
                            confdir=str(tmp_path / "conf"))

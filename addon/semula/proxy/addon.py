@@ -53,7 +53,6 @@ class SemulaAddon:
         self.responder, self.recorder = Responder(parts), Recorder(parts)
         self.addons = [self.commands, Realtime(parts)]  # mitmproxy collects semula.* commands and Realtime hooks
         self.life = life
-        self._admin_call, self._admin_dispatch = life.admin_call, self.commands.dispatch  # in-process callers
         self.flows: dict[str, FlowState] = {}  # the calls between their hooks, by flow id
 
     def load(self, loader: Any) -> None:
@@ -77,8 +76,6 @@ class SemulaAddon:
     def done(self) -> None:
         self.parts.lines.flush()
         self.life.done()
-
-    embedder = property(lambda self: self.life.embedder, lambda self, e: setattr(self.life, "embedder", e))
 
     # --- hooks -----------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TypeVar
 
+from semula.core.settings import SWITCH_OFF
 from semula.store.base import RecordingStore
 from semula.store.duckdb import STORE_FILE
 from semula.store.postgres.spec import is_server_store, masked
@@ -86,7 +87,8 @@ def store_spec(data_dir: Path | str, given: str | None = None, *, read_only: boo
 
 
 def listen_enabled() -> bool:
-    return os.environ.get(LISTEN_ENV, "on").strip().lower() not in ("off", "0", "false", "no", "poll")
+    value = os.environ.get(LISTEN_ENV, "").strip().lower()
+    return not value or value not in SWITCH_OFF | {"poll"}  # unset or empty: on
 
 
 def open_store(spec: StoreSpec, schema: str | None = None, follow: bool = True) -> RecordingStore:
