@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -227,7 +227,8 @@ class SemulaPlugin:
         return self.tracking
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
+                                  ) -> Generator[None, Any, None]:  # receives pluggy's Result
         outcome = yield
         report = outcome.get_result()
         if self.proxy.mode != Mode.REPLAY.value or (report.when == "setup" and report.passed):

@@ -194,7 +194,7 @@ def test_an_embedder_that_raises_leaves_the_proxy_serving(tmp_path):
 
     async def main():
         addon = SemulaAddon()
-        addon.embedder = ExplodingEmbedder()
+        addon.life.embedder = ExplodingEmbedder()
         with taddons.context(addon) as tctx:
             tctx.configure(addon, semula_data_dir=str(tmp_path / "data"), semula_admin=False,
                            confdir=str(tmp_path / "conf"))
@@ -243,6 +243,8 @@ def test_decode_partial_keeps_what_arrived_of_a_compressed_stream_cut_before_its
     assert decode_partial(flushed + compressor.flush(zlib.Z_FINISH), "gzip") == frames
     assert decode_partial(b"plain", "identity") == b"plain"
     assert decode_partial(b"not gzip", "gzip") == b"not gzip"
+    # A text codec named as the coding is no compression: the answer's bytes stay bytes (mypy found it).
+    assert decode_partial(b"plain", "utf-8") == b"plain"
 
 
 def test_a_recorded_miss_names_its_new_entry_in_the_headers(tmp_path) -> None:

@@ -131,7 +131,7 @@ def test_a_deleted_entry_is_not_served(tmp_path):
     async def scenario(addon, tctx):
         await record_then_replay(addon, tctx)
         served = await call(addon, provider_flow(), answer=None)
-        addon._admin_dispatch("entries.delete", {"id": int(served.response.headers["x-semula-entry"])})
+        addon.commands.dispatch("entries.delete", {"id": int(served.response.headers["x-semula-entry"])})
         gone = await call(addon, provider_flow(), answer=None)
         assert gone.response.status_code == 404 and addon.parts.fast.served == 1 and addon.parts.fast.stale == 1
 
@@ -143,13 +143,13 @@ def test_a_settings_change_takes_the_canonical_tiers_again(tmp_path):
 
     async def scenario(addon, tctx):
         await call(addon, provider_flow({"model": "gpt-4o", "messages": [{"role": "user", "content": "Hello there 1"}]}))
-        addon._admin_dispatch("config.set", {"project": "default", "key": "scrub_patterns", "value": [r"\d+"]})
+        addon.commands.dispatch("config.set", {"project": "default", "key": "scrub_patterns", "value": [r"\d+"]})
         tctx.configure(addon, semula_mode="replay")
         for _ in range(2):
             hit = await call(addon, provider_flow(variant), answer=None)
             assert hit.response.headers["x-semula-tier"] == "normalised"
         assert addon.parts.fast.served == 1
-        addon._admin_dispatch("config.set", {"project": "default", "key": "scrub_patterns", "value": []})
+        addon.commands.dispatch("config.set", {"project": "default", "key": "scrub_patterns", "value": []})
         refused = await call(addon, provider_flow(variant), answer=None)
         assert refused.response.status_code == 404 and addon.parts.fast.served == 1
 

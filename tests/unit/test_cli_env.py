@@ -42,3 +42,21 @@ def test_env_exports_placeholders_in_replay(tmp_path: Path, monkeypatch: pytest.
     placeholder = PLACEHOLDER_KEY if expect_placeholder else ""
     # Only GOOGLE_API_KEY of the Google pair, the one google-genai reads first: it warns when both are set.
     assert shell.stdout.strip() == f"{placeholder}|sk-ant-local||{placeholder}"
+
+
+def test_placeholder_key_groups_are_the_adapters_declared_key_variables() -> None:
+    from semula.providers import ADAPTERS, KEY_VARIABLE_GROUPS
+    from semula.providers.auth import KeyAuth
+    from semula.session.clientenv import PROVIDER_KEY_GROUPS
+
+    assert PROVIDER_KEY_GROUPS is KEY_VARIABLE_GROUPS
+    names = [name for group in PROVIDER_KEY_GROUPS for name in group]
+    assert len(names) == len(set(names)), "a variable in two groups would get two placeholders"
+    for adapter in ADAPTERS:  # every key drift can send is one a placeholder stands in for
+        auth = adapter.auth()
+        if isinstance(auth, KeyAuth):
+            assert set(auth.env) <= set(names), adapter.name
+    assert PROVIDER_KEY_GROUPS[:4] == (("OPENAI_API_KEY",), ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+                                       ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+                                       ("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_AD_TOKEN"))
+    assert {("MISTRAL_API_KEY",), ("GROQ_API_KEY",), ("XAI_API_KEY",)} <= set(PROVIDER_KEY_GROUPS)

@@ -98,9 +98,9 @@ def _text(flow) -> str | None:
 
 def test_each_test_keeps_its_own_answer_and_the_header_is_not_sent_on(tmp_path):
     async def scenario(addon, tctx):
-        addon._admin_call(CurrentTests.METHOD, {"tag": "s1", "test": "t.py::test_one", "scope": "test"})
+        addon.life.admin_call(CurrentTests.METHOD, {"tag": "s1", "test": "t.py::test_one", "scope": "test"})
         one = await call(addon, provider_flow(headers=_tagged("s1")), answer="one's answer")
-        addon._admin_call(CurrentTests.METHOD, {"tag": "s1", "test": "t.py::test_two", "scope": "test"})
+        addon.life.admin_call(CurrentTests.METHOD, {"tag": "s1", "test": "t.py::test_two", "scope": "test"})
         two = await call(addon, provider_flow(headers=_tagged("s1")), answer="two's answer")
         assert one.response.headers["x-semula-decision"] == two.response.headers["x-semula-decision"] == "miss"
         header = provider_flow(headers={"x-semula-scope": "runner::case"})
@@ -108,16 +108,16 @@ def test_each_test_keeps_its_own_answer_and_the_header_is_not_sent_on(tmp_path):
         assert "x-semula-scope" not in header.request.headers
 
         tctx.configure(addon, semula_mode="replay")
-        addon._admin_call(CurrentTests.METHOD, {"tag": "s1", "test": "t.py::test_one", "scope": "test"})
+        addon.life.admin_call(CurrentTests.METHOD, {"tag": "s1", "test": "t.py::test_one", "scope": "test"})
         assert _text(await call(addon, provider_flow(headers=_tagged("s1")), answer=None)) == "one's answer"
-        addon._admin_call(CurrentTests.METHOD, {"tag": "s1", "test": "t.py::test_two", "scope": "test"})
+        addon.life.admin_call(CurrentTests.METHOD, {"tag": "s1", "test": "t.py::test_two", "scope": "test"})
         assert _text(await call(addon, provider_flow(headers=_tagged("s1")), answer=None)) == "two's answer"
         runner = await call(addon, provider_flow(headers={"x-semula-scope": "runner::case"}), answer=None)
         assert _text(runner) == "the runner's answer"
-        addon._admin_call(CurrentTests.METHOD, {"tag": "s1", "test": None})
+        addon.life.admin_call(CurrentTests.METHOD, {"tag": "s1", "test": None})
         between = await call(addon, provider_flow(headers=_tagged("s1")), answer=None)
         assert between.response.status_code == 404, "between tests: the project's, which has no recording"
-        found = addon._admin_call(Refusals.METHOD, {"after": 0, "tag": "s1"})["refusals"]
+        found = addon.life.admin_call(Refusals.METHOD, {"after": 0, "tag": "s1"})["refusals"]
         assert [r["test"] for r in found] == [None], "a refusal outside any test is no test's"
 
     run(scenario, tmp_path)

@@ -62,7 +62,8 @@ def load_log(con: duckdb.DuckDBPyConnection, name: str, folder: Path, schema: pa
         f"CREATE OR REPLACE TABLE {name} AS SELECT *, CAST(ts AS DATE) AS day "
         f"FROM (SELECT {', '.join(columns)} FROM {source})"
     )
-    return con.execute(f"SELECT count(*) FROM {name}").fetchone()[0]
+    row = con.execute(f"SELECT count(*) FROM {name}").fetchone()
+    return row[0] if row is not None else 0
 
 
 # The hit rate, one definition for `semula stats`, the report and the notebooks: hits ÷ lookups,

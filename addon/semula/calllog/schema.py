@@ -37,6 +37,7 @@ def _timestamp() -> Any:
     return field(default_factory=lambda: datetime.now(UTC), metadata={_ARROW: pa.timestamp("us", tz="UTC")})
 
 
+@dataclass(frozen=True, kw_only=True)
 class LogRow:
     """A row of one of the Parquet logs (a frozen dataclass built with `_column`)."""
 

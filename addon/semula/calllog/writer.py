@@ -85,7 +85,7 @@ class ParquetLog:
                 self._held.clear()
                 self._flush(retry)
             while self._rows:
-                batch = []
+                batch: list[dict[str, Any]] = []
                 while self._rows and len(batch) < self.max_rows:
                     batch.append(self._rows.popleft())
                 self._flush(batch)

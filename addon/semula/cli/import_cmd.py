@@ -118,7 +118,7 @@ def _fill_headers(values: tuple[str, ...]) -> dict[str, dict[str, str]]:
     which a replayed call carries (the API refuses a request without one, so a cassette without it lost it)."""
     out: dict[str, dict[str, str]] = {}
     try:
-        from anthropic._constants import ANTHROPIC_API_VERSION  # type: ignore[import-not-found]
+        from anthropic._constants import ANTHROPIC_API_VERSION
 
         out["anthropic"] = {"anthropic-version": ANTHROPIC_API_VERSION}
     except ImportError:

@@ -6,7 +6,9 @@ import logging
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -22,8 +24,8 @@ from semula.session.clientenv import (
 MODES = [m.value for m in Mode]
 
 
-def proxy_options(func):
-    for option in reversed([
+def proxy_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    options: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         click.option("--mode", type=click.Choice(MODES), default="auto", show_default=True, envvar="SEMULA_MODE",
                      show_envvar=True),
         click.option("--listen-host", default="127.0.0.1", show_default=True),
@@ -39,7 +41,8 @@ def proxy_options(func):
                           "API, or a CDN a test needs offline (recorded by exact match); repeatable"),
         click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
                      help="any mitmproxy or semula_* option, e.g. --set confdir=/tmp/conf"),
-    ]):
+    ]
+    for option in reversed(options):
         func = option(func)
     return func
 

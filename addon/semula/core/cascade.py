@@ -70,7 +70,7 @@ class Answered:
 
     entry: Any  # the recording itself, served by the caller (the cascade never reads it)
     normalised_fp: str | None = None  # the recording's (an exact hit computed none of its own)
-    recorded_at: object = None  # when it was recorded (None: unknown, it never expires)
+    recorded_at: str | datetime | None = None  # when it was recorded (None: unknown, it never expires)
 
 
 class Answers(Protocol):

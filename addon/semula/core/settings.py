@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, fields, replace
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from semula.core.expiry import POLICIES, parse_duration
@@ -18,12 +18,21 @@ PROJECT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 DEFAULT_PROJECT = "default"
 
 
+Parser = Callable[[str, Any], Any]  # (setting name, value as given) -> the value, or SettingsError
+
+
 class SettingsError(ValueError):
     """A setting name or value is invalid; the message lists what is valid."""
 
 
-SWITCH_ON = frozenset({"1", "on", "true", "yes"})
-SWITCH_OFF = frozenset({"", "0", "off", "false", "no"})
+# One spelling of "off" in what semula documents: `off` turns off a switch (SEMULA_EMBEDDINGS), the recordings
+# folder, an optional project setting and SEMULA_STORE_LISTEN. The other spellings are accepted as synonyms (configs
+# and CI variables hold them), never documented. (mitmproxy's own bool options take its `true`/`false`.)
+OFF = "off"
+SWITCH_ON = frozenset({"on", "1", "true", "yes"})
+SWITCH_OFF = frozenset({OFF, "", "0", "false", "no", "none"})
+# An optional setting (`max_age`, `tail_n`, a threshold): `off` unsets it; "0" stays a number there.
+UNSET = frozenset({OFF, "", "none", "null", "all"})
 
 
 def parse_switch(name: str, value: str | None) -> bool:
@@ -110,16 +119,16 @@ def _bool(key: str, value: Any) -> bool:
     if isinstance(value, bool):
         return value
     text = str(value).strip().lower()
-    if text in {"1", "true", "on", "yes"}:
+    if text in SWITCH_ON:
         return True
-    if text in {"0", "false", "off", "no"}:
+    if text and text in SWITCH_OFF:
         return False
     raise SettingsError(f"{key} must be true or false, got {value!r}")
 
 
-def _optional(convert):
-    def parse(key: str, value: Any):
-        if value is None or str(value).strip().lower() in {"", "none", "off", "null", "all"}:
+def _optional(convert: Parser) -> Parser:
+    def parse(key: str, value: Any) -> Any:
+        if value is None or str(value).strip().lower() in UNSET:
             return None
         return convert(key, value)
 
@@ -186,10 +195,10 @@ def _float(key: str, value: Any) -> float:
     return float(value)
 
 
-def _per_model(parse):
+def _per_model(parse: Parser) -> Parser:
     """A threshold, or {model name: threshold} (thresholds are per model)."""
 
-    def parser(key: str, value: Any):
+    def parser(key: str, value: Any) -> Any:
         if isinstance(value, Mapping):
             return {str(model): parse(f"{key}[{model}]", v) for model, v in value.items()}
         return parse(key, value)

@@ -72,6 +72,11 @@ def _both(pattern: str) -> tuple[re.Pattern[str], re.Pattern[bytes]]:
     return re.compile(pattern), re.compile(pattern.encode())
 
 
+def _for(patterns: tuple[re.Pattern[str], re.Pattern[bytes]], s: AnyStr) -> re.Pattern[AnyStr]:
+    """The pattern of `s`'s type."""
+    return patterns[1] if isinstance(s, bytes) else patterns[0]
+
+
 _STSS = _both(_STS)
 _LABELLED = _both(rf"(?P<label>(?:{_LABEL}){_ASSIGN})(?P<value>{_VALUE})")
 _ISOLATED = _both(_RUN)
@@ -165,15 +170,14 @@ def redact_unprefixed(s: AnyStr, placeholder: Callable[[AnyStr], AnyStr],
     entropy. Three passes, the first two only when a cheap substring test says they can match."""
     if len(s) < _SHORTEST:  # most strings of a JSON body (roles, model names) cannot hold one
         return s
-    k = 1 if isinstance(s, bytes) else 0
     # The latin-1 view is for the substring and shape checks (the patterns are ASCII); substitution is on `s`.
-    text = s.decode("latin-1") if k else s
+    text = _latin1(s)
     if any(start in text for start in _STS_STARTS):
-        s = _STSS[k].sub(lambda m: placeholder(m.group()), s)
+        s = _for(_STSS, s).sub(lambda m: placeholder(m.group()), s)
     lowered = text.lower()
     if any(word in lowered for word in _LABEL_WORDS):
-        s = _LABELLED[k].sub(lambda m: m.group("label") + placeholder(m.group("value")), s)
-    view = s.decode("latin-1") if k else s
+        s = _for(_LABELLED, s).sub(lambda m: m.group("label") + placeholder(m.group("value")), s)
+    view = _latin1(s)
 
     def run(m: re.Match[AnyStr]) -> AnyStr:
         candidate = view[m.start():m.end()]
@@ -181,4 +185,8 @@ def redact_unprefixed(s: AnyStr, placeholder: Callable[[AnyStr], AnyStr],
             return placeholder(m.group())
         return m.group()
 
-    return _ISOLATED[k].sub(run, s)
+    return _for(_ISOLATED, s).sub(run, s)
+
+
+def _latin1(s: str | bytes) -> str:
+    return s.decode("latin-1") if isinstance(s, bytes) else s

@@ -118,7 +118,7 @@ def send(client: httpx.Client, recording: Recording, target: Target, auth: tuple
     if url.host != httpx.URL(origin).host or url.port != httpx.URL(origin).port or url.userinfo:
         raise NotSent(f"{origin + endpoint!r:.80} does not stay on {origin}: not sent")
     started = time.perf_counter()
-    response = client.request(method, url, params=query, content=data,
+    response = client.request(method, url, params=tuple(query), content=data,
                               headers=[*headers, *([auth] if auth else []), *extra_headers])
     body = response.content
     return Live(response.status_code, list(response.headers.multi_items()), body,

@@ -136,7 +136,7 @@ def _construct(fastembed: Any, config: EmbeddingConfig, *, local_only: bool, laz
 def _quiet_fastembed_logs() -> Iterator[None]:
     """fastembed logs (via loguru) each source a cache probe misses; our own message covers that."""
     try:
-        from loguru import logger as loguru_logger  # type: ignore[import-not-found]
+        from loguru import logger as loguru_logger
     except ImportError:
         yield
         return

@@ -156,7 +156,7 @@ def pair_line(pair: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
 
 def evaluate(path: Path, overrides: dict[str, Any] | None = None,
              progress: Callable[[int, int], None] | None = None,
-             pairs_out: Callable[[dict[str, Any]], None] | None = None, store: str | None = None,
+             pairs_out: Callable[[dict[str, Any]], object] | None = None, store: str | None = None,
              learnt: Mapping[str, float] | None = None, only: Callable[[int], bool] | None = None) -> dict[str, Any]:
     """Run every pair; `pairs_out` receives one `pair_line` per pair, in file order.
 

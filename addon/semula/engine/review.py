@@ -13,6 +13,7 @@ is safe from any thread.
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import threading
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from semula.core.request.canonical import CanonicalRequest
 from semula.core.cascade import Candidate
 from semula.core.checks import Shape, shapes_differ
 from semula.core.nearmatch import Verdict
+from semula.core.tiers import Tier
 from semula.engine.index import FingerprintIndex
 from semula.recordings import shared
 from semula.recordings.folder import RecordingsFolder, relpath_of
@@ -147,7 +149,7 @@ class ReviewQueue:
         if not rows:
             return None
         row = rows[0]
-        verdict = Verdict(row.tier, row.score, serve=False, review=True, reason=row.reason,
+        verdict = Verdict(Tier(row.tier), row.score, serve=False, review=True, reason=row.reason,
                           guard_reason=row.guard_reason)
         return Candidate(row.entry_id, verdict, row.id)
 
@@ -204,7 +206,7 @@ class ReviewQueue:
             "answer_format": answer_format,
         }
 
-    def _own_recordings(self, row: ReviewCandidate) -> list[int]:
+    def _own_recordings(self, row: ReviewCandidate) -> builtins.list[int]:  # `list` is a method here
         """The recordings the candidate's request has of its own (auto or record mode stored its answer)."""
         own = self.store.entries_with_normalised_fp(row.project, row.request_normalised_fp)
         return [e for e in own if e != row.entry_id]
@@ -258,7 +260,7 @@ class ReviewQueue:
         if self.on_verdict is not None:
             self.on_verdict(project)
 
-    def _close(self, rows: list[ReviewCandidate]) -> list[int]:
+    def _close(self, rows: builtins.list[ReviewCandidate]) -> builtins.list[int]:
         self.store.set_candidate_status([r.id for r in rows], "closed")
         for row in rows:
             self._event("closed", row)

@@ -48,6 +48,7 @@ __all__ = [
     "ADAPTERS",
     "DEFAULT_PROVIDER_HOSTS",
     "GENERIC",
+    "KEY_VARIABLE_GROUPS",
     "PARAM_RULES",
     "PROVIDER_NAMES",
     "Adapter",
@@ -107,6 +108,9 @@ def _by_name(declared: Callable[[Adapter], Any]) -> Mapping[str, Any]:
 # The parameter rules per provider, the table core's canonical parameters read (core.request.params).
 PARAM_RULES: Mapping[str, ParamRules] = _by_name(lambda a: a.param_rules)
 _AUTH: Mapping[str, Auth] = _by_name(lambda a: a.auth())
+# Per provider, every variable its clients read a credential from (`Adapter.key_variables`): a replay
+# placeholder key goes to the first name of each group none of whose variables is set (`session/clientenv`).
+KEY_VARIABLE_GROUPS: tuple[tuple[str, ...], ...] = tuple(dict.fromkeys(keys for a in ADAPTERS if (keys := a.key_variables())))
 # Adapters whose answers hide text from the byte redaction (Bedrock's event streams), in registry order.
 _ANSWER_REDACTORS: tuple[Adapter, ...] = tuple(
     a for a in ADAPTERS if type(a).redact_answer is not Adapter.redact_answer)

@@ -67,10 +67,15 @@ ANTHROPIC_PARAMS = ParamRules(
 
 class AnthropicAdapter(Adapter):
     name = "anthropic"
-    hosts = ("api.anthropic.com",)
+    hosts: tuple[str, ...] = ("api.anthropic.com",)
     behaviour_headers = ("anthropic-beta", "anthropic-version")
-    side_paths = _SIDE_PATHS
+    side_paths: tuple[SidePath, ...] = _SIDE_PATHS
     param_rules = ANTHROPIC_PARAMS
+
+    def key_variables(self) -> tuple[str, ...]:
+        # the SDK also takes a bearer token, which drift cannot send as x-api-key
+        keys = super().key_variables()
+        return (*keys, "ANTHROPIC_AUTH_TOKEN") if keys else ()
 
     def auth(self) -> Auth:
         return KeyAuth(("ANTHROPIC_API_KEY",), "x-api-key", "{}")

@@ -20,7 +20,7 @@ from typing import Any
 from semula.core.request.canonical import NEVER_MATTERS, CanonicalRequest
 from semula.core.request.params import NO_PARAM_RULES, ParamRules
 from semula.core.redact import FingerprintKey, clean_query, redact_json, redact_query
-from semula.providers.auth import Auth, bearer_key
+from semula.providers.auth import Auth, KeyAuth, bearer_key
 from semula.providers.jsonbody import AdapterError, BodyShapeError, load_json_object
 from semula.providers.sidepaths import SidePath
 from semula.providers.rawbody import describe, is_raw_body
@@ -93,6 +93,12 @@ class Adapter:
     def auth(self) -> Auth:
         """How `semula drift` sends the caller's key: by default `Bearer $<NAME>_API_KEY`."""
         return bearer_key(self.name)
+
+    def key_variables(self) -> tuple[str, ...]:
+        """Every variable this provider's clients read a credential from, the one a replay placeholder key
+        sets first (`session/clientenv`): by default the key drift sends; none for signed or exchanged calls."""
+        auth = self.auth()
+        return auth.env if isinstance(auth, KeyAuth) else ()
 
     def handles(self, host: str, path: str) -> bool:
         return self.serves_host(host) and self._handles_path(path)

@@ -47,7 +47,7 @@ def converse_message(item: Any) -> Message:
         raise BodyShapeError("a message is not an object with a role")
     content = item.get("content")
     if isinstance(content, str):  # Mistral's chat body on InvokeModel
-        text, parts = content, []
+        text, parts = content, list[Any]()
     else:
         text, parts = converse_text(content, "content")
     parts.extend({k: item[k]} for k in sorted(item) if k not in ("role", "content"))

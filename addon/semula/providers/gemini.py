@@ -130,6 +130,11 @@ class GeminiAdapter(Adapter):
     def auth(self) -> Auth:
         return self._auth
 
+    def key_variables(self) -> tuple[str, ...]:
+        # google-genai reads GOOGLE_API_KEY first (and warns when both are set): the placeholder's name
+        keys = super().key_variables()
+        return tuple(sorted(keys, key=lambda name: name != "GOOGLE_API_KEY"))
+
     def _handles_path(self, path: str) -> bool:
         return self._path.match(path) is not None
 

@@ -200,7 +200,7 @@ class OpenAIAdapter(Adapter):
         kind = _endpoint_kind(raw.path)
         if kind == "chat":
             system, messages = _split_system([_dict_message(m) for m in require_list(body.get("messages"), "messages")])
-            consumed = ("model", "messages", "tools")
+            consumed: tuple[str, ...] = ("model", "messages", "tools")
         elif kind == "responses":
             system, messages = self._responses_input(body)
             instructions = _instructions(body)
@@ -344,6 +344,9 @@ class AzureOpenAIAdapter(OpenAIAdapter):
     def _handles_path(self, path: str) -> bool:
         return path.startswith("/openai/") and super()._handles_path(path)
 
+    def key_variables(self) -> tuple[str, ...]:
+        return ("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_AD_TOKEN")  # the client's Entra ID token instead of a key
+
     def _model(self, raw: RawRequest, body: dict[str, Any]) -> str | None:
         m = _DEPLOYMENT.match(raw.path)
         return m.group(1) if m else super()._model(raw, body)
@@ -362,6 +365,9 @@ class OpenAIPathAdapter(OpenAIAdapter):
         super().__init__(name=name, hosts=(host,), side_paths=(), param_rules=NO_PARAM_RULES,
                          auth=KeyAuth(key_env) if key_env else None)
         self._path = re.compile(path)
+
+    def key_variables(self) -> tuple[str, ...]:
+        return ()  # the native adapter of its host declares its clients' keys
 
     def _handles_path(self, path: str) -> bool:
         return self._path.search(path) is not None and super()._handles_path(path)

@@ -53,7 +53,6 @@ class SemulaAddon:
         self.responder, self.recorder = Responder(parts), Recorder(parts)
         self.addons = [self.commands, Realtime(parts)]  # mitmproxy collects semula.* commands and Realtime hooks
         self.life = life
-        self._admin_call, self._admin_dispatch = life.admin_call, self.commands.dispatch  # in-process callers
         self.flows: dict[str, FlowState] = {}  # the calls between their hooks, by flow id
 
     def load(self, loader: Any) -> None:
@@ -65,12 +64,11 @@ class SemulaAddon:
     def configure(self, updated: set[str]) -> None:
         if not any(name.startswith("semula_") or name in options.MITMPROXY_OPTIONS for name in updated):
             return
-        parts = self.parts
-        old_dir = parts.settings.data_dir
-        parts.mode, parts.settings = options.read(ctx.options)
-        if self.life.is_running and parts.settings.data_dir != old_dir:
-            log.warning("semula: data dir changed to %s; restart the proxy to move the store and logs",
-                        parts.settings.data_dir)
+        mode, settings = options.read(ctx.options)
+        if self.life.started is not None:  # running: what it opened at start-up stays (`RESTART_OPTIONS`)
+            options.refuse_restart_changes(self.life.started, settings)
+            self.life.store.load_wait = settings.load_timeout
+        self.parts.mode, self.parts.settings = mode, settings
 
     async def running(self) -> None:
         await self.life.running(self.parts.mode, self.parts.settings)
@@ -78,8 +76,6 @@ class SemulaAddon:
     def done(self) -> None:
         self.parts.lines.flush()
         self.life.done()
-
-    embedder = property(lambda self: self.life.embedder, lambda self, e: setattr(self.life, "embedder", e))
 
     # --- hooks -----------------------------------------------------------------------------
 

@@ -11,9 +11,12 @@ def decode_partial(raw: bytes, encoding: str) -> bytes:
     """Decode a captured body; a compressed stream cut short yields what arrived (a client may hang up
     at the terminal event, before the compressor's trailer)."""
     try:
-        return decode(raw, encoding) or b""
+        decoded = decode(raw, encoding)
     except ValueError:
-        pass
+        decoded = None
+    if isinstance(decoded, bytes):
+        return decoded
+    # A text codec named as the coding (`content-encoding: utf-8`) decodes to str: not a compression.
     if encoding.strip().lower() in ("gzip", "x-gzip", "deflate"):
         wbits = 31 if "gzip" in encoding.lower() else 15
         try:
@@ -60,7 +63,7 @@ def _inflate(data: bytes, coding: str, cap: int) -> bytes:
             try:
                 from compression import zstd  # type: ignore[import-not-found]
             except ImportError:
-                from backports import zstd  # type: ignore[import-not-found,no-redef]
+                from backports import zstd
             out = zstd.ZstdDecompressor().decompress(data, max_length=cap + 1)
         else:
             raise ValueError(f"unknown content-encoding {coding!r}")

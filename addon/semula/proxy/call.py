@@ -23,7 +23,7 @@ from semula.core.bypass import NO_CACHE_HEADER, no_cache_header
 from semula.core.cascade import Candidate, NearSearch, Outcome, cascade, settle
 from semula.core.decision import Action, Bypass, internal_error
 from semula.core.errorpolicy import replayed_note
-from semula.core.explain import miss_message
+from semula.core.explain import Nearest, miss_message
 from semula.core.fasthit import fast_outcome
 from semula.core.modes import Mode
 from semula.core.redact import FingerprintKey, redact_query, redact_text
@@ -84,8 +84,7 @@ class Responder:
         a canonical hit under."""
         parts = self.parts
         engine, fast = parts.store.engine, parts.fast
-        found = fast.find(engine, parts.mode, parts.settings, flow.request, state) if engine else None
-        if found is None:
+        if engine is None or (found := fast.find(engine, parts.mode, parts.settings, flow.request, state)) is None:
             return None
         outcome = await settle(parts.mode, fast_outcome(parts.mode, found.hit), found.settings,
                                ProxyAnswers(engine, parts.store))
@@ -146,7 +145,8 @@ class Responder:
         entry = outcome.answer.entry
         if outcome.stale is not None:
             parts.life.expiry.note(entry.id, outcome.stale)
-        if engine.review.has_open(state.project, state.normalised_fp):  # an answered request closes its own
+        # an answered request closes its own review candidates
+        if state.normalised_fp is not None and engine.review.has_open(state.project, state.normalised_fp):
             parts.store.background("closing answered review candidates", engine.review.answered, state.project,
                                    state.normalised_fp)
         state.error = replayed_note(entry.status) or state.error  # a recorded 404 served: the log says so
@@ -162,7 +162,10 @@ class Responder:
         elif decision.decision == "error":
             problem = decision.reason
         problem = problem or state.outcome.exhausted
-        nearest, others, recording_fp, files = [], [], None, {}
+        nearest: list[Nearest] = []
+        others: list[str] = []
+        recording_fp: str | None = None
+        files: dict[int, str] = {}
         store = self.parts.store
         engine = store.engine
         candidate = _named_candidate(state.outcome.near)

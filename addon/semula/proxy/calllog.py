@@ -52,6 +52,7 @@ def call_row(state: FlowState, method: str, mode: str, status: int | None, *, up
     assert decision is not None
     canonical = state.canonical
     fast = state.fast
+    provider: str | None
     if canonical is not None:
         provider, model = canonical.provider, canonical.model
     elif fast is not None:

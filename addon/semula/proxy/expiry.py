@@ -22,7 +22,7 @@ def now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-def recorded_at(entry: Entry) -> object:
+def recorded_at(entry: Entry) -> str | datetime | None:
     """When the recording was made: a loaded file's recorded_at, else when the store got it."""
     return (entry.provenance or {}).get("recorded_at") or entry.updated_at or entry.created_at
 

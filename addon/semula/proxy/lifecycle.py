@@ -28,6 +28,7 @@ from semula.proxy import runinfo
 from semula.proxy.refusals import Refusals
 from semula.proxy.scopes import CurrentTests
 from semula.recordings.files import remember_user_umask
+from semula.proxy.startup import EngineStart
 from semula.proxy.storethread import StoreThread
 from semula.calllog.schema import (
     CALL_LOG_SCHEMA,
@@ -57,7 +58,7 @@ class Lifecycle:
         self.refusals = Refusals()  # replay refusals, numbered: the pytest plugin asks for them
         self.tests = CurrentTests()  # the test each run tag is in: the pytest plugin says so
         self.expiry = StaleWarnings()  # a project's max_age on hits: each old one served is warned about once
-        self.is_running = False
+        self.started: AddonSettings | None = None  # the settings `running` started with (`RESTART_OPTIONS`)
         self.run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
 
     def admin_call(self, method: str, params: dict[str, Any]) -> Any:
@@ -69,6 +70,7 @@ class Lifecycle:
         return self.dispatch(method, params)
 
     async def running(self, mode: Mode, settings: AddonSettings) -> None:
+        self.started = settings
         data_dir = Path(settings.data_dir)
         if not settings.read_only and not data_dir.exists():
             _private_data_dir(data_dir)  # created 0700, then checked like one that was there
@@ -90,8 +92,8 @@ class Lifecycle:
             return
         self.calls = ParquetLog(log_dir / "calls", CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION)
         self.reviews = ParquetLog(log_dir / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION)
-        self.store.configure(settings.data_dir, self._log_review, self.embedder, spec, settings.recordings,
-                             settings.load_timeout)
+        self.store.configure(EngineStart(spec, settings.data_dir, settings.recordings, self._log_review,
+                                         self.embedder), settings.load_timeout)
         await self.store.ensure_open(force=True)
         listen = self._listen_address(settings)
         confdir = Path(os.path.expanduser(settings.confdir))
@@ -109,7 +111,6 @@ class Lifecycle:
                 }, fallback=read_only)
             except OSError as e:
                 log.warning("semula: admin endpoint not started (%s); CLI commands cannot reach this proxy", e)
-        self.is_running = True
         bound = self._listen_address(settings, connectable=False)
         if not _is_loopback(bound):
             print(f"semula: WARNING: listening on {bound}, not on loopback: anyone who can reach this machine "

@@ -112,6 +112,29 @@ def declared() -> list[DeclaredOption]:
 # mitmproxy's own options that `read` copies into the settings (so nothing reads `ctx.options` after `configure`).
 MITMPROXY_OPTIONS = frozenset({"confdir", "listen_host", "listen_port"})
 
+# The options a proxy reads once, when it starts (mitmproxy's `HASH_OPTIONS` habit: the options that change
+# what was built), by the setting each gives: the store, the recordings folder, the embedding model, the data
+# dir and the admin endpoint are opened then. A running proxy refuses a change (`refuse_restart_changes`);
+# every other option is applied at once, since the code reads it from the settings on each call.
+RESTART_OPTIONS: dict[str, str] = {
+    "semula_data_dir": "data_dir",
+    "semula_store": "store",
+    "semula_recordings": "recordings",
+    "semula_embeddings": "embeddings",
+    "semula_read_only": "read_only",
+    "semula_admin": "admin",
+}
+
+
+def refuse_restart_changes(started: AddonSettings, now: AddonSettings) -> None:
+    """OptionsError naming the restart options whose setting differs from what the proxy started with
+    (mitmproxy then rolls the change back: the option keeps its value)."""
+    changed = [name for name, setting in RESTART_OPTIONS.items() if getattr(started, setting) != getattr(now, setting)]
+    if changed:
+        raise exceptions.OptionsError(
+            f"semula: {', '.join(changed)} cannot change on a running proxy (read once, at start-up): "
+            "restart the proxy with the new value")
+
 
 def read(options: Any) -> tuple[Mode, AddonSettings]:
     """Validate the semula_* options (and `MITMPROXY_OPTIONS`) into the mode and the frozen settings."""

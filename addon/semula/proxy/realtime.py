@@ -20,6 +20,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 
 from mitmproxy import http
 from mitmproxy.websocket import WebSocketMessage
@@ -144,8 +145,7 @@ class Realtime:
         reason = f"semula: message over the {limit / MB:g} MB cap (semula_realtime_max_message_mb)"
         live.connections = (flow.client_conn.id, flow.server_conn.id)
         for side, connection in zip(("client", "server"), live.connections):
-            realtime_limits.guard([connection], Cap(limit, reason, lambda size, side=side: self._too_big(
-                live, side, size, limit)))
+            realtime_limits.guard([connection], Cap(limit, reason, partial(self._too_big, live, side, limit=limit)))
 
     def _too_big(self, live: Live, side: str, size: int, limit: int) -> None:
         live.unrecorded = f"a {side} message over the {limit / MB:g} MB cap"

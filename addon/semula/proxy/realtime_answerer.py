@@ -14,6 +14,7 @@ import asyncio
 import logging
 import secrets
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,7 +127,7 @@ class Answerer:
             played.done.set()
 
 
-def _realtime_protocol(connection: object, offered: list[str]) -> str | None:
+def _realtime_protocol(connection: object, offered: Sequence[str]) -> Any:  # websockets' Subprotocol (a str) | None
     return "realtime" if "realtime" in offered else None  # what OpenAI answers to a browser's offer
 
 

@@ -103,7 +103,7 @@ def install() -> bool:
     if getattr(base, "semula_capped", False):
         return True
 
-    class CappedConnection(base):  # type: ignore[misc, valid-type]
+    class CappedConnection(base):
         semula_capped = True
 
         def __init__(self, *args: Any, conn: Any, **kwargs: Any) -> None:
@@ -115,5 +115,5 @@ def install() -> bool:
                     kwargs["extensions"] = [*(kwargs.get("extensions") or []), MessageCap(cap)]
             super().__init__(*args, conn=conn, **kwargs)
 
-    layer.WebsocketConnection = CappedConnection
+    layer.WebsocketConnection = CappedConnection  # type: ignore[misc]  # replacing mitmproxy's class on purpose
     return True

@@ -65,7 +65,8 @@ def differences(running: Mapping[str, Any] | None, asked: Mapping[str, Any], nam
     found: list[str] = []
     if running.get("recordings") != asked["recordings"]:
         found.append(f"recordings folder: it writes {running.get('recordings')}, this run asks for {asked['recordings']}")
-    theirs = running.get("sets") if isinstance(running.get("sets"), Mapping) else {}
+    sets = running.get("sets")
+    theirs: Mapping[str, Any] = sets if isinstance(sets, Mapping) else {}
     ours = asked["sets"]
     names = set(theirs) | set(ours) if running.get("owner") else named
     for name in sorted(names):

@@ -9,24 +9,18 @@ so that the next call reopens it, and returns None: the caller treats the call a
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
 import logging
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from semula.calllog.schema import ReviewEvent
 from semula.core.redact import FingerprintKey
 from semula.engine.engine import Engine
-from semula.proxy.console import terminal_safe
 from semula.proxy.folderwatch import FolderWatch
-from semula.recordings.folder import RecordingsFolder
-from semula.store.base import RecordingStore
-from semula.store.selection import StoreSpec, open_store
+from semula.proxy.startup import EngineStart
 from semula.store.types import StoreError
 
 log = logging.getLogger("semula")
@@ -46,7 +40,7 @@ class StoreThread:
         self.engine: Engine | None = None
         self.problem: str | None = "the store is not open yet"
         self._next_attempt = 0.0
-        self._open: Callable[[], Engine] | None = None
+        self._start: EngineStart | None = None  # what to open: set by `configure` when the proxy runs
         self._opening: asyncio.Future[None] | None = None
         self.load_wait = LOAD_WAIT_SECONDS
         self.write_problem: str | None = None  # why the last write failed, if it did
@@ -63,40 +57,11 @@ class StoreThread:
         engine = self.engine
         return engine.fingerprint_key if engine is not None else self._unstored_key
 
-    def configure(self, data_dir: str, review_log: Callable[[ReviewEvent], None], embedder: Any,
-                  spec: StoreSpec, recordings: str | None = None, load_wait: float = LOAD_WAIT_SECONDS) -> None:
+    def configure(self, start: EngineStart, load_wait: float = LOAD_WAIT_SECONDS) -> None:
+        """What to open (`proxy/startup.py`); the opening itself runs on this thread (`ensure_open`)."""
         self.load_wait = load_wait
-
-        def open_engine() -> Engine:
-            folder = RecordingsFolder(recordings, data_dir) if recordings else None
-
-            def engine_on(store: RecordingStore) -> Engine:
-                try:
-                    return Engine.open(store, review_log=review_log, embedder=embedder, folder=folder)
-                except BaseException:
-                    store.close()
-                    raise
-
-            try:
-                engine = engine_on(open_store(spec))
-            except StoreError as e:  # a read-only file whose opening needed a write (an upgrade, the folder)
-                if not spec.read_only or spec.file is None or not spec.file.is_file():
-                    raise
-                log.info("semula: the read-only store needs writes to open (%s): using a temporary copy", e)
-                engine = engine_on(open_store(spec.copied()))
-            if engine.store.follows_changes:  # a shared store: other proxies' writes reach this one's memory
-                engine.dispatch = self.background_quietly
-            self._store_file = engine.store.file
-            self._file_id, self._file_gone = _file_id(self._store_file), None
-            if engine.sync_report is not None:
-                print(terminal_safe(engine.sync_report.line(folder.root)), flush=True)
-                for rel, problem in engine.sync_report.bad:
-                    print(terminal_safe(f"semula: bad recording {folder.root / rel}: {problem}"), flush=True)
-            freeze_when_preloaded(engine)
-            return engine
-
-        self._open = open_engine
-        if recordings and self._watch is None:
+        self._start = start
+        if start.recordings and self._watch is None:
             self._watch = FolderWatch(lambda: self.engine, self.background)
             self._watch.start()
 
@@ -107,9 +72,9 @@ class StoreThread:
         for that, up to `load_wait` seconds: nothing is refused for being early.
         """
         deadline = time.monotonic() + self.load_wait
-        while self._open is None and time.monotonic() < deadline:  # `running` has not configured us yet
+        while self._start is None and time.monotonic() < deadline:  # `running` has not configured us yet
             await asyncio.sleep(0.05)
-        if self.engine is not None or self._open is None:
+        if self.engine is not None or self._start is None:
             return
         if self._opening is None:
             if not force and time.monotonic() < self._next_attempt:
@@ -122,7 +87,7 @@ class StoreThread:
             self.problem = f"the store is still loading after {self.load_wait:.0f} s"
 
     async def _open_now(self) -> None:
-        assert self._open is not None
+        assert self._start is not None
         try:
             await asyncio.get_running_loop().run_in_executor(self.executor, self._open_here)
             self.problem = None
@@ -139,9 +104,14 @@ class StoreThread:
     def _open_here(self) -> None:
         """Open the engine, on the store thread; a second opener (an admin call queued behind the
         start-up's) finds it open instead of opening another engine on the same file."""
-        assert self._open is not None
+        assert self._start is not None
         if self.engine is None:
-            self.engine = self._open()
+            engine = self._start.open()
+            if engine.store.follows_changes:  # a shared store: other proxies' writes reach this one's memory
+                engine.dispatch = self.background_quietly
+            self._store_file = engine.store.file
+            self._file_id, self._file_gone = _file_id(self._store_file), None
+            self.engine = engine
 
     async def run(self, what: str, fn: Callable[..., T], *args: Any, write: bool = False) -> T | None:
         """Run `fn` on the store thread; on failure log why and return None.
@@ -205,7 +175,7 @@ class StoreThread:
         """Run an admin operation from another thread, opening the store if needed."""
         def run() -> T:
             if self.engine is None:
-                if self._open is None:
+                if self._start is None:
                     raise StoreError("the proxy has not started its store yet")
                 try:
                     self._open_here()
@@ -233,20 +203,3 @@ def _file_id(path: Path | None) -> tuple[int, int] | None:
     except OSError:
         return None
     return (st.st_dev, st.st_ino) if st is not None else None
-
-
-def freeze_when_preloaded(engine: Engine) -> threading.Thread:
-    """Move what the proxy holds for good (the index, then the preloaded answers) out of the garbage
-    collector's reach: a full collection walked ~210k objects at 10k recordings, 60-120 ms with the
-    event loop stopped, a hit's p99. Frozen now (the index) and again once the preload is done, on a
-    thread of its own; nothing is collected first (a full collection is what this avoids), so only
-    the few cycles already garbage at start-up are kept."""
-    gc.freeze()
-
-    def after_preload() -> None:
-        if engine.preloaded(timeout=None):
-            gc.freeze()
-
-    thread = threading.Thread(target=after_preload, name="semula-freeze", daemon=True)
-    thread.start()
-    return thread

@@ -25,12 +25,11 @@ from semula.providers.eventstream import EventStreamError, Header, Message, enco
 
 __all__ = ["body_of_messages", "payloads", "readable_messages"]
 
-_COMPACT = {"separators": (",", ":"), "ensure_ascii": False}
 _MAX_MESSAGES = 100_000
 
 
 def _compact(value: Any) -> bytes:
-    return json.dumps(value, **_COMPACT).encode("utf-8")
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
 def _json_exact(raw: bytes) -> tuple[bool, Any]:

@@ -429,11 +429,11 @@ class RecordingsFolder:
                 done = list(zip(batch, ids))
             except (StoreError, ValueError, TypeError, OverflowError) as batch_error:
                 done = []
-                for item in batch:
+                for one in batch:
                     try:
-                        done.append((item, store.upsert_entry(item[2])))
+                        done.append((one, store.upsert_entry(one[2])))
                     except (StoreError, ValueError, TypeError, OverflowError) as e:
-                        self._bad(report, item[0].rel, f"the store refused it: {e}")
+                        self._bad(report, one[0].rel, f"the store refused it: {e}")
                 if not done:
                     raise StoreError(str(batch_error)) from batch_error
             for (item, digest, new), entry_id in done:

@@ -138,7 +138,7 @@ def answer_text(body: bytes, frames: list[str] | None) -> str:
     return "".join(pieces)
 
 
-_LAYOUTS = {"compact": {"separators": (",", ":")}, "spaced": {}, "indent2": {"indent": 2}}
+_LAYOUTS: dict[str, dict[str, Any]] = {"compact": {"separators": (",", ":")}, "spaced": {}, "indent2": {"indent": 2}}
 
 
 def _layout(value: Any, body: bytes) -> str | None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-# On by default, in the directory semula starts in: the folder people commit.
+from semula.core.settings import SWITCH_OFF
+
+# On by default, in the directory semula starts in: the folder people commit; `off` turns it off.
 DEFAULT_RECORDINGS = "semula-recordings"
-OFF = ("", "off", "none", "0", "false", "no")
 
 
 def recordings_location(value: str | None) -> Path | None:
     """The folder a setting names (unset: the default), or None when it turns the folder off."""
     value = (DEFAULT_RECORDINGS if value is None else value).strip()
-    return None if value.lower() in OFF else Path(value).expanduser()
+    return None if value.lower() in SWITCH_OFF else Path(value).expanduser()

@@ -22,6 +22,7 @@ from semula.core.settings import PROJECT_NAME
 from semula.recordings.files import max_file_bytes, read_capped, read_inside, scan
 from semula.recordings.format import RecordingFileError, parse
 from semula.recordings.shared import SETTINGS_FILE
+from semula.store.types import one_row
 
 MANIFEST_FILE = "recordings-manifest.json"  # recordings.folder.MANIFEST_FILE (not imported: folder imports more)
 
@@ -72,7 +73,7 @@ def shard_of(path: Path, runs: tuple[str, ...] = ()) -> Shard:
             raise ValueError(f"the call log in {data_dir / 'calls'} has no run ids yet: run the tests once more")
         runs = (last[0],)
     marks = ", ".join("?" * len(runs))
-    count = con.execute(f"SELECT count(*) FROM calls WHERE run_id IN ({marks})", list(runs)).fetchone()[0]
+    count = one_row(con.execute(f"SELECT count(*) FROM calls WHERE run_id IN ({marks})", list(runs)).fetchone())[0]
     if not count:
         raise ValueError(f"no calls of run(s) {', '.join(runs)} in {data_dir / 'calls'}")
     sql = f"SELECT DISTINCT entry_id FROM calls WHERE run_id IN ({marks}) AND entry_id IS NOT NULL"
@@ -139,7 +140,7 @@ def stale(root: Path, now: datetime, max_age: str | None = None, project: str | 
         age = age_seconds(data.get("recorded_at"), now)
         if limit is None or age is None or age <= parse_duration(limit):
             continue
-        provenance = data.get("provenance") if isinstance(data.get("provenance"), dict) else {}
+        provenance = _mapping(data.get("provenance"))
         rows.append({"file": found.rel, "project": name, "age": describe_age(age), "age_seconds": round(age),
                      "recorded_at": data.get("recorded_at"), "max_age": limit,
                      "sdk": provenance.get("user_agent"),
@@ -167,7 +168,7 @@ def provenance_summary(root: Path, now: datetime) -> dict[str, Any]:
         age = age_seconds(data.get("recorded_at"), now)
         label = "unknown" if age is None else next(name for limit, name in AGE_BUCKETS if age < limit)
         ages[label] += 1
-        provenance = data.get("provenance") if isinstance(data.get("provenance"), dict) else {}
+        provenance = _mapping(data.get("provenance"))
         sdk = str(provenance.get("user_agent") or "unknown")[:120]
         row = sdks.setdefault(sdk, {"sdk": sdk, "recordings": 0, "oldest": None})
         row["recordings"] += 1
@@ -177,3 +178,7 @@ def provenance_summary(root: Path, now: datetime) -> dict[str, Any]:
     for row in by_sdk:
         row["oldest"] = describe_age(row["oldest"]) if row["oldest"] is not None else "unknown"
     return {"folder": str(root), "recordings": total, "ages": [[k, v] for k, v in ages.items() if v], "sdks": by_sdk}
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TypeGuard
 from urllib.parse import urlsplit
 
 from semula.core.httpfields import header_problem
@@ -46,6 +47,7 @@ def depth_problem(value: Any, limit: int = MAX_DEPTH) -> str | None:
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(item, dict):
             children = item.values()
         elif isinstance(item, list):
@@ -81,7 +83,7 @@ def host_problem(provider: str, host: Any) -> str | None:
     return f"is not one of {provider}'s hosts ({', '.join(provider_hosts(provider))})"
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

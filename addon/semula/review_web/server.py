@@ -197,7 +197,7 @@ def _handler(web: ReviewWeb) -> type[BaseHTTPRequestHandler]:
         def _refusal(self, state_change: bool) -> tuple[int, str] | None:
             """Why this request is refused (status, reason), or None: Host, then Origin, then the token."""
             host = self.headers.get("host")
-            if not web.host_ok(host):
+            if host is None or not web.host_ok(host):
                 return 403, "unknown host: open the URL semula review web printed"
             origin = self.headers.get("origin")
             if (origin is not None or state_change) and (origin or "").lower() != f"http://{host.lower()}":

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from semula.providers import DEFAULT_PROVIDER_HOSTS
+from semula.providers import DEFAULT_PROVIDER_HOSTS, KEY_VARIABLE_GROUPS
 from semula.session.aws_env import AWS_GROUPS, aws_placeholders
 from semula.session.ca import ensure_ca
 
@@ -100,11 +100,7 @@ def client_env(port: int, confdir: Path, project: str | None = None, host: str =
 # langchain read it too). One the suite sets that is not the first name (GEMINI_API_KEY) the pytest
 # plugin sees before the next fixture or test and withdraws the placeholder (`shadowed_placeholders`).
 PLACEHOLDER_KEY = "sk-semula-replay-placeholder"
-PROVIDER_KEY_GROUPS: tuple[tuple[str, ...], ...] = (
-    ("OPENAI_API_KEY",), ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"), ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
-    ("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_AD_TOKEN"), ("MISTRAL_API_KEY",), ("GROQ_API_KEY",),
-    ("OPENROUTER_API_KEY",), ("TOGETHER_API_KEY",), ("DEEPSEEK_API_KEY",), ("XAI_API_KEY",),
-)
+PROVIDER_KEY_GROUPS = KEY_VARIABLE_GROUPS  # declared by the adapters (`Adapter.key_variables`)
 
 
 def placeholder_keys(environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -163,7 +164,7 @@ def _check_reuse(info: dict, mode: str, sets: tuple[str, ...], data_dir: Path) -
     found = differences(info.get("run"), requested(mode, run_defaults(sets)),
                         {item.split("=", 1)[0].strip() for item in sets})
     if found:
-        run = info.get("run") if isinstance(info.get("run"), dict) else {}
+        run = info["run"] if isinstance(info.get("run"), dict) else {}
         owner = f", started by the run with pid {run['owner']}" if run.get("owner") else ""
         raise SessionError(
             f"the {mode} proxy already running on {data_dir} (pid {info.get('pid')}, {info.get('proxy')}{owner}) "
@@ -268,14 +269,14 @@ def run_summary(data_dir: Path, since: datetime) -> str:
     from semula.calllog.schema import CALL_LOG_SCHEMA
 
     con = duckdb.connect()
-    rows: tuple = (0, 0, 0, 0)
+    rows: tuple[Any, ...] | None = None
     if load_log(con, "calls", data_dir / "calls", CALL_LOG_SCHEMA):
         rows = con.execute(
             "SELECT count(*), count(*) FILTER (decision = 'hit'), "
             "count(*) FILTER (decision = 'miss' AND mode <> 'replay'), "
             "count(*) FILTER (mode = 'replay' AND decision <> 'hit' AND coalesce(bypass_reason, '') NOT LIKE "
             "'side call:%') FROM calls WHERE ts >= ?", [since]).fetchone()  # a side call is answered, not refused
-    calls, hits, misses, refused = rows
+    calls, hits, misses, refused = rows or (0, 0, 0, 0)
     if not calls:
         return ("semula: WARNING: the command made no calls through semula — nothing was recorded or replayed. "
                 "Do its clients honour HTTPS_PROXY (Node 20 needs undici's dispatcher, a JVM `semula exec --java`: "

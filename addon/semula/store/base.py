@@ -160,7 +160,8 @@ class RecordingStore(Entries, Aliases, ReviewRows, ProjectSettingRows, Meta, Fea
     Called from one thread (`for_thread` gives another thread its own handle). A part that needs one
     role takes that role's Protocol (the review queue takes `ReviewStore`)."""
 
-    vectors: VectorStore
+    @property
+    def vectors(self) -> VectorStore: ...  # read-only: each backend holds its own kind
 
     def for_thread(self) -> RecordingStore: ...
     def lexical_index(self, on_error: Callable[[Exception], None] | None = None) -> LexicalProposer: ...

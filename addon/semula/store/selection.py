@@ -10,20 +10,27 @@ A password is best kept out of the URL (`PGPASSWORD`, `~/.pgpass`): libpq reads 
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
+from typing import TypeVar
 
+from semula.core.settings import SWITCH_OFF
 from semula.store.base import RecordingStore
 from semula.store.duckdb import STORE_FILE
 from semula.store.postgres.spec import is_server_store, masked
-from semula.store.types import VectorStatus
+from semula.store.types import StoreError, VectorStatus
 
-__all__ = ["StoreKind", "StoreSpec", "masked", "open_store", "server_url", "store_spec", "throwaway_store",
-           "vector_status"]
+__all__ = ["StoreKind", "StoreSpec", "masked", "open_store", "open_store_with", "server_url", "store_spec",
+           "throwaway_store", "vector_status"]
+
+T = TypeVar("T")
+
+log = logging.getLogger("semula")
 
 STORE_ENV = "SEMULA_STORE"
 LISTEN_ENV = "SEMULA_STORE_LISTEN"  # "off": poll the change log (PgBouncer in transaction pooling mode)
@@ -80,7 +87,8 @@ def store_spec(data_dir: Path | str, given: str | None = None, *, read_only: boo
 
 
 def listen_enabled() -> bool:
-    return os.environ.get(LISTEN_ENV, "on").strip().lower() not in ("off", "0", "false", "no", "poll")
+    value = os.environ.get(LISTEN_ENV, "").strip().lower()
+    return not value or value not in SWITCH_OFF | {"poll"}  # unset or empty: on
 
 
 def open_store(spec: StoreSpec, schema: str | None = None, follow: bool = True) -> RecordingStore:
@@ -100,6 +108,28 @@ def open_store(spec: StoreSpec, schema: str | None = None, follow: bool = True) 
     data_dir = spec.file.parent
     return DuckDBStore.open_copy(data_dir) if spec.working_copy else DuckDBStore.open(data_dir,
                                                                                      read_only=spec.read_only)
+
+
+def open_store_with(spec: StoreSpec, use: Callable[[RecordingStore], T]) -> T:
+    """Open the chosen store and hand it to `use` (an engine opening on it); the store is closed if `use` fails.
+
+    A read-only file whose opening needs a write (an upgrade of its fingerprints, the recordings folder's
+    sync) is opened again as a private working copy, so a read-only data dir still serves what it holds."""
+    try:
+        return _opened(open_store(spec), use)
+    except StoreError as e:
+        if not spec.read_only or spec.file is None or not spec.file.is_file():
+            raise
+        log.info("semula: the read-only store needs writes to open (%s): using a temporary copy", e)
+        return _opened(open_store(spec.copied()), use)
+
+
+def _opened(store: RecordingStore, use: Callable[[RecordingStore], T]) -> T:
+    try:
+        return use(store)
+    except BaseException:
+        store.close()
+        raise
 
 
 @contextmanager

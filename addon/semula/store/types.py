@@ -19,6 +19,13 @@ class StoreError(Exception):
     """The store cannot be opened, read or written. The message says why and what to do."""
 
 
+def one_row(row: tuple[Any, ...] | None) -> tuple[Any, ...]:
+    """The row a query that always returns one gives (an aggregate, `RETURNING`): `fetchone()` may say None."""
+    if row is None:
+        raise StoreError("the store returned no row where one was expected")
+    return row
+
+
 @dataclass(frozen=True, kw_only=True)
 class RecordedCall:
     """One recorded call: where it went and what came back. A store row (`NewEntry`) and a recording

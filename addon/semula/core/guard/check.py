@@ -98,7 +98,7 @@ def units_differ(d: TextDiff) -> str | None:
     if not stored or not incoming:
         stored = [f for f in stored if not f.value[1]]  # type: ignore[index]
         incoming = [f for f in incoming if not f.value[1]]  # type: ignore[index]
-    unit = lambda fs: [Feature(f.start, f.end, f.value[0], f.text) for f in fs]  # type: ignore[index]  # noqa: E731
+    unit = lambda fs: [Feature(f.start, f.end, f.value[0], f.text) for f in fs]  # noqa: E731
     return _compare("unit", unit(stored), unit(incoming), sep="→")
 
 

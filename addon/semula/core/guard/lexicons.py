@@ -43,8 +43,8 @@ def _fold(word: str) -> str:
     return unicodedata.normalize("NFKC", word).casefold()
 
 
-def _number_value(value: object) -> str:
-    return str(int(value)) if isinstance(value, int) or float(value).is_integer() else str(value)  # type: ignore[arg-type]
+def _number_value(value: float) -> str:
+    return str(int(value)) if isinstance(value, int) or value.is_integer() else str(value)
 
 
 def _add(table: LanguageTable, word: str, meaning: Meaning) -> None:

@@ -9,6 +9,8 @@ are found as substrings of the text and mapped back to the tokens they cover.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from semula.core.guard.lexicons import (
     FRAME_OPENERS,
     FRAME_PARTNERS,
@@ -87,7 +89,7 @@ def table_features(a: Analysis, kind: str, skip_kinds: tuple[str, ...] = ()) -> 
         skip |= {f.start for f in a.features["meaning"] if f.value[0] == "negation"}  # type: ignore[index]
     out: list[Feature] = []
     for f in a.features["meaning"]:
-        what, value = f.value  # type: ignore[misc]
+        what, value = cast("tuple[str, Any]", f.value)  # a "meaning" feature is (kind, value): `lexicons._add`
         if what != kind or f.start in skip:
             continue
         if kind == "month":

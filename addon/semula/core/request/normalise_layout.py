@@ -39,7 +39,7 @@ __all__ = [
 # ---------------------------------------------------------------- JSON
 
 
-class _Object(list):  # type: ignore[type-arg]
+class _Object(list[tuple[str, object]]):
     """A JSON object as its (key, value) pairs, repeated keys included."""
 
 

@@ -74,8 +74,9 @@ class EmbeddingTier:
         if not floors:
             return []  # no threshold for this model: its cosines mean nothing yet
         row = NEAR_TIERS[self.tier]
-        settings = replace(query.settings, **{row.review: review_floor if review_floor is not None else 1.1,
-                                              row.serve: serve_floor})
+        floors_given: dict[str, Any] = {row.review: review_floor if review_floor is not None else 1.1,
+                                        row.serve: serve_floor}
+        settings = replace(query.settings, **floors_given)
         try:
             found = [(e, c) for e, c in self.search(query.project, query.request, settings)
                      if not pairings.rejected(e) and c >= min(floors)]

@@ -169,7 +169,8 @@ def _inflate(data: bytes, coding: str, cap: int, cap_name: str) -> bytes:
     elif coding == "zstd":
         from mitmproxy.net.encoding import decode
 
-        out = decode(data, "zstd") or b""
+        decoded = decode(data, "zstd")  # a compression decodes to bytes (a text codec would give str)
+        out = decoded if isinstance(decoded, bytes) else b""
     else:
         raise ValueError(f"unknown content-encoding {coding}")
     if len(out) > cap:

@@ -41,7 +41,7 @@ ALLOCATOR_FLUSH = "16MB"
 MEMORY_ENV = "SEMULA_DUCKDB_MEMORY"
 
 
-def connect_config() -> dict[str, str | bool]:
+def connect_config() -> dict[str, str | bool | int | float | list[str]]:
     return {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
             "memory_limit": os.environ.get(MEMORY_ENV) or MEMORY_LIMIT, "allocator_flush_threshold": ALLOCATOR_FLUSH}
 

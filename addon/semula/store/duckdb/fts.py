@@ -25,6 +25,7 @@ import duckdb
 from semula.core.nearmatch import lexical_words
 from semula.core.text import dice
 from semula.store.duckdb.postings import STEM_SQL, Postings, Stemmer, fts_tokens
+from semula.store.types import one_row
 
 log = logging.getLogger("semula")
 
@@ -119,8 +120,8 @@ class LexicalIndex:
 
         Returns whether it indexes exactly the texts stored now (then there is nothing to rebuild)."""
         try:
-            current = self._cursor.execute(f"SELECT ({TEXTS_HASH_SQL}) = (SELECT value FROM meta WHERE key = ?)",
-                                           [TEXTS_HASH_KEY]).fetchone()[0]
+            current = one_row(self._cursor.execute(f"SELECT ({TEXTS_HASH_SQL}) = (SELECT value FROM meta WHERE key = ?)",
+                                                   [TEXTS_HASH_KEY]).fetchone())[0]
             postings = Postings.load(self._cursor)
             rows = self._cursor.execute(
                 "SELECT id, project, substr(last_text, 1, ?) FROM entries "

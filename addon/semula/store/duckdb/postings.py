@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 
+from semula.store.types import one_row
+
 # fts_main_<table>.tokenize: strip accents, lower, these characters -> space, split on whitespace
 _SEPARATORS = re.compile(r"""[0-9!@#$%^&*()_+={}\[\]:;<>,.?~\\/|'"`-]+""")
 _WHITESPACE = re.compile(r"[ \t\n\r\f\v]+")
@@ -104,7 +106,7 @@ class Postings:
             entry_ids[docid], lengths[docid] = name, length
             if project is not None:
                 doc_projects[docid] = projects.setdefault(project, len(projects))
-        num_docs, avgdl = con.execute(f"SELECT num_docs, avgdl FROM {schema}.stats").fetchone()
+        num_docs, avgdl = one_row(con.execute(f"SELECT num_docs, avgdl FROM {schema}.stats").fetchone())
         return cls(term_ids, df, offsets, docs, tfs, entry_ids, lengths, doc_projects, projects,
                    int(num_docs or 0), float(avgdl or 1.0))
 

@@ -40,8 +40,9 @@ def _page_rows(cursor: duckdb.DuckDBPyConnection, ids: list[int]) -> list[tuple]
     try:
         rows = cursor.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id BETWEEN ? AND ?", [ids[-1], ids[0]]).fetchall()
     except duckdb.OutOfMemoryException:
-        rows = [cursor.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?", [i]).fetchone() for i in ids]
-    return [row for row in rows if row is not None]
+        one_each = (cursor.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?", [i]).fetchone() for i in ids)
+        rows = [row for row in one_each if row is not None]
+    return rows
 
 
 def _estimated_bytes(row: tuple) -> int:

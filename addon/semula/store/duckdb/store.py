@@ -28,7 +28,7 @@ from semula.store.duckdb.fts import LexicalIndex
 from semula.store.duckdb.vectors import VectorTable, delete_vectors
 from semula.store.rows import KEY, WRITTEN, written_values
 from semula.store.sql import SqlStore, now
-from semula.store.types import Entry, NewEntry, StoreError
+from semula.store.types import Entry, NewEntry, StoreError, one_row
 
 BULK_CHUNK_BYTES = 16 * 1024 * 1024  # rows per transaction of `upsert_entries`: within DuckDB's memory limit
 _UPDATE_SQL = f"UPDATE entries SET {', '.join(c + '=?' for c in WRITTEN)}, updated_at=? WHERE id=?"
@@ -170,8 +170,7 @@ class DuckDBStore(SqlStore):
             if row:
                 con.execute(_UPDATE_SQL, [*written_values(new), at, row[0]])
                 return int(row[0])
-            row = con.execute(_INSERT_SQL, [*written_values(new, KEY + WRITTEN), at, at]).fetchone()
-            return int(row[0])
+            return int(one_row(con.execute(_INSERT_SQL, [*written_values(new, KEY + WRITTEN), at, at]).fetchone())[0])
 
     def upsert_entries(self, news: list[NewEntry]) -> list[int]:
         """Many recordings at once, ids in `news` order; a transaction per BULK_CHUNK_BYTES (DuckDB's memory limit)."""
@@ -183,7 +182,8 @@ class DuckDBStore(SqlStore):
 
     def memory_bytes(self) -> int | None:  # DuckDB's buffer pool and working memory (SEMULA_DUCKDB_MEMORY)
         with self._errors():
-            return int(self.con.execute("SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory()").fetchone()[0])
+            return int(one_row(self.con.execute(
+                "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory()").fetchone())[0])
 
     def recent_entries(self, max_bytes: int) -> list[Entry]:
         """The newest entries within `max_bytes` as the answer cache counts them, oldest first (`recent`)."""

@@ -20,12 +20,12 @@ import numpy as np
 from semula.store.duckdb.errors import describe_duckdb_error, store_errors
 from semula.store.duckdb.migrations import create_vector_table
 from semula.store.rows import vector_matrix
-from semula.store.types import StoreError, VectorStatus
+from semula.store.types import StoreError, VectorStatus, one_row
 
 
 def delete_vectors(con: duckdb.DuckDBPyConnection, entry_id: int) -> None:
     """Delete an entry's vectors, in the caller's transaction (the table exists once a vector was stored)."""
-    if con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'entry_vector'").fetchone()[0]:
+    if one_row(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'entry_vector'").fetchone())[0]:
         con.execute("DELETE FROM entry_vector WHERE entry_id = ?", [entry_id])
 
 
@@ -56,8 +56,8 @@ class VectorTable:
 
     def has_table(self) -> bool:
         with store_errors(self._describe):
-            return bool(self._con.execute(
-                "SELECT count(*) FROM information_schema.tables WHERE table_name = 'entry_vector'").fetchone()[0])
+            return bool(one_row(self._con.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE table_name = 'entry_vector'").fetchone())[0])
 
     def put(self, model: str, rows: Iterable[tuple[int, np.ndarray]]) -> int:
         """Store (entry_id, vector) rows for `model`, replacing earlier ones; returns how many."""
@@ -97,11 +97,11 @@ class VectorTable:
 
     def count_without(self, model: str) -> int:
         with store_errors(self._describe):
-            return int(self._con.execute(
+            return int(one_row(self._con.execute(
                 "SELECT count(*) FROM entries e WHERE NOT EXISTS "
                 "(SELECT 1 FROM entry_vector v WHERE v.entry_id = e.id AND v.model = ?)",
                 [model],
-            ).fetchone()[0])
+            ).fetchone())[0])
 
     def counts(self) -> dict[str, int]:
         """Vectors stored per model."""
@@ -111,7 +111,7 @@ class VectorTable:
 
     def entry_count(self) -> int:
         with store_errors(self._describe):
-            return int(self._con.execute("SELECT count(*) FROM entries").fetchone()[0])
+            return int(one_row(self._con.execute("SELECT count(*) FROM entries").fetchone())[0])
 
 
 def read_vector_status(store_path: Path, model: str) -> VectorStatus:

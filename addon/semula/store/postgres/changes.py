@@ -25,7 +25,7 @@ import psycopg
 
 from semula.store.postgres.connect import shut_socket
 from semula.store.postgres.migrations import CHANNEL
-from semula.store.types import StoreError
+from semula.store.types import StoreError, one_row
 
 log = logging.getLogger("semula")
 
@@ -152,7 +152,7 @@ class ChangeFollower:
         with self._pooled() as con:
             con.execute("DELETE FROM changes WHERE at < (now() AT TIME ZONE 'utc') - %s * interval '1 second'",
                         [KEEP_SECONDS])
-            oldest = con.execute("SELECT min(id) FROM changes").fetchone()[0]
+            oldest = one_row(con.execute("SELECT min(id) FROM changes").fetchone())[0]
         if oldest is not None and self.last and oldest > self.last + 1:
             self._apply([Change(0, "reload", "", None)])
 

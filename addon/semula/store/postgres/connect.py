@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import TracebackType
+from typing import Any
 
 import psycopg
 import psycopg_pool
@@ -64,7 +65,7 @@ PROBE_SECONDS = 2  # a fresh connection's wait (libpq's shortest connect_timeout
 FROZEN_BOUND_SECONDS = STALL_SECONDS + PROBE_SECONDS + 0.5  # = 4 s: a call on a frozen server fails by then
 
 
-def _conninfo(url: str) -> dict[str, object]:
+def _conninfo(url: str) -> dict[str, Any]:
     try:
         return conninfo_to_dict(url)
     except psycopg.Error:

@@ -13,7 +13,7 @@ SERVER_SCHEMES = ("postgresql://", "postgres://")
 
 def is_server_store(spec: str | None) -> bool:
     """Whether a `--store` / `SEMULA_STORE` value names a Postgres server (else: the DuckDB file)."""
-    return bool(spec) and spec.strip().lower().startswith(SERVER_SCHEMES)
+    return spec is not None and spec.strip().lower().startswith(SERVER_SCHEMES)
 
 
 def masked(url: str) -> str:

@@ -40,7 +40,7 @@ from semula.store.postgres.connect import (
 from semula.store.postgres.lexical import PgLexical, PgVectors
 from semula.store.rows import ENTRY_COLUMNS, KEY, WRITTEN, entry_from_row, written_values
 from semula.store.sql import SqlStore, now
-from semula.store.types import Entry, NewEntry, StoreError
+from semula.store.types import Entry, NewEntry, StoreError, one_row
 
 log = logging.getLogger("semula")
 
@@ -64,8 +64,7 @@ class PgStore(SqlStore):
 
     placeholder = "%s"
     reconnects = True  # a failed call does not need the store reopened: keep serving from memory
-    shared = True  # many proxies, one store
-    file = None
+    shared = True  # many proxies, one store (and no file: `SqlStore.file` stays None)
 
     def __init__(self, url: str, schema: str | None = None, listen: bool = True, follow: bool = True):
         self.url = url
@@ -260,7 +259,7 @@ class PgStore(SqlStore):
         with self.connection() as con, con.cursor() as cur:
             cur.executemany(UPSERT_SQL, [_upsert_params(n, at) for n in latest.values()], returning=True)
             for key in latest:
-                ids[key] = int(cur.fetchone()[0])
+                ids[key] = int(one_row(cur.fetchone())[0])
                 cur.nextset()
         return [ids[(n.project, n.request_fp)] for n in news]
 

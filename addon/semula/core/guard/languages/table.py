@@ -44,13 +44,13 @@ class LanguageTable:
     negating_suffixes: str = ""
     # Numbers: value -> words. ``weak_numbers`` are also articles or common words
     # ("un", "ein", "bir", "on"): they count only when the other side changed a number too.
-    numbers: Mapping[int, str] = field(default_factory=dict)
+    numbers: Mapping[float, str] = field(default_factory=dict)  # 2.5: "zweieinhalb"
     # Numbers written as one word from a ten and a unit: German "einundzwanzig" (unit first,
     # the unit forms carry the joiner "und"), Italian "ventuno" (tens first).
     compound_tens: Mapping[int, str] = field(default_factory=dict)
     compound_units: Mapping[int, str] = field(default_factory=dict)
     compound_order: str = "tens-first"  # or "unit-first"
-    weak_numbers: Mapping[int, str] = field(default_factory=dict)
+    weak_numbers: Mapping[float, str] = field(default_factory=dict)
     ordinals: Mapping[int, str] = field(default_factory=dict)
     months: Mapping[int, str] = field(default_factory=dict)
     weekdays: Mapping[int, str] = field(default_factory=dict)  # 1 = Monday
