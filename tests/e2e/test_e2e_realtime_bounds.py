@@ -36,7 +36,8 @@ BIG_MB = 32  # twice the default message cap (16 MB)
 
 def auto_proxy(factory: ProxyFactory, fake_provider: FakeProvider, fake_realtime: FakeRealtime,
                recordings: Path) -> ProxyHandle:
-    return factory("auto", extra_args=("--recordings", str(recordings), "--set", fake_realtime.route(fake_provider.port)))
+    route = fake_realtime.route(fake_provider.port)
+    return factory("auto", extra_args=("--recordings", str(recordings), "--set", route))
 
 
 def realtime_client() -> openai.OpenAI:

@@ -38,7 +38,8 @@ def _page_rows(cursor: duckdb.DuckDBPyConnection, ids: list[int]) -> list[tuple]
     """The rows of `ids` (newest first): one range scan, or one index lookup each when DuckDB has no memory
     for the range's vectors of bodies."""
     try:
-        rows = cursor.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id BETWEEN ? AND ? AND kind = 'http'", [ids[-1], ids[0]]).fetchall()
+        rows = cursor.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id BETWEEN ? AND ? AND kind = 'http'",
+                              [ids[-1], ids[0]]).fetchall()
     except duckdb.OutOfMemoryException:
         rows = [cursor.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?", [i]).fetchone() for i in ids]
     return [row for row in rows if row is not None]
