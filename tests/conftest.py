@@ -160,6 +160,18 @@ def duckdb_engine(tmp_path: Path) -> Iterator[Any]:
         engine.close()
 
 
+@pytest.fixture(scope="module")
+def fake_realtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A fake OpenAI Realtime server over TLS WebSockets (tests/support/fake_realtime.py), per test module."""
+    from fake_realtime import FakeRealtime
+
+    server = FakeRealtime.start(tmp_path_factory.mktemp("realtime-certs"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 _postgres_skip: list[str] = []
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from websockets.exceptions import ConnectionClosedError
 
 from conftest import ProxyFactory
 from e2e_helpers import FakeProvider, ProxyHandle, run_semula, ssl_context
-from fake_realtime import FakeRealtime, synthetic_pcm
+from fake_realtime import FakeRealtime, converse as fake_converse, synthetic_pcm
 
 pytestmark = pytest.mark.e2e
 
@@ -54,25 +53,7 @@ def converse_audio(proxy: ProxyHandle, seconds: float = 1.0) -> list[bytes]:
 
 def converse(proxy: ProxyHandle, turns: tuple[str, ...] = TURNS, azure: bool = False) -> list[bytes]:
     """The server events the SDK received, raw, over a whole conversation the client closes itself."""
-    client = (openai.AzureOpenAI(api_key=KEY, api_version="2025-04-01-preview", azure_endpoint=f"https://{AZURE}",
-                                 max_retries=0) if azure else
-              openai.OpenAI(api_key=KEY, base_url="https://api.openai.com/v1", max_retries=0))
-    received: list[bytes] = []
-    options: Any = {"proxy": proxy.proxy_url, "ssl": ssl_context(proxy.ca_path), "open_timeout": 20,
-                    "subprotocols": ["realtime", f"openai-insecure-api-key.{KEY}"]}
-    with client.realtime.connect(model="gpt-realtime", extra_query={"api_key": KEY},
-                                 websocket_connection_options=options) as connection:
-        received.append(connection.recv_bytes())  # session.created
-        connection.session.update(session={"type": "realtime", "output_modalities": ["text"]})
-        for text in turns:
-            connection.conversation.item.create(item={"type": "message", "role": "user",
-                                                      "content": [{"type": "input_text", "text": text}]})
-            connection.response.create()
-            while True:
-                received.append(connection.recv_bytes())
-                if json.loads(received[-1])["type"] == "response.done":
-                    break
-    return received
+    return fake_converse(proxy.proxy_url, proxy.ca_path, KEY, turns, AZURE if azure else None)
 
 
 def converse_or_explain(proxy: ProxyHandle, fake: FakeRealtime, azure: bool = False) -> list[bytes]:
@@ -84,29 +65,20 @@ def converse_or_explain(proxy: ProxyHandle, fake: FakeRealtime, azure: bool = Fa
 
 
 @pytest.fixture(scope="module")
-def fake_realtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeRealtime]:
-    server = FakeRealtime.start(tmp_path_factory.mktemp("realtime-certs"))
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
 def recorded(module_proxy_factory: ProxyFactory, fake_provider: FakeProvider, fake_realtime: FakeRealtime,
              tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     recordings = tmp_path_factory.mktemp("realtime") / "recordings"
     # the provider hosts already go to the fake provider; its realtime path goes on to the WebSocket fake
-    route = f"map_remote=|//127.0.0.1:{fake_provider.port}/v1/realtime|//127.0.0.1:{fake_realtime.port}/v1/realtime"
+    route = fake_realtime.route(fake_provider.port)
     azure = f"map_remote=|//{AZURE}/|//127.0.0.1:{fake_realtime.port}/"
     # mitmproxy's connection lines (info) in the output, so a stalled handshake shows where it stopped
     proxy = module_proxy_factory("auto", extra_args=("--recordings", str(recordings), "--set", route, "--set", azure,
                                                      "--set", "termlog_verbosity=info"))
     events = converse_or_explain(proxy, fake_realtime)
-    assert proxy.pump.wait_for(lambda s: "→ miss · recorded · 5 client messages" in s,
-                               20), proxy.describe()
+    assert proxy.pump.wait_for(lambda s: "openai-realtime GET api.openai.com/v1/realtime → miss #" in s
+                               and "· recorded · 101" in s, 20), proxy.describe()
     azure_events = converse_or_explain(proxy, fake_realtime, azure=True)
-    assert proxy.pump.wait_for(lambda s: f"GET {AZURE}/openai/realtime → miss · recorded" in s, 20), proxy.describe()
+    assert proxy.pump.wait_for(lambda s: f"GET {AZURE}/openai/realtime → miss #" in s, 20), proxy.describe()
     clean = tmp_path_factory.mktemp("realtime-clean") / "recordings"
     shutil.copytree(recordings, clean)
     return {"proxy": proxy, "events": events, "azure_events": azure_events, "recordings": clean,
@@ -175,7 +147,9 @@ def test_audio_goes_to_one_sidecar_and_replays_byte_exact(recorded: dict[str, An
     events = converse_audio(recorded["proxy"])
     assert any(json.loads(e)["type"] == "response.output_audio.delta" for e in events)
     # session.update + 10 appends + commit + response.create
-    assert recorded["proxy"].pump.wait_for(lambda s: "recorded · 13 client messages" in s, 20)
+    recorded_lines: list[str] = []  # its third recorded conversation (each line is looked at once)
+    assert recorded["proxy"].pump.wait_for(
+        lambda s: "· recorded · 101" in s and len(recorded_lines.append(s) or recorded_lines) >= 3, 20)
     source = recorded["proxy"].argv[recorded["proxy"].argv.index("--recordings") + 1]
     folder = Path(source) / "_realtime" / "default"
     sidecars = list(folder.glob("*.bin"))

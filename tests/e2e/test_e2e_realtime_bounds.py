@@ -14,7 +14,6 @@ import json
 import secrets
 import string
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,18 +34,9 @@ AWS_ID = "AKIA" + "".join(secrets.choice(string.ascii_uppercase + string.digits)
 BIG_MB = 32  # twice the default message cap (16 MB)
 
 
-@pytest.fixture(scope="module")
-def fake_realtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeRealtime]:
-    server = FakeRealtime.start(tmp_path_factory.mktemp("realtime-certs"))
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 def auto_proxy(factory: ProxyFactory, fake_provider: FakeProvider, fake_realtime: FakeRealtime,
                recordings: Path) -> ProxyHandle:
-    route = f"map_remote=|//127.0.0.1:{fake_provider.port}/v1/realtime|//127.0.0.1:{fake_realtime.port}/v1/realtime"
+    route = fake_realtime.route(fake_provider.port)
     return factory("auto", extra_args=("--recordings", str(recordings), "--set", route))
 
 
@@ -82,7 +72,8 @@ def test_a_key_typed_into_a_conversation_reaches_no_byte_semula_writes(
         rt.response.create()
         events = until_done(rt)
     assert any(OPENAI_KEY.encode() in e for e in events)  # the fake echoed it: the server's events carry it too
-    assert proxy.pump.wait_for(lambda s: "→ miss · recorded · 2 client messages" in s, 20), proxy.describe()
+    assert proxy.pump.wait_for(lambda s: "openai-realtime GET api.openai.com/v1/realtime → miss #" in s, 20), \
+        proxy.describe()
     proxy.stop()  # its store, WAL and call log flushed
     (recording,) = (recordings / "_realtime").rglob("*.json")
     assert "[REDACTED]" in recording.read_text()

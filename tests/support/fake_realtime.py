@@ -9,8 +9,9 @@ audio), `response.output_text.done`/`response.output_audio.done`, `response.done
 ids are random on every run, like the real server's. The answer text is a function of the last user
 text, so a test can tell turns apart. It counts connections (`connections`) for "0 reached the fake".
 
-Run in a test: `server = FakeRealtime.start(cert_dir)`, then `server.port`, `server.connections`,
-`server.stop()`.
+Run in a test: the `fake_realtime` fixture (tests/conftest.py), or `server = FakeRealtime.start(cert_dir)`,
+then `server.port`, `server.route(provider_port)`, `server.connections`, `server.stop()`. `converse` is a
+client's whole text conversation through a proxy.
 """
 
 from __future__ import annotations
@@ -39,6 +40,33 @@ def _realtime_protocol(connection: Any, offered: Any) -> str | None:
     return "realtime" if "realtime" in offered else None  # what OpenAI answers to a browser's offer
 
 
+def converse(proxy_url: str, ca_path: Path | str, key: str, turns: tuple[str, ...], azure_host: str | None = None
+             ) -> list[bytes]:
+    """The server events the `openai` SDK's realtime client received, raw, over a whole conversation of text
+    turns that the client closes itself. The key goes as a bearer header, an `api_key` query and a subprotocol."""
+    import openai
+
+    client = (openai.AzureOpenAI(api_key=key, api_version="2025-04-01-preview", azure_endpoint=f"https://{azure_host}",
+                                 max_retries=0) if azure_host else
+              openai.OpenAI(api_key=key, base_url="https://api.openai.com/v1", max_retries=0))
+    received: list[bytes] = []
+    options: Any = {"proxy": proxy_url, "ssl": ssl.create_default_context(cafile=str(ca_path)), "open_timeout": 20,
+                    "subprotocols": ["realtime", f"openai-insecure-api-key.{key}"]}
+    with client.realtime.connect(model="gpt-realtime", extra_query={"api_key": key},
+                                 websocket_connection_options=options) as connection:
+        received.append(connection.recv_bytes())  # session.created
+        connection.session.update(session={"type": "realtime", "output_modalities": ["text"]})
+        for text in turns:
+            connection.conversation.item.create(item={"type": "message", "role": "user",
+                                                      "content": [{"type": "input_text", "text": text}]})
+            connection.response.create()
+            while True:
+                received.append(connection.recv_bytes())
+                if json.loads(received[-1])["type"] == "response.done":
+                    break
+    return received
+
+
 def synthetic_pcm(seconds: float, rate: int = 24000) -> bytes:
     """A 440 Hz tone as 16-bit little-endian mono PCM."""
     count = int(seconds * rate)
@@ -58,6 +86,11 @@ class FakeRealtime:
         self._ready = threading.Event()
         self._stop: asyncio.Event | None = None
         self._thread = threading.Thread(target=self._run, daemon=True, name="fake-realtime")
+
+    def route(self, provider_port: int) -> str:
+        """The mitmproxy option that sends the fake provider's realtime path (where the tests' proxies send the
+        provider hosts) on to this server."""
+        return f"map_remote=|//127.0.0.1:{provider_port}/v1/realtime|//127.0.0.1:{self.port}/v1/realtime"
 
     @classmethod
     def start(cls, cert_dir: Path, **kwargs: Any) -> FakeRealtime:

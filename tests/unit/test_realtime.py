@@ -1,4 +1,5 @@
-"""realtime: the conversation model, the turn-by-turn matcher, the file (audio in a sidecar, hostile input refused)."""
+"""Realtime: the conversation model, the turn-by-turn matcher, the file (audio in a sidecar, hostile input
+refused), and a conversation as a recording of its kind in the store and the recordings folder."""
 
 from __future__ import annotations
 
@@ -9,12 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from semula.realtime import fileformat, folder
-from semula.realtime.conversation import (
+from semula.core.conversation import (
     MAX_REASON_BYTES, Conversation, Message, ReplaySession, close_reason, normalised, realtime_path, url_key,
 )
-from semula.realtime.fileformat import RealtimeFileError
-from semula.recordings import sidecars
+from semula.engine.engine import Engine
+from semula.recordings import conversation_file as fileformat, sidecars
+from semula.recordings.conversation_file import RealtimeFileError
+from semula.recordings.conversations import new_entry
+from semula.recordings.folder import RecordingsFolder
+from semula.store.duckdb.store import DuckDBStore
 
 
 def server(event: dict, at: float = 1.0) -> Message:
@@ -160,14 +164,48 @@ def test_the_file_gives_back_every_message_byte_exact_and_stores_audio_once() ->
     assert loaded.messages == recorded.messages and loaded.url == recorded.url
 
 
+def record(root: Path, data: Path, *conversations: Conversation) -> list[int]:
+    """Record conversations as the proxy does: the engine stores each, then writes its file."""
+    engine = Engine.open(DuckDBStore.open(data), folder=RecordingsFolder(root, data))
+    try:
+        return [engine.record(new_entry(c)) for c in conversations]
+    finally:
+        engine.close()
+
+
+def replayable(root: Path, data: Path, url: str = "/v1/realtime?model=m") -> list[Conversation]:
+    """What a proxy on a fresh data dir replays from the folder (loaded into its store at start)."""
+    engine = Engine.open(DuckDBStore.open(data), folder=RecordingsFolder(root, data))
+    try:
+        return [c for _, c in engine.conversations("default", url)]
+    finally:
+        engine.close()
+
+
 def test_folder_round_trip(tmp_path: Path) -> None:
-    root = folder.root_of(str(tmp_path / "recs"), str(tmp_path / "data"))
-    path = folder.write(root, audio_conversation())
-    assert path.parent == tmp_path / "recs" / "_realtime" / "default"
+    root = tmp_path / "recs"
+    record(root, tmp_path / "data", audio_conversation())
+    (path,) = (root / "_realtime" / "default").glob("*.json")
     assert [p.suffix for p in sorted(path.parent.iterdir())] == [".bin", ".json"]
-    assert folder.load(root, "default")[0].messages == audio_conversation().messages
-    assert folder.load(root, "../etc") == [] and folder.load(root, "other") == []
-    assert folder.root_of(None, str(tmp_path / "data")) == tmp_path / "data" / "realtime"
+    document = json.loads(path.read_text())
+    assert (document["format"], document["kind"], document["provider"]) == ("semula-recording/1", "realtime", "openai")
+    assert replayable(root, tmp_path / "fresh")[0].messages == audio_conversation().messages
+    assert replayable(root, tmp_path / "fresh", "/v1/realtime?model=other") == []
+
+
+def test_a_file_in_the_old_format_still_loads(tmp_path: Path) -> None:
+    """A conversation recorded before conversations were a kind of recording (`semula-realtime/1`)."""
+    recorded = audio_conversation()
+    text, audio = fileformat.dumps(recorded, sidecars.ref_for)
+    document = json.loads(text)
+    old = {"format": "semula-realtime/1", **{k: document[k] for k in (
+        "project", "host", "url", "recorded_at", "close_code", "messages", "audio_sidecar")}}
+    directory = tmp_path / "recs" / "_realtime" / "default"
+    directory.mkdir(parents=True)
+    (directory / "realtime-m-0123456789ab.json").write_text(json.dumps(old, indent=1))
+    sidecars.write(tmp_path / "recs", "_realtime/default", audio)
+    (loaded,) = replayable(tmp_path / "recs", tmp_path / "data")
+    assert loaded.messages == recorded.messages and loaded.identity == recorded.identity
 
 
 def good_document() -> dict:
@@ -176,7 +214,12 @@ def good_document() -> dict:
 
 
 @pytest.mark.parametrize(("change", "problem"), [
-    (lambda d: d.update(format="semula-recording/1"), "not a semula-realtime/1 file"),
+    (lambda d: d.update(format="semula-realtime/2"), "not a semula-recording/1 file of kind realtime"),
+    (lambda d: d.update(kind="http"), "not a semula-recording/1 file of kind realtime"),
+    (lambda d: d.update(provider="anthropic"), "host 'api.openai.com' is not one of anthropic's hosts"),
+    (lambda d: d.update(host="evil.example"), "host 'evil.example' is not one of openai's hosts"),
+    (lambda d: d.update(endpoint="/v1/chat/completions"), "is not a Realtime connection"),
+    (lambda d: d.update(url="/openai/realtime"), "url: is not a URL of the file's endpoint"),
     (lambda d: d.update(project="../x"), "project: '../x' is not a project name"),
     (lambda d: d.update(url="v1/realtime"), "url: does not start with /"),
     (lambda d: d.update(messages={}), "messages: is not a list"),
@@ -205,20 +248,31 @@ def test_an_audio_slice_outside_the_sidecar_is_refused() -> None:
 
 
 def test_a_bad_file_is_skipped_and_named(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    root = tmp_path / "_realtime"
-    folder.write(root, conversation("one"))
-    (root / "default" / "broken.json").write_text("{nope")
-    os.symlink("/etc/hostname", root / "default" / "linked.json")
-    loaded = folder.load(root, "default")
-    assert len(loaded) == 1
-    assert "broken.json skipped: not JSON" in caplog.text and "linked.json skipped: not a regular file" in caplog.text
+    root = tmp_path / "recs"
+    record(root, tmp_path / "data", conversation("one", url="/v1/realtime?model=m"))
+    (root / "_realtime" / "default" / "broken.json").write_text("{nope")
+    os.symlink("/etc/hostname", root / "_realtime" / "default" / "linked.json")
+    assert len(replayable(root, tmp_path / "fresh")) == 1
+    assert "broken.json skipped: not JSON" in caplog.text
+    assert "linked.json skipped: a symbolic link out of the recordings folder" in caplog.text
 
 
 def test_a_missing_sidecar_refuses_only_that_recording(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    root = tmp_path / "_realtime"
-    folder.write(root, audio_conversation())
-    folder.write(root, conversation("one"))
-    for sidecar in (root / "default").glob("*.bin"):
+    root = tmp_path / "recs"
+    record(root, tmp_path / "data", audio_conversation(), conversation("one", url="/v1/realtime?model=m"))
+    for sidecar in (root / "_realtime" / "default").glob("*.bin"):
         sidecar.unlink()
-    assert len(folder.load(root, "default")) == 1
+    assert len(replayable(root, tmp_path / "fresh")) == 1
     assert "is missing" in caplog.text
+
+
+def test_a_conversation_is_never_matched_as_an_http_call(tmp_path: Path) -> None:
+    """Kept in the store beside HTTP recordings, a conversation stays out of the index and the near tiers."""
+    store = DuckDBStore.open(tmp_path)
+    entry_id = store.upsert_entry(new_entry(conversation("one")))
+    try:
+        assert store.get_entry(entry_id).kind == "realtime"
+        assert store.index_rows() == [] and store.project_canonicals("default") == []
+        assert store.canonicals_after(0) == []
+    finally:
+        store.close()

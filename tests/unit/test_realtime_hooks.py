@@ -4,33 +4,55 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from mitmproxy import http
-from mitmproxy.test import tflow
+from mitmproxy.test import taddons, tflow
 from mitmproxy.websocket import WebSocketData, WebSocketMessage
 from wsproto.frame_protocol import Opcode
 
+from semula.core.conversation import Message, ReplaySession
 from semula.core.modes import Mode
+from semula.proxy.addon import SemulaAddon
 from semula.proxy.realtime import Realtime, is_upgrade
 from semula.proxy.realtime_answerer import TOKEN_HEADER
-from semula.proxy.scopes import CurrentTests
-from semula.realtime import folder
-from semula.realtime.conversation import Message, ReplaySession
 
 KEY = "sk-hooks-planted-00112233445566778899aabbccdd"
 
 
-def part(mode: Mode, tmp_path: Path, session_mb: float = 64.0) -> tuple[Realtime, Any]:
-    settings = SimpleNamespace(hosts=("api.openai.com",), default_project="default", read_only=False,
-                               recordings=str(tmp_path / "recs"), data_dir=str(tmp_path / "data"),
-                               console_calls=False, realtime_max_message_mb=16.0, realtime_max_session_mb=session_mb)
-    # calls: a list has the one method of the call log the part uses (`append`)
-    addon = SimpleNamespace(mode=mode, settings=settings, conn_projects={}, conn_tags={}, tests=CurrentTests(),
-                            calls=[], run_id="r1")
-    return Realtime(addon), addon
+class Rows(list):
+    """The call log as the test reads it: its rows (`append`), nothing lost at `close`."""
+
+    def close(self) -> int:
+        return 0
+
+
+@contextmanager
+def part(mode: Mode, tmp_path: Path, session_mb: float = 64.0) -> Iterator[tuple[Realtime, Any]]:
+    """The Realtime hooks of a running addon (its store and recordings folder in `tmp_path`); `calls`
+    holds the call-log rows."""
+    addon = SemulaAddon()
+    with taddons.context(addon) as tctx:
+        tctx.configure(addon, semula_data_dir=str(tmp_path / "data"), semula_admin=False, semula_mode=mode.value,
+                       semula_recordings=str(tmp_path / "recs"), semula_console_calls=False,
+                       semula_realtime_max_session_mb=str(session_mb), confdir=str(tmp_path / "conf"))
+        asyncio.run(addon.running())
+        addon.life.calls = calls = Rows()
+        try:
+            yield addon.addons[1], SimpleNamespace(calls=calls, parts=addon.parts)
+        finally:
+            addon.done()
+
+
+def conversations(addon: Any) -> list[Any]:
+    """What the store holds of the default project's conversations of the test URL (on the store thread)."""
+    engine = addon.parts.store.engine
+    return [c for _, c in addon.parts.store.executor.submit(
+        engine.conversations, "default", "/v1/realtime?model=gpt-realtime").result()]
 
 
 def upgrade(path: str = f"/v1/realtime?model=gpt-realtime&api_key={KEY}") -> http.HTTPFlow:
@@ -49,18 +71,15 @@ def test_only_realtime_upgrades_are_taken() -> None:
 
 
 def test_replay_points_the_upgrade_at_the_answerer_without_credentials(tmp_path: Path) -> None:
-    realtime, _ = part(Mode.REPLAY, tmp_path)
-    flow = upgrade()
-    realtime.requestheaders(flow)
-    try:
+    with part(Mode.REPLAY, tmp_path) as (realtime, _):
+        flow = upgrade()
+        realtime.requestheaders(flow)
         asyncio.run(realtime.request(flow))
         request = flow.request
         assert (request.scheme, request.host) == ("http", "127.0.0.1")
         assert request.path == "/v1/realtime?model=gpt-realtime"
         assert KEY not in str(request.headers) and request.headers["sec-websocket-protocol"] == "realtime"
         assert request.headers[TOKEN_HEADER] in realtime.answerer.sessions
-    finally:
-        realtime.done()
 
 
 EVENTS = ((False, {"type": "session.created"}), (True, {"type": "response.create"}), (False, {"type": "response.done"}))
@@ -80,56 +99,61 @@ def talk(realtime: Realtime, flow: http.HTTPFlow, close_code: int,
 
 
 def test_auto_records_a_cleanly_closed_conversation_and_logs_it(tmp_path: Path) -> None:
-    realtime, addon = part(Mode.AUTO, tmp_path)
-    talk(realtime, upgrade(), 1000)
-    (loaded,) = folder.load(folder.root_of(addon.settings.recordings, ""), "default")
+    with part(Mode.AUTO, tmp_path) as (realtime, addon):
+        talk(realtime, upgrade(), 1000)
+        (loaded,) = conversations(addon)
+        (row,) = addon.calls
     assert [m.from_client for m in loaded.messages] == [False, True, False]
     assert loaded.url == "/v1/realtime?model=gpt-realtime"
-    (row,) = addon.calls
-    assert row.recorded and row.provider == "openai-realtime" and row.model == "gpt-realtime"
+    assert len(list((tmp_path / "recs" / "_realtime" / "default").glob("*.json"))) == 1
+    assert row["recorded"] and row["provider"] == "openai-realtime" and row["model"] == "gpt-realtime"
+    assert (row["decision"], row["tier"], row["request_fp"]) == ("miss", "none", loaded.identity)
+    assert row["entry_id"] is not None
     for path in tmp_path.rglob("*"):
         assert not path.is_file() or KEY.encode() not in path.read_bytes()
 
 
 def test_a_typed_key_is_redacted_in_the_file_and_the_recording_still_replays(tmp_path: Path) -> None:
-    realtime, addon = part(Mode.AUTO, tmp_path)
     said = {"type": "conversation.item.create", "item": {"content": [{"type": "input_text", "text": f"my {KEY}"}]}}
-    talk(realtime, upgrade(), 1000, ((False, {"type": "session.created"}), (True, said),
-                                     (False, {"type": "echo", "text": KEY})))
+    with part(Mode.AUTO, tmp_path) as (realtime, addon):
+        talk(realtime, upgrade(), 1000, ((False, {"type": "session.created"}), (True, said),
+                                         (False, {"type": "echo", "text": KEY})))
+        (loaded,) = conversations(addon)
     for path in tmp_path.rglob("*"):
         assert not path.is_file() or KEY.encode() not in path.read_bytes()
-    (loaded,) = folder.load(folder.root_of(addon.settings.recordings, ""), "default")
     session = ReplaySession.open([loaded], loaded.url)
     answer = session.answer(Message(True, 0.0, text=json.dumps(said)))  # the live client sends the key again
     assert answer.miss is None and KEY not in answer.messages[0].content.decode()
 
 
 def test_a_conversation_over_the_session_cap_goes_on_unrecorded(tmp_path: Path) -> None:
-    realtime, addon = part(Mode.AUTO, tmp_path, session_mb=0.001)
-    flow = upgrade()
-    talk(realtime, flow, 1000, ((True, {"type": "x", "pad": "a" * 600}), (True, {"type": "x", "pad": "b" * 600})))
-    assert not (tmp_path / "recs").exists() and flow.websocket is not None and len(flow.websocket.messages) == 1
+    with part(Mode.AUTO, tmp_path, session_mb=0.001) as (realtime, addon):
+        flow = upgrade()
+        talk(realtime, flow, 1000, ((True, {"type": "x", "pad": "a" * 600}), (True, {"type": "x", "pad": "b" * 600})))
+        assert conversations(addon) == []
+    assert not (tmp_path / "recs" / "_realtime").exists()
+    assert flow.websocket is not None and len(flow.websocket.messages) == 1
     (row,) = addon.calls
-    assert not row.recorded and "semula_realtime_max_session_mb" in row.error
+    assert not row["recorded"] and "semula_realtime_max_session_mb" in row["error"]
 
 
 def test_a_dropped_conversation_is_not_recorded(tmp_path: Path) -> None:
-    realtime, addon = part(Mode.AUTO, tmp_path)
-    talk(realtime, upgrade(), 1006)
-    assert folder.load(folder.root_of(addon.settings.recordings, ""), "default") == []
+    with part(Mode.AUTO, tmp_path) as (realtime, addon):
+        talk(realtime, upgrade(), 1006)
+        assert conversations(addon) == []
     (row,) = addon.calls
-    assert not row.recorded and row.error == "not recorded: closed with code 1006"
+    assert not row["recorded"] and row["error"] == "not recorded: closed with code 1006"
 
 
 def test_passthrough_records_nothing(tmp_path: Path) -> None:
-    realtime, addon = part(Mode.PASSTHROUGH, tmp_path)
-    talk(realtime, upgrade(), 1000)
-    assert not (tmp_path / "recs").exists() and addon.calls[0].decision == "passthrough"
+    with part(Mode.PASSTHROUGH, tmp_path) as (realtime, addon):
+        talk(realtime, upgrade(), 1000)
+    assert not (tmp_path / "recs" / "_realtime").exists() and addon.calls[0]["decision"] == "passthrough"
 
 
 def test_the_project_header_names_the_project_and_never_goes_upstream(tmp_path: Path) -> None:
-    realtime, _ = part(Mode.AUTO, tmp_path)
-    flow = upgrade()
-    flow.request.headers["x-semula-project"] = "voice-agent"
-    realtime.requestheaders(flow)
-    assert realtime.live[flow.id].project == "voice-agent" and "x-semula-project" not in flow.request.headers
+    with part(Mode.AUTO, tmp_path) as (realtime, _):
+        flow = upgrade()
+        flow.request.headers["x-semula-project"] = "voice-agent"
+        realtime.requestheaders(flow)
+        assert realtime.live[flow.id].project == "voice-agent" and "x-semula-project" not in flow.request.headers

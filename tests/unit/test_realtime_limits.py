@@ -1,5 +1,5 @@
-"""proxy/realtime_limits and realtime/folder's write: a message over the cap fails at its frame header,
-and a conversation the loader would refuse is never written."""
+"""proxy/realtime_limits and a conversation's entry (`recordings/conversations.new_entry`): a message over
+the cap fails at its frame header, and a conversation the loader would refuse is never recorded."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from wsproto.events import CloseConnection, TextMessage
 from wsproto.frame_protocol import CloseReason
 
 from semula.proxy.realtime_limits import Cap, MessageCap
-from semula.realtime import folder
-from semula.realtime.conversation import Conversation, Message
+from semula.core.conversation import Conversation, Message
+from semula.recordings.conversations import new_entry
 from semula.recordings.format import RecordingFileError
 
 
@@ -68,11 +68,9 @@ def conversation(text: str) -> Conversation:
 def test_a_conversation_over_the_file_cap_is_not_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SEMULA_RECORDING_MAX_MB", "0.01")
     with pytest.raises(RecordingFileError, match="over the 0 MB a recording may have"):
-        folder.write(tmp_path, conversation("\x01" * 4000))  # 4 KB sent, 24 KB once JSON escapes it
-    assert not any(tmp_path.rglob("*"))
+        new_entry(conversation("\x01" * 4000))  # 4 KB sent, 24 KB once JSON escapes it
 
 
 def test_a_conversation_the_loader_refuses_is_not_written(tmp_path: Path) -> None:
     with pytest.raises(RecordingFileError, match="nested deeper"):
-        folder.write(tmp_path, conversation("[" * 200 + "]" * 200))
-    assert not any(tmp_path.rglob("*"))
+        new_entry(conversation("[" * 200 + "]" * 200))

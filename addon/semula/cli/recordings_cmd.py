@@ -31,18 +31,12 @@ def recordings() -> None:
 def recordings_check(folder: Path | None) -> None:
     """Report every recording file that cannot be loaded (exit 1 if any): for CI. Realtime
     conversations (`_realtime/`) are checked too."""
-    from semula.realtime import folder as realtime_folder
     from semula.recordings.folder import check
 
     folder = folder or default_recordings()
     if not folder.is_dir():
         raise click.ClickException(f"no recordings folder at {folder}")
     good, bad = check(folder)
-    for found in realtime_folder.files(folder / realtime_folder.FOLDER_DIR):
-        if found.problem is None:
-            good += 1
-        else:
-            bad.append((f"{realtime_folder.FOLDER_DIR}/{found.rel}", found.problem))
     for rel, problem in bad:
         click.echo(f"{folder / rel}: {problem}", err=True)
     click.echo(f"{good} recording(s) load, {len(bad)} bad, in {folder}")
@@ -94,7 +88,7 @@ def recordings_unused(folder: Path | None, data_dir: Path, shards: tuple[Path, .
         click.echo("a partial run (pytest -k, one CI shard) makes recordings other tests need look unused: "
                    "pass each shard with --shard", err=True)
     here = {rel: info["entry_id"] for rel, info in RecordingsFolder(folder, data_dir).files.items()}
-    unused = unused_files(recording_files(folder), here, evidence) + unused_conversations(folder, evidence)
+    unused = unused_files(recording_files(folder), here, evidence)
     orphans = sidecars.unreferenced(folder) if folder.is_dir() else []
     if as_json:
         for line in [{"entry": e, "file": rel} for e, rel in unused] + [{"sidecar": rel} for rel in orphans]:
@@ -113,16 +107,6 @@ def recordings_unused(folder: Path | None, data_dir: Path, shards: tuple[Path, .
         pruned = sidecars.prune(folder)
         click.echo(f"deleted {len(unused)} recording(s) and {len(pruned)} sidecar(s)")
     sys.exit(1 if fail and (unused or orphans) else 0)
-
-
-def unused_conversations(folder: Path, evidence: list[Any]) -> list[tuple[None, str]]:
-    """(None, file) of the Realtime conversations no shard replayed or recorded (a bad file: never used)."""
-    from semula.realtime import folder as realtime_folder
-
-    used = set().union(*(shard.conversations for shard in evidence))
-    return [(None, f"{realtime_folder.FOLDER_DIR}/{found.rel}")
-            for found in realtime_folder.files(folder / realtime_folder.FOLDER_DIR)
-            if found.conversation is None or found.conversation.identity not in used]
 
 
 @recordings.command("stale")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from semula.recordings.files import max_file_bytes, read_capped, scan
+from semula.recordings.files import KIND_DIRS, max_file_bytes, read_capped, scan
 from semula.recordings.format import Recording, RecordingFileError, loads
 
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
@@ -44,6 +44,8 @@ def recordings_in(root: Path) -> tuple[list[Selected], list[tuple[str, str]]]:
     good, bad = [], []
     cap = max_file_bytes()
     for found in scan(root):
+        if found.rel.split("/", 1)[0] in KIND_DIRS:  # a Realtime conversation: drift re-sends HTTP calls only
+            continue
         if found.problem is not None:
             bad.append((found.rel, found.problem))
             continue

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from semula.calllog.schema import ReviewEvent
 from semula.core.request.canonical import CanonicalRequest
 from semula.core.cascade import Candidate
+from semula.core.conversation import Conversation, url_fingerprint
 from semula.core.decision import Match
 from semula.core.explain import Nearest, nearest_recordings
 from semula.core.redact import FingerprintKey
@@ -29,10 +30,12 @@ from semula.engine.near import NearSearcher
 from semula.engine.tiers import open_tiers
 from semula.engine.recordings import Recordings
 from semula.engine.review import ReviewQueue
+from semula.recordings.conversations import conversation_of
 from semula.recordings.folder import RecordingsFolder, SyncReport
+from semula.recordings.format import RecordingFileError
 from semula.engine.upkeep import upgrade
 from semula.store.base import RecordingStore
-from semula.store.types import Entry, StoreError
+from semula.store.types import Entry, RecordingKind, StoreError
 
 log = logging.getLogger("semula")
 
@@ -186,6 +189,22 @@ class Engine:
     def record(self, new: Any, started: Any = None) -> int:
         return self.recordings.record(new, started)
 
+    def conversations(self, project: str, url: str) -> list[tuple[int, Conversation]]:
+        """The project's recorded conversations of this URL (`core.conversation.url_key`) and their entry ids,
+        newest first. The
+        folder's changes are loaded first (a file added under a running proxy replays at once); an entry
+        the loader refuses is skipped with a log line naming it."""
+        if self.folder is not None and self.folder.changed_on_disk():
+            self.refresh_folder()
+        ids = self.store.entries_with_normalised_fp(project, url_fingerprint(url))
+        found = []
+        for entry in sorted(self.store.entries_by_ids(ids) if ids else [], key=lambda e: -e.id):
+            try:
+                found.append((entry.id, conversation_of(entry)))
+            except RecordingFileError as e:
+                log.warning("semula: realtime recording #%s skipped: %s", entry.id, e)
+        return found
+
     def reader(self) -> RecordingStore:
         """This thread's own read handle on the store (the near search's `find` runs on reader threads)."""
         ident = threading.get_ident()
@@ -244,6 +263,8 @@ class Engine:
         for start in range(0, len(entry_ids), ENTRY_BATCH):
             # the answers too: the hit is served from memory, even if the server goes down later
             for entry in self.store.entries_by_ids(entry_ids[start:start + ENTRY_BATCH]):
+                if entry.kind != RecordingKind.HTTP:  # a conversation is read when one is replayed
+                    continue
                 self.index.add(entry.id, entry.project, entry.request_fp, entry.normalised_fp)
                 self.answers.put(entry)
         if "alias" in kinds:

@@ -30,7 +30,7 @@ from semula.store.base import RecordingStore, each_canonical
 from semula.recordings.entry import fingerprints_of
 from semula.recordings.folder import RecordingsFolder
 from semula.recordings.shared import settings_file
-from semula.store.types import AliasRequest, Entry, NewEntry
+from semula.store.types import AliasRequest, Entry, NewEntry, RecordingKind
 
 log = logging.getLogger("semula")
 
@@ -79,6 +79,10 @@ class Recordings:
         if self.folder is not None:
             self.folder.intend(new)  # a kill -9 before the file is written: the next start writes it
         entry_id = self.store.upsert_entry(new)
+        if new.kind != RecordingKind.HTTP:  # a conversation: found by its URL, never matched or near-searched
+            if self.folder is not None and (entry := self.store.get_entry(entry_id)) is not None:
+                self._write_file(entry)
+            return entry_id
         settings = self.index.settings_for(new.project)
         for tier in self.tiers:
             tier.written(entry_id, new, settings)

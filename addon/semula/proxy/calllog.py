@@ -58,7 +58,7 @@ def call_row(state: FlowState, method: str, mode: str, status: int | None, *, up
     elif fast is not None:
         provider, model = fast.provider, fast.model
     else:
-        provider, model = (state.adapter.name if state.adapter else None), None
+        provider, model = state.provider or (state.adapter.name if state.adapter else None), state.model
     answer = state.outcome.answer if state.outcome else None
     served = answer.entry if answer is not None else None  # the recording served (`Entry`)
     near = state.outcome.near if state.outcome else None

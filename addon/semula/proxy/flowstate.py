@@ -45,6 +45,9 @@ class FlowState:
     test: str = ""  # the test current for the tag, or the x-semula-scope header (proxy/scopes.py)
     fast_key: FastKey | None = None  # set when the raw-request fast path may serve this request
     fast: FastHit | None = None  # set when it did (then `canonical` is None: nothing was parsed)
+    # what the call log names when no request is parsed (a Realtime conversation: `proxy/realtime.py`)
+    provider: str | None = None
+    model: str | None = None
     # auto mode: the review queue's write for this miss, left to run while the call is forwarded
     queueing: asyncio.Future[NearSearch | None] | None = None
 

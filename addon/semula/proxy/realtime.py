@@ -1,16 +1,20 @@
 """The Realtime edge: mitmproxy's WebSocket hooks for `/v1/realtime` and `/openai/realtime` upgrades.
 
-A part the addon holds (in its `addons`, so mitmproxy calls these hooks after the addon's own). In
-auto and record a conversation goes upstream and is recorded when it ends cleanly (a conversation
-cannot be matched before it starts: its first client message comes after the handshake); in replay
-the upgrade goes to the local answerer (`realtime_answerer.py`) and never upstream. Each
-conversation leaves one call-log row and one console line, like an HTTP call.
+A part the addon holds (in its `addons`, so mitmproxy calls these hooks after the addon's own). A
+conversation is a recording of its own kind (`recordings/conversations.py`): in auto and record it goes
+upstream and, when it ends cleanly, is recorded through the engine on the store thread, as an HTTP
+answer is (store first, then its file in `_realtime/`); a conversation cannot be matched before it
+starts (its first client message comes after the handshake). In replay the store thread reads the
+project's conversations of that URL and the upgrade goes to the local answerer
+(`realtime_answerer.py`), never upstream. Each conversation ends in the call log and on the console
+through the same code as an HTTP call (`calllog.finish`), its decision made by `core.decision.decide`.
 
 Bounded like an HTTP body: a message over `semula_realtime_max_message_mb` closes its connection as
 its first frame header arrives (`realtime_limits.py`); a conversation over
-`semula_realtime_max_session_mb` (or the loader's file cap) or `fileformat.MAX_MESSAGES` stops being
-recorded, with one log line, and goes on being relayed. Hooks here only keep a message's bytes (mitmproxy
-keeps only the last): decoding, redaction and the file are built on a thread when the conversation ends.
+`semula_realtime_max_session_mb` (or the loader's file cap) or `conversation_file.MAX_MESSAGES` stops
+being recorded, with one log line, and goes on being relayed. Hooks here only keep a message's bytes
+(mitmproxy keeps only the last): decoding, redaction and the file are built off the event loop when
+the conversation ends, and nothing here reads a file or the store on the loop.
 """
 
 from __future__ import annotations
@@ -26,23 +30,27 @@ from mitmproxy import http
 from mitmproxy.websocket import WebSocketMessage
 from wsproto.frame_protocol import Opcode
 
-from semula.calllog.schema import CallRow
+from semula.core.cascade import Outcome
+from semula.core.conversation import (
+    CLEAN_CLOSE_CODES, PROVIDER, Conversation, Message, ReplaySession, conversation_of, model_of, realtime_path,
+    url_fingerprint, url_key,
+)
+from semula.core.decision import Match, decide
 from semula.core.modes import Mode
 from semula.core.redact import redact_text
-from semula.proxy import realtime_limits
-from semula.proxy.realtime_limits import MB, Cap
+from semula.core.tiers import Tier
 from semula.providers import host_matches
+from semula.proxy import calllog, realtime_limits
 from semula.proxy.caller import caller_of
+from semula.proxy.flowstate import FlowState
 from semula.proxy.parts import ProxyParts
-from semula.proxy.console import terminal_safe
 from semula.proxy.realtime_answerer import TOKEN_HEADER, Answerer, Played
-from semula.realtime import folder
-from semula.realtime.conversation import (
-    CLEAN_CLOSE_CODES, PROVIDER, Conversation, Message, ReplaySession, conversation_of, realtime_path, url_key,
-)
-from semula.realtime.fileformat import MAX_MESSAGES
+from semula.proxy.realtime_limits import MB, Cap
+from semula.recordings.conversation_file import MAX_MESSAGES
+from semula.recordings.conversations import new_entry
 from semula.recordings.files import max_file_bytes
 from semula.recordings.format import RecordingFileError
+from semula.store.types import NewEntry
 
 log = logging.getLogger("semula")
 
@@ -57,12 +65,10 @@ def is_upgrade(request: http.Request) -> bool:
 
 @dataclass
 class Live:
-    """One Realtime connection in flight."""
+    """One Realtime connection in flight; `state` is what the call log reads, as for an HTTP call."""
 
-    project: str
-    host: str
+    state: FlowState
     path: str  # path and query as the client sent them (may hold a key: never logged as is)
-    started_at: datetime
     record: bool = False
     start: float = 0.0  # when the handshake finished (time.time(), like mitmproxy's message timestamps)
     # (from client, ms after the handshake, text?, bytes): decoded and redacted only when recorded, off the loop
@@ -70,12 +76,26 @@ class Live:
     size: int = 0  # bytes in `frames`
     unrecorded: str | None = None  # why recording stopped (the conversation went on)
     played: Played | None = None
+    store_problem: str | None = None  # replay: why the store could not be read
+    entry_ids: dict[str, int] = field(default_factory=dict)  # replay: each recording's entry, by identity
     token: str = ""  # the answerer's session for it (replay)
     connections: tuple[str, ...] = ()  # mitmproxy connection ids under the message cap
 
+    @property
+    def project(self) -> str:
+        return self.state.project
+
+    @property
+    def host(self) -> str:
+        return self.state.host
+
+    @property
+    def url(self) -> str:
+        return url_key(self.path)
+
 
 class Realtime:
-    """The hooks; `parts` are the proxy's shared parts (its mode, settings and logs)."""
+    """The hooks; `parts` are the proxy's shared parts (its mode, settings, store thread and logs)."""
 
     def __init__(self, parts: ProxyParts) -> None:
         self.parts = parts
@@ -96,7 +116,11 @@ class Realtime:
             return
         parts = self.parts  # the project header, proxy user and per-test scope, as for an HTTP call
         caller = caller_of(flow, parts.conn_projects, parts.conn_tags, parts.tests, parts.settings.default_project)
-        self.live[flow.id] = Live(caller.project, host, flow.request.path, datetime.now(UTC))
+        url = url_key(flow.request.path)
+        state = FlowState(host=host, project=caller.project, no_cache=caller.no_cache, path=url.partition("?")[0],
+                          started_at=datetime.now(UTC), tag=caller.tag, test=caller.test.test, run=caller.test.run,
+                          provider=PROVIDER, model=model_of(url))
+        self.live[flow.id] = Live(state, flow.request.path)
         # No permessage-deflate: a small compressed frame could inflate past the message cap in one step.
         flow.request.headers.pop("sec-websocket-extensions", None)
 
@@ -111,10 +135,22 @@ class Realtime:
         else:
             live.record = mode in (Mode.AUTO, Mode.RECORD) and not self.parts.settings.read_only
 
+    async def _recordings(self, live: Live) -> list[Conversation]:
+        """The project's conversations of this URL, read on the store thread (none: the store is unavailable)."""
+        store = self.parts.store
+        await store.ensure_open()
+        engine = store.engine
+        found = None
+        if engine is not None:
+            found = await store.run("reading Realtime recordings", engine.conversations, live.project, live.url)
+        if found is None:
+            live.store_problem = store.problem or "the store could not be read"
+            return []
+        live.entry_ids = {conversation.identity: entry_id for entry_id, conversation in found}
+        return [conversation for _, conversation in found]
+
     async def _to_answerer(self, flow: http.HTTPFlow, live: Live) -> None:
-        settings = self.parts.settings
-        root = folder.root_of(settings.recordings, settings.data_dir)
-        recordings = await asyncio.to_thread(folder.load, root, live.project)
+        recordings = await self._recordings(live)
         try:
             port = await asyncio.to_thread(self.answerer.port)
         except OSError as e:  # replay never goes upstream: refuse the upgrade, keep serving
@@ -122,10 +158,10 @@ class Realtime:
             flow.response = http.Response.make(503, f"semula: {e}\n", {"content-type": "text/plain"})
             self.live.pop(flow.id, None)
             return
-        live.token, live.played = self.answerer.expect(ReplaySession.open(recordings, url_key(live.path)))
+        live.token, live.played = self.answerer.expect(ReplaySession.open(recordings, live.url))
         request = flow.request
         request.scheme, request.host, request.port = "http", "127.0.0.1", port
-        request.path = url_key(live.path)  # no api_key query
+        request.path = live.url  # no api_key query
         for name in SECRET_HEADERS:
             request.headers.pop(name, None)
         protocols = [p.strip() for p in request.headers.get("sec-websocket-protocol", "").split(",") if p.strip()]
@@ -152,7 +188,7 @@ class Realtime:
         live.frames.clear()
         log.warning("semula: realtime connection on %s%s: a %s message of %.1f MB or more is over the %g MB cap "
                     "(semula_realtime_max_message_mb): dropped, and the connection closed (1009)", live.host,
-                    url_key(live.path), side, size / MB, limit / MB)
+                    live.url, side, size / MB, limit / MB)
 
     def websocket_start(self, flow: http.HTTPFlow) -> None:
         if (live := self.live.get(flow.id)) is not None:
@@ -173,7 +209,7 @@ class Realtime:
                                if live.size > limit else f"over {MAX_MESSAGES} messages")
             live.frames.clear()
             log.warning("semula: realtime conversation on %s%s not recorded: %s; it goes on, unrecorded", live.host,
-                        url_key(live.path), live.unrecorded)
+                        live.url, live.unrecorded)
             return
         at_ms = max(0.0, (message.timestamp - live.start) * 1000)
         live.frames.append((message.from_client, at_ms, message.type == Opcode.TEXT, message.content))
@@ -183,13 +219,12 @@ class Realtime:
         if live is None or flow.websocket is None:
             return
         realtime_limits.release(live.connections)
-        code = flow.websocket.close_code
         if live.played is not None:
-            await self._replayed(live, live.played, code)
+            await self._replayed(flow, live, live.played)
         elif live.record:
-            await self._recorded(live, code)
+            await self._recorded(flow, live, flow.websocket.close_code)
         else:
-            self._log(live, "passthrough", "none", code, note=None, recorded=False)
+            self._finish(flow, live)
 
     def error(self, flow: http.HTTPFlow) -> None:
         live = self.live.pop(flow.id, None)
@@ -197,62 +232,64 @@ class Realtime:
             realtime_limits.release(live.connections)
         if live is not None and flow.websocket is None:  # the handshake failed (upstream unreachable…)
             self.answerer.sessions.pop(live.token, None)
-            message = redact_text(str(flow.error)) if flow.error else "connection error"
-            self._log(live, "miss" if live.played is None else "error", "none", None, note=message, recorded=False)
+            self._finish(flow, live, error=redact_text(str(flow.error)) if flow.error else "connection error")
 
-    async def _replayed(self, live: Live, played: Played, code: int | None) -> None:
+    async def _replayed(self, flow: http.HTTPFlow, live: Live, played: Played) -> None:
         await asyncio.to_thread(played.done.wait, 2)  # the answerer's side of the same close
-        if played.miss is not None:
+        chosen = played.session.chosen
+        if played.miss is not None or chosen is None:
+            miss = live.store_problem or played.miss or "no recording of this URL"
             log.warning("semula: realtime replay miss on %s%s (project %s) after %d client messages: %s", live.host,
-                        url_key(live.path), live.project, played.answered, played.miss)
-            self._log(live, "miss", "none", code, note=played.miss, recorded=False)
+                        live.url, live.project, played.answered, miss)
+            self._finish(flow, live, error=redact_text(miss))
         else:
-            chosen = played.session.chosen
-            self._log(live, "hit", "exact", code, note=f"{played.answered} client messages answered",
-                      recorded=False, identity=chosen.identity if chosen else None)
+            self._finish(flow, live, served=chosen)
 
-    async def _recorded(self, live: Live, code: int | None) -> None:
+    async def _recorded(self, flow: http.HTTPFlow, live: Live, code: int | None) -> None:
         if live.unrecorded is not None:
-            self._log(live, "miss", "none", code, note=f"not recorded: {live.unrecorded}", recorded=False)
+            self._finish(flow, live, error=f"not recorded: {live.unrecorded}")
             return
         if code not in CLEAN_CLOSE_CODES or not any(frame[0] for frame in live.frames):
-            self._log(live, "miss", "none", code, note=f"not recorded: closed with code {code}", recorded=False)
+            self._finish(flow, live, error=f"not recorded: closed with code {code}")
             return
         try:
-            conversation = await asyncio.to_thread(self._write, live, code)
-        except (OSError, RecordingFileError) as e:
+            new = await asyncio.to_thread(self._entry, live, code)
+        except RecordingFileError as e:
             log.warning("semula: realtime conversation on %s not recorded: %s", live.host, redact_text(str(e)))
-            self._log(live, "miss", "none", code, note=f"not recorded: {e}", recorded=False)
+            self._finish(flow, live, error=f"not recorded: {e}")
             return
-        clients = sum(m.from_client for m in conversation.messages)
-        self._log(live, "miss", "none", code, note=f"{clients} client messages", recorded=True,
-                  identity=conversation.identity)
+        store = self.parts.store
+        await store.ensure_open()
+        entry_id = None
+        if store.engine is not None:
+            engine = store.engine
+            entry_id = await store.run("recording a Realtime conversation", engine.record, new, write=True)
+        if entry_id is None:
+            problem = store.write_problem or store.problem or "the store is not open"
+            log.warning("semula: realtime conversation on %s not recorded: %s", live.host, problem)
+            self._finish(flow, live, new=new, error=f"not recorded: {problem}")
+            return
+        self._finish(flow, live, new=new, entry_id=entry_id)
 
-    def _write(self, live: Live, code: int | None) -> Conversation:
-        """On a thread: the messages decoded and redacted into the conversation, and its file written."""
+    def _entry(self, live: Live, code: int | None) -> NewEntry:
+        """Off the loop: the messages decoded and redacted into the conversation, and its store entry
+        (`RecordingFileError`: its file would be over the cap, or refused by the loader)."""
         messages = [Message(client, at_ms, text=content.decode(errors="replace")) if text else
                     Message(client, at_ms, data=content) for client, at_ms, text, content in live.frames]
         live.frames.clear()
-        conversation = conversation_of(live.project, live.host, live.path, messages, code,
-                                       live.started_at.replace(tzinfo=None).isoformat(timespec="seconds"))
-        settings = self.parts.settings
-        folder.write(folder.root_of(settings.recordings, settings.data_dir), conversation)
-        return conversation
+        started = live.state.started_at or datetime.now(UTC)
+        return new_entry(conversation_of(live.project, live.host, live.path, messages, code,
+                                         started.replace(tzinfo=None).isoformat(timespec="seconds")))
 
-    def _log(self, live: Live, decision: str, tier: str, code: int | None, *, note: str | None,
-             recorded: bool, identity: str | None = None) -> None:
-        """One call-log row and console line; `identity` names the recording used or written (for `unused`)."""
-        parts, path, provider = self.parts, live.path.split("?", 1)[0], PROVIDER
-        model = dict(p.split("=", 1) for p in url_key(live.path).partition("?")[2].split("&") if "=" in p).get("model")
-        row = CallRow(ts=live.started_at, project=live.project, provider=provider, host=live.host,
-                      method="GET", path=redact_text(path), model=model, mode=parts.mode.value,
-                      decision=decision, tier=tier, streamed=True, status=101 if code is not None else None,
-                      recorded=recorded,
-                      error=redact_text(note) if note and decision == "miss" and not recorded else None,
-                      fast=False, run_id=parts.run_id, request_fp=identity)
-        if parts.calls is not None:
-            parts.calls.append(row)
-        if parts.settings.console_calls:
-            extra = (" · recorded" if recorded else "") + (f" · {redact_text(note)}" if note else "")
-            print(terminal_safe(f"semula: {live.project} {provider} GET {live.host}{path} → {decision}"
-                                f"{' ' + tier if tier != 'none' else ''}{extra} · close {code}"), flush=True)
+    def _finish(self, flow: http.HTTPFlow, live: Live, *, served: Conversation | None = None,
+                new: NewEntry | None = None, entry_id: int | None = None, error: str | None = None) -> None:
+        """The conversation's call-log row and console line, through the HTTP call's `calllog.finish`: its
+        decision is the cascade's (a recording of this URL played to the end is an exact hit)."""
+        parts, state = self.parts, live.state
+        served_id = live.entry_ids.get(served.identity) if served is not None else None
+        match = Match(Tier.EXACT, served_id) if served_id is not None else None  # which recording: `unused` reads it
+        decision = decide(parts.mode, match, store_problem=live.store_problem if live.played else None)
+        identity = served.identity if served is not None else (new.request_fp if new is not None else None)
+        state.outcome = Outcome(decision, request_fp=identity, normalised_fp=url_fingerprint(live.url))
+        state.streamed, state.error = True, error
+        calllog.finish(parts, flow, state, entry_id=entry_id, recorded=new is not None and entry_id is not None)

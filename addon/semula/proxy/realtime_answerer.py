@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from semula.realtime.conversation import MISS_CLOSE_CODE, Message, ReplaySession, close_reason
+from semula.core.conversation import MISS_CLOSE_CODE, Message, ReplaySession, close_reason
 
 log = logging.getLogger("semula")
 _quiet = logging.getLogger("semula.realtime.answerer")  # websockets logs each connection at INFO

@@ -23,6 +23,7 @@ from functools import cache, lru_cache
 from pathlib import Path, PurePosixPath
 
 SKIPPED_PREFIX = ("_", ".")  # folder metadata (_semula.json), editor and git files
+KIND_DIRS = ("_realtime",)  # the folders of the other kinds of recording (`conversations.FOLDER_DIR`): scanned too
 TEMP_PREFIX = ".tmp-"
 GITIGNORE = f"# semula: a write interrupted by a crash leaves its temporary file\n{TEMP_PREFIX}*\n"
 GITATTRIBUTES = "*.json linguist-generated=true\n"
@@ -144,7 +145,7 @@ def scan(root: Path) -> Iterator[Found]:
     a link to a directory is named (`LINKED_DIRECTORY`), whatever its name."""
     real_root = root.resolve()
     found: list[Found] = []
-    for entry in _entries(root, SKIPPED_PREFIX):
+    for entry in _with_kinds(root):
         if not entry.is_dir(follow_symlinks=False):
             path = Path(entry.path)
             rel = path.relative_to(root).as_posix()
@@ -164,6 +165,20 @@ def scan(root: Path) -> Iterator[Found]:
             found.append(Found(rel, path, None if stat.S_ISREG(mode) else "not a regular file (a FIFO, device "
                                                                           "or socket is never read)"))
     yield from sorted(found, key=lambda f: f.rel)
+
+
+def _with_kinds(root: Path) -> Iterator[os.DirEntry[str]]:
+    """The entries of the request/answer tree, then those of the other kinds' folders (`KIND_DIRS`)."""
+    yield from _entries(root, SKIPPED_PREFIX)
+    try:
+        kinds = [e for e in os.scandir(root) if e.name in KIND_DIRS]
+    except OSError:
+        return
+    for entry in kinds:
+        if entry.is_dir(follow_symlinks=False):
+            yield from _entries(Path(entry.path), SKIPPED_PREFIX)
+        else:
+            yield entry  # a link in its place is named, never followed
 
 
 def _entries(root: Path, skipped: tuple[str, ...]) -> Iterator[os.DirEntry[str]]:

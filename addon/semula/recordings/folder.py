@@ -49,12 +49,12 @@ from semula.recordings.files import (
     up_to,
     write_atomically,
 )
-from semula.recordings import sidecars
+from semula.recordings import conversations, sidecars
 from semula.recordings.format import Recording, RecordingFileError, dumps_with_sidecars, loads, relative_path
 from semula.recordings.sidecars import SidecarRef
 from semula.recordings.shared import SharedReport, check_shared, load_settings, load_shared
 from semula.store.base import RecordingStore
-from semula.store.types import Entry, NewEntry, StoreError
+from semula.store.types import Entry, NewEntry, RecordingKind, StoreError
 
 log = logging.getLogger("semula")
 
@@ -103,18 +103,24 @@ def recording_from_entry(entry: Entry) -> Recording:
 
 def relpath_of(entry: Entry) -> str:
     """Where the file of this recording is, relative to the folder."""
+    if entry.kind == RecordingKind.REALTIME:
+        return conversations.file_of(entry)[0]
     request = CanonicalRequest.from_json(entry.canonical)
     return relative_path(entry.project, entry.provider, entry.endpoint, request.last_user_text() or request.last_text(),
                          base_of(entry.request_fp), occurrence_of(entry.request_fp))
 
 
 def entry_from_file(raw: bytes, settings_for: Callable[[str], ProjectSettings],
-                    key: FingerprintKey | None, sidecar: Callable[[SidecarRef], bytes] | None = None) -> NewEntry:
+                    key: FingerprintKey | None, sidecar: Callable[[SidecarRef], bytes] | None = None,
+                    rel: str = "") -> NewEntry:
     """A recording file's bytes as the entry the store gets: validated, and redacted like live traffic.
 
     The loader and `semula recordings check` both run this, so check fails exactly where loading would.
-    Raises RecordingFileError (or SettingsError, UnicodeDecodeError) naming the problem.
+    A file under `_realtime/` (`rel`) is a conversation. Raises RecordingFileError (or SettingsError,
+    UnicodeDecodeError) naming the problem.
     """
+    if conversations.in_folder(rel):
+        return conversations.entry_from_file(raw, rel, sidecar)
     recording = loads(raw.decode("utf-8"), sidecar=sidecar)
     settings = settings_for(validate_project(recording.project))
     try:
@@ -153,7 +159,7 @@ def check(root: Path, settings_for: Callable[[str], ProjectSettings] | None = No
             continue
         try:
             entry = entry_from_file(read_capped(found.path, max_bytes), settings_for, key,
-                                    sidecars.resolver(root, found.rel, max_bytes))
+                                    sidecars.resolver(root, found.rel, max_bytes), found.rel)
         except LOAD_ERRORS as e:
             bad.append((found.rel, str(e)))
             continue
@@ -238,8 +244,11 @@ class RecordingsFolder:
             pass
 
     def write(self, entry: Entry, save: bool = True) -> Path:
-        rel = relpath_of(entry)
-        text, blobs = dumps_with_sidecars(recording_from_entry(entry), sidecars.threshold())
+        if entry.kind == RecordingKind.REALTIME:
+            rel, text, blobs = conversations.file_of(entry)
+        else:
+            rel = relpath_of(entry)
+            text, blobs = dumps_with_sidecars(recording_from_entry(entry), sidecars.threshold())
         try:
             path = contained(self.root, rel)
             if make_directories(path.parent):
@@ -412,7 +421,7 @@ class RecordingsFolder:
                 report.unchanged += 1
                 return known["claim"]
             return item, digest, entry_from_file(raw, settings_for, key,
-                                                 sidecars.resolver(self.root, item.rel, self.max_bytes))
+                                                 sidecars.resolver(self.root, item.rel, self.max_bytes), item.rel)
         except LOAD_ERRORS as e:
             self._bad(report, item.rel, str(e))
             return None

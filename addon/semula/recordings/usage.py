@@ -29,14 +29,13 @@ MANIFEST_FILE = "recordings-manifest.json"  # recordings.folder.MANIFEST_FILE (n
 
 @dataclass(frozen=True)
 class Shard:
-    """One run's evidence: the entry ids its calls used, and its manifest (file → entry id); the Realtime
-    conversations it replayed or recorded, by identity (they are files only, with no entry id)."""
+    """One run's evidence: the entry ids its calls used (its Realtime conversations' too), and its manifest
+    (file → entry id)."""
 
     name: str
     used_ids: frozenset[int]
     files: dict[str, int]
     calls: int
-    conversations: frozenset[str] = frozenset()
 
 
 def manifest_files(data_dir: Path) -> dict[str, int]:
@@ -60,7 +59,6 @@ def shard_of(path: Path, runs: tuple[str, ...] = ()) -> Shard:
 
     from semula.calllog.reader import load_log
     from semula.calllog.schema import CALL_LOG_SCHEMA
-    from semula.realtime.conversation import PROVIDER as REALTIME_PROVIDER
 
     data_dir = path.parent if path.name == "calls" else path
     con = duckdb.connect()
@@ -78,11 +76,7 @@ def shard_of(path: Path, runs: tuple[str, ...] = ()) -> Shard:
         raise ValueError(f"no calls of run(s) {', '.join(runs)} in {data_dir / 'calls'}")
     sql = f"SELECT DISTINCT entry_id FROM calls WHERE run_id IN ({marks}) AND entry_id IS NOT NULL"
     used = {row[0] for row in con.execute(sql, list(runs)).fetchall()}
-    sql = (f"SELECT DISTINCT request_fp FROM calls WHERE run_id IN ({marks}) AND provider = ? "
-           "AND request_fp IS NOT NULL")
-    conversations = {row[0] for row in con.execute(sql, [*runs, REALTIME_PROVIDER]).fetchall()}
-    return Shard(f"{data_dir} run {', '.join(runs)}", frozenset(used), manifest_files(data_dir), count,
-                 frozenset(conversations))
+    return Shard(f"{data_dir} run {', '.join(runs)}", frozenset(used), manifest_files(data_dir), count)
 
 
 def recording_files(root: Path) -> list[str]:

@@ -191,8 +191,9 @@ def problem(data: Any, providers: frozenset[str]) -> str | None:
     return None
 
 
-def check(data: Any, providers: frozenset[str]) -> None:
-    """Raise `Invalid` naming the first field of `data` that a recording cannot have."""
+def envelope(data: Any, providers: frozenset[str]) -> None:
+    """Raise `Invalid` naming the first field of the envelope every kind of recording file has (where it
+    went: project, provider, host, method, endpoint, model; when and how it was recorded) that it cannot have."""
     if not isinstance(data, dict):
         raise Invalid("a recording is a JSON object")
     if (deep := depth_problem(data)) is not None:
@@ -212,6 +213,12 @@ def check(data: Any, providers: frozenset[str]) -> None:
         raise Invalid(f"endpoint {data.get('endpoint')!r:.60} {bad}")
     _text(data.get("model"), "model", optional=True)
     _text(data.get("recorded_at"), "recorded_at", optional=True)
+    _provenance(data.get("provenance"))
+
+
+def check(data: Any, providers: frozenset[str]) -> None:
+    """Raise `Invalid` naming the first field of `data` that a recording cannot have."""
+    envelope(data, providers)
     if not isinstance(data.get("streamed", False), bool):
         raise Invalid(f"streamed {data['streamed']!r:.60} is not true or false")
     usage = data.get("usage")
@@ -227,8 +234,7 @@ def check(data: Any, providers: frozenset[str]) -> None:
     occurrence = data.get("occurrence", 1)
     if not _is_int(occurrence) or not 1 <= occurrence <= MAX_OCCURRENCE:
         raise Invalid(f"occurrence {occurrence!r:.60} is not a whole number from 1 to {MAX_OCCURRENCE}")
-    _provenance(data.get("provenance"))
-    _request(data.get("request"), provider)
+    _request(data.get("request"), data["provider"])
     _response(data.get("response"))
 
 

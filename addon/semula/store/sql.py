@@ -35,6 +35,9 @@ FINGERPRINT_SALT = "fingerprint_salt"  # meta key: hex of the store's fingerprin
 FINGERPRINT_VERSION = "fingerprint_version"  # meta key: the fingerprint version the stored fps were made under
 
 _candidate = candidate_from_row
+# Only HTTP recordings are matched, fingerprinted, near-searched or embedded; a Realtime conversation is
+# found by its URL (`entries_with_normalised_fp`) and read whole (`recordings/conversations.py`).
+MATCHED = "kind = 'http'"
 
 
 def now() -> datetime:
@@ -162,12 +165,13 @@ class SqlStore(ABC):
 
     def index_rows(self) -> list[IndexRow]:
         """Every entry's fingerprints: the in-memory index's source."""
-        return [IndexRow(*r) for r in self._all("SELECT id, project, request_fp, normalised_fp FROM entries")]
+        return [IndexRow(*r) for r in self._all(
+            f"SELECT id, project, request_fp, normalised_fp FROM entries WHERE {MATCHED}")]
 
     def project_canonicals(self, project: str, provider: str | None = None, limit: int = 2000,
                            endpoint: str | None = None) -> list[tuple[int, dict[str, Any]]]:
         where, params = filters(project=project, provider=provider, endpoint=endpoint)
-        rows = self._all(f"SELECT id, canonical FROM entries WHERE {where} ORDER BY id DESC LIMIT ?", [*params, limit])
+        rows = self._all(f"SELECT id, canonical FROM entries WHERE {where} AND {MATCHED} ORDER BY id DESC LIMIT ?", [*params, limit])
         return [(int(i), json.loads(c)) for i, c in rows]
 
     def set_normalised_fps(self, updates: list[tuple[int, str]]) -> None:
@@ -185,7 +189,8 @@ class SqlStore(ABC):
 
     def canonicals_after(self, after_id: int, limit: int = 1000) -> list[CanonicalRow]:
         """The entries after `after_id`, in id order: a batch of a full pass."""
-        rows = self._all("SELECT id, project, canonical FROM entries WHERE id > ? ORDER BY id LIMIT ?", [after_id, limit])
+        rows = self._all(f"SELECT id, project, canonical FROM entries WHERE id > ? AND {MATCHED} ORDER BY id LIMIT ?",
+                         [after_id, limit])
         return [CanonicalRow(int(i), p, json.loads(c)) for i, p, c in rows]
 
     def set_last_texts(self, updates: list[tuple[int, str]]) -> None:

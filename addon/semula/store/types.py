@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from datetime import datetime
+from enum import StrEnum
 from functools import cached_property
 from typing import Any, NamedTuple
 
@@ -24,6 +25,14 @@ def one_row(row: tuple[Any, ...] | None) -> tuple[Any, ...]:
     if row is None:
         raise StoreError("the store returned no row where one was expected")
     return row
+
+
+class RecordingKind(StrEnum):
+    """What a recording is: one HTTP call (request and answer), or a Realtime conversation over WebSocket
+    (its messages; `recordings/conversations.py`). Only HTTP recordings take part in matching a call."""
+
+    HTTP = "http"
+    REALTIME = "realtime"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,6 +55,7 @@ class RecordedCall:
     upstream_ms: float | None
     # Where it came from: user_agent, answered_model, semula (version); a loaded file's recorded_at.
     provenance: dict[str, str] | None = None
+    kind: str = RecordingKind.HTTP  # a `RecordingKind`, as the store's `kind` column keeps it
 
     def call_fields(self) -> dict[str, Any]:
         """The shared fields by name, to build the other kind of record from this one."""

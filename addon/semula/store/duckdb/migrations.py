@@ -138,6 +138,11 @@ def _m006_provenance(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE entries ADD COLUMN provenance VARCHAR")
 
 
+def _m007_kind(con: duckdb.DuckDBPyConnection) -> None:
+    """Which kind of recording an entry is (`RecordingKind`): every entry before it is an HTTP call."""
+    con.execute("ALTER TABLE entries ADD COLUMN kind VARCHAR DEFAULT 'http'")
+
+
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_core", _m001_core),
     ("002_review", _m002_review),
@@ -145,6 +150,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("004_meta", _m004_meta),
     ("005_close_cross_shape_candidates", _m005_close_cross_shape_candidates),
     ("006_provenance", _m006_provenance),
+    ("007_kind", _m007_kind),
 )
 
 

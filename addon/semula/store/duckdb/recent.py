@@ -17,7 +17,7 @@ def recent_entries(cursor: duckdb.DuckDBPyConnection, max_bytes: int) -> list[En
     `index.entry_bytes` counts them parsed (about twice the request's JSON, plus ~3 KB of objects); the
     caller counts exactly and stops at the budget. Read in pages of ids newest first (a window over every
     body went beyond DuckDB's memory limit), each page smaller when entries are big."""
-    ids = sorted((i for (i,) in cursor.execute("SELECT id FROM entries").fetchall()), reverse=True)
+    ids = sorted((i for (i,) in cursor.execute("SELECT id FROM entries WHERE kind = 'http'").fetchall()), reverse=True)
     newest_first: list[Entry] = []
     held, page, start = 0, PAGE_ROWS, 0
     while start < len(ids) and held <= max_bytes:
@@ -38,7 +38,8 @@ def _page_rows(cursor: duckdb.DuckDBPyConnection, ids: list[int]) -> list[tuple]
     """The rows of `ids` (newest first): one range scan, or one index lookup each when DuckDB has no memory
     for the range's vectors of bodies."""
     try:
-        rows = cursor.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id BETWEEN ? AND ?", [ids[-1], ids[0]]).fetchall()
+        rows = cursor.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id BETWEEN ? AND ? AND kind = 'http'",
+                              [ids[-1], ids[0]]).fetchall()
     except duckdb.OutOfMemoryException:
         one_each = (cursor.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?", [i]).fetchone() for i in ids)
         rows = [row for row in one_each if row is not None]

@@ -89,7 +89,7 @@ class VectorTable:
         """(id, project, canonical) of entries with no vector from `model`, oldest first."""
         with store_errors(self._describe):
             rows = self._con.execute(
-                "SELECT e.id, e.project, e.canonical FROM entries e WHERE NOT EXISTS "
+                "SELECT e.id, e.project, e.canonical FROM entries e WHERE e.kind = 'http' AND NOT EXISTS "
                 "(SELECT 1 FROM entry_vector v WHERE v.entry_id = e.id AND v.model = ?) ORDER BY e.id LIMIT ?",
                 [model, int(limit)],
             ).fetchall()
@@ -98,7 +98,7 @@ class VectorTable:
     def count_without(self, model: str) -> int:
         with store_errors(self._describe):
             return int(one_row(self._con.execute(
-                "SELECT count(*) FROM entries e WHERE NOT EXISTS "
+                "SELECT count(*) FROM entries e WHERE e.kind = 'http' AND NOT EXISTS "
                 "(SELECT 1 FROM entry_vector v WHERE v.entry_id = e.id AND v.model = ?)",
                 [model],
             ).fetchone())[0])

@@ -127,13 +127,13 @@ class PgVectors:
 
     def entries_without(self, model: str, limit: int = 1000) -> list[tuple[int, str, dict[str, Any]]]:
         rows = self.store._all(
-            "SELECT e.id, e.project, e.canonical FROM entries e WHERE NOT EXISTS "
+            "SELECT e.id, e.project, e.canonical FROM entries e WHERE e.kind = 'http' AND NOT EXISTS "
             "(SELECT 1 FROM entry_vector v WHERE v.entry_id = e.id AND v.model = %s) ORDER BY e.id LIMIT %s",
             [model, int(limit)])
         return [(int(i), p, json.loads(c)) for i, p, c in rows]
 
     def count_without(self, model: str) -> int:
-        row = self.store._one("SELECT count(*) FROM entries e WHERE NOT EXISTS "
+        row = self.store._one("SELECT count(*) FROM entries e WHERE e.kind = 'http' AND NOT EXISTS "
                               "(SELECT 1 FROM entry_vector v WHERE v.entry_id = e.id AND v.model = %s)", [model])
         return int(row[0]) if row else 0
 

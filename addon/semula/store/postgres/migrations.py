@@ -147,12 +147,18 @@ def _m005_provenance(con: psycopg.Connection) -> None:
     con.execute("ALTER TABLE entries ADD COLUMN provenance TEXT")
 
 
+def _m006_kind(con: psycopg.Connection) -> None:
+    """Which kind of recording an entry is (`RecordingKind`): the same column as DuckDB's."""
+    con.execute("ALTER TABLE entries ADD COLUMN kind TEXT NOT NULL DEFAULT 'http'")
+
+
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_core", _m001_core),
     ("002_lexical", _m002_lexical),
     ("003_changes", _m003_changes),
     ("004_close_cross_shape_candidates", _m004_close_cross_shape_candidates),
     ("005_provenance", _m005_provenance),
+    ("006_kind", _m006_kind),
 )
 
 

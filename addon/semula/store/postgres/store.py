@@ -271,7 +271,7 @@ class PgStore(SqlStore):
             f"""SELECT {ENTRY_COLUMNS} FROM (
                     SELECT *, sum(octet_length(body) + 2 * octet_length(canonical)  -- as duckdb/recent.py estimates
                                   + octet_length(coalesce(last_text, '')) + 3000) OVER (ORDER BY id DESC) AS running
-                    FROM entries
+                    FROM entries WHERE kind = 'http'
                 ) recent WHERE running <= %s ORDER BY id""", [max_bytes])
         return [_entry(row) for row in rows]
 

@@ -1,4 +1,10 @@
-"""The Realtime recording file: a conversation as reviewable JSON, its audio in one binary sidecar.
+"""The file of a Realtime conversation: the second kind of recording file, its audio in one binary sidecar.
+
+A recording file of kind `realtime` has the envelope every recording has (`format`, `project`, `provider`,
+`host`, `method`, `endpoint`, `model`, `recorded_at`, checked by the one validator: `validate.envelope`)
+and, in place of a request and its answer, the connection's `url` (path and cleaned query), its
+`close_code` and its `messages`. Files written before conversations were a kind (`semula-realtime/1`,
+with no envelope) still load.
 
 Pure: a conversation in, (JSON text, audio bytes) out, and back. Each message is stored as its
 parsed JSON plus the layout that re-serialises it to the exact bytes sent (or, when no layout does,
@@ -18,13 +24,15 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from semula.core.conversation import Conversation, Message, base_path, model_of, realtime_path
 from semula.core.settings import PROJECT_NAME
-from semula.realtime.conversation import Conversation, Message
-from semula.recordings.format import RecordingFileError
+from semula.providers import ADAPTERS, GENERIC, PROVIDER_NAMES
+from semula.recordings.format import FORMAT, RecordingFileError
 from semula.recordings.sidecars import SidecarError, SidecarRef, reference_problem
-from semula.recordings.validate import depth_problem
+from semula.recordings.validate import Invalid, depth_problem, envelope
 
-FORMAT = "semula-realtime/1"
+KIND = "realtime"  # the file's `kind` (a `store.types.RecordingKind`)
+LEGACY_FORMAT = "semula-realtime/1"  # a conversation's file before conversations were a kind of recording
 MAX_MESSAGES = 200_000
 MAX_TEXT_CHARS = 4096  # host, url
 # The events whose base64 field is audio, and that field.
@@ -83,14 +91,21 @@ def _entry(message: Message, audio: bytearray) -> dict[str, Any]:
     return entry
 
 
+def provider_of(conversation: Conversation) -> str:
+    """The registry's provider of the host it connected to (the generic one for a host the user added)."""
+    return next((a.name for a in ADAPTERS if a.serves_host(conversation.host)), GENERIC.name)
+
+
 def dumps(conversation: Conversation, audio_ref: Callable[[bytes], SidecarRef]) -> tuple[str, bytes]:
     """The file's text and its sidecar's bytes (empty: no audio, no sidecar). `audio_ref` names the
     sidecar for the bytes (`sidecars.ref_for`), so the text can refer to it before it is written."""
     audio = bytearray()
     messages = [_entry(m, audio) for m in conversation.messages]
     document: dict[str, Any] = {
-        "format": FORMAT, "project": conversation.project, "host": conversation.host, "url": conversation.url,
-        "recorded_at": conversation.recorded_at, "close_code": conversation.close_code, "messages": messages,
+        "format": FORMAT, "kind": KIND, "project": conversation.project, "provider": provider_of(conversation),
+        "host": conversation.host, "method": "GET", "endpoint": base_path(conversation.url),
+        "model": model_of(conversation.url), "url": conversation.url, "recorded_at": conversation.recorded_at,
+        "close_code": conversation.close_code, "messages": messages,
     }
     if audio:
         document["audio_sidecar"] = audio_ref(bytes(audio)).to_json()
@@ -119,17 +134,35 @@ def sidecar_of(document: Any) -> SidecarRef | None:
     return SidecarRef.from_json(document["audio_sidecar"], "audio_sidecar")
 
 
+def is_conversation(document: Any) -> bool:
+    """Whether a parsed recording file is a conversation (of either format)."""
+    return isinstance(document, dict) and (document.get("format") == LEGACY_FORMAT or (
+        document.get("format") == FORMAT and document.get("kind") == KIND))
+
+
 def parse(text: str) -> dict[str, Any]:
     try:
         document = json.loads(text)
     except (ValueError, RecursionError) as e:
         raise RealtimeFileError(f"not JSON ({e})") from None
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
+    if not is_conversation(document):
         said = document.get("format") if isinstance(document, dict) else None
-        raise RealtimeFileError(f"not a {FORMAT} file (its format field says {str(said)!r:.40})")
+        raise RealtimeFileError(f"not a {FORMAT} file of kind {KIND} (its format field says {str(said)!r:.40})")
     if (problem := depth_problem(document)) is not None:
         raise RealtimeFileError(problem)
     return document
+
+
+def _checked_envelope(document: dict[str, Any], url: str) -> None:
+    """The fields every recording file has, by the one validator; the endpoint a Realtime path, the URL's own."""
+    try:
+        envelope(document, PROVIDER_NAMES)
+    except Invalid as e:
+        raise RealtimeFileError(str(e)) from None
+    if document.get("method") != "GET" or not realtime_path(document["endpoint"]):
+        raise _fail("endpoint", f"{document['method']} {document['endpoint']!r:.60} is not a Realtime connection")
+    if base_path(url) != document["endpoint"]:
+        raise _fail("url", f"is not a URL of the file's endpoint {document['endpoint']!r:.60}")
 
 
 def loads(text: str, audio: Callable[[SidecarRef], bytes] | None = None) -> Conversation:
@@ -141,6 +174,8 @@ def loads(text: str, audio: Callable[[SidecarRef], bytes] | None = None) -> Conv
     host, url = _text_field(document, "host"), _text_field(document, "url")
     if not url.startswith("/"):  # type: ignore[union-attr]
         raise _fail("url", "does not start with /")
+    if document["format"] == FORMAT:
+        _checked_envelope(document, url)  # type: ignore[arg-type]
     close_code = document.get("close_code")
     if close_code is not None and (not isinstance(close_code, int) or isinstance(close_code, bool)):
         raise _fail("close_code", "is not a number")

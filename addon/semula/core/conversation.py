@@ -1,5 +1,10 @@
 """A recorded Realtime conversation and the matcher that replays it turn by turn (pure: no I/O, no clock).
 
+A Realtime session (OpenAI `/v1/realtime`, Azure `/openai/realtime`) is not one request and one answer
+but a conversation: client and server messages in order. It is the second kind of recording: its file is
+`recordings/conversation_file.py`, its store row `recordings/conversations.py`; the mitmproxy hooks and
+the local answerer are `proxy/realtime.py` and `proxy/realtime_answerer.py`.
+
 A replay session starts with every recording made on the same URL (path and query, credentials
 dropped). Each client message narrows them to those whose next client message is the same after
 normalisation, and is answered with the server messages that followed it in the first one left. A
@@ -94,20 +99,30 @@ class Conversation:
         return digest.hexdigest()
 
 
-def _base(path: str) -> str:
+def base_path(path: str) -> str:
     """The path without its query, one leading slash and no trailing one."""
     return "/" + path.split("?", 1)[0].strip("/")
 
 
 def realtime_path(path: str) -> bool:
-    return _base(path) in REALTIME_PATHS
+    return base_path(path) in REALTIME_PATHS
 
 
 def url_key(path: str) -> str:
     """The connection's path and query as recorded: credentials dropped (`api_key`…), parameters sorted."""
-    base, query = _base(path), path.partition("?")[2]
+    base, query = base_path(path), path.partition("?")[2]
     pairs = sorted(clean_query(parse_qsl(query, keep_blank_values=True)))
     return f"{base}?{urlencode(pairs)}" if pairs else base
+
+
+def model_of(url: str) -> str | None:
+    """The model a connection's URL names (its `model` parameter), if any."""
+    return dict(parse_qsl(url.partition("?")[2], keep_blank_values=True)).get("model") or None
+
+
+def url_fingerprint(url: str) -> str:
+    """What the store finds a URL's recordings by (their `normalised_fp`): never an HTTP request's fingerprint."""
+    return "realtime-" + hashlib.sha256(url.encode()).hexdigest()
 
 
 def _normalise(value: Any) -> Any:
