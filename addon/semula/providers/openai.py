@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from semula.core.request.canonical import CanonicalRequest, Layout, Message, content_layout, joined_layout
-from semula.core.request.params import NO_PARAM_RULES, EndpointDefaults, ParamRules
+from semula.core.request.params import NO_PARAM_RULES, EndpointDefaults, ParamRules, Renamed
 from semula.providers.auth import Auth, KeyAuth
 from semula.providers.base import Adapter, RawRequest, Usage
 from semula.providers.jsonbody import BodyShapeError, as_int, event_json, frame_events, load_json_object, require_list
@@ -75,11 +75,17 @@ _RESPONSES_DEFAULTS = {"temperature": 1, "top_p": 1, "parallel_tool_calls": True
                        "service_tier": "auto", "text": {"format": {"type": "text"}}}
 # tool_choice's default depends on the tools: "none is the default when no tools are present. auto is
 # the default if tools are present".
+# max_tokens: "Deprecated in favor of max_completion_tokens ... not compatible with o-series models":
+# on the GPT-3.5/GPT-4 families both set the same limit; the reasoning models (o1, o3, o4-mini, gpt-5 …)
+# refuse max_tokens with a 400, so only the families named here (a fine-tune of one too) merge them.
+_NON_REASONING_CHAT_MODELS = r"(?:ft:)?(?:gpt-3\.5|gpt-4(?:o|\.\d+)?|chatgpt-4o)(?:[-:].*)?"
 OPENAI_PARAMS = ParamRules(
     defaults=(EndpointDefaults(("/chat/completions",), _CHAT_DEFAULTS),
               EndpointDefaults(("/responses",), _RESPONSES_DEFAULTS)),
     tool_choice_defaults=({"type": "auto"}, "auto"),
     tool_choice_none_without_tools=True,
+    # max_tokens is the name kept: the fingerprints of requests that use it stay as they were
+    renamed=(Renamed("max_completion_tokens", "max_tokens", ("/chat/completions",), _NON_REASONING_CHAT_MODELS),),
 )
 
 # openai-agents' BackendSpanExporter posts its traces here from a background thread; the server

@@ -266,7 +266,7 @@ def _params(c: CanonicalRequest, ignore_params: Sequence[str]) -> dict[str, Any]
     stay faithful to the body as sent, and a stored request's normalised fingerprint can be
     recomputed when this form changes.
     """
-    return canonical_params(c.provider, c.endpoint, c.params, ignore_params, tools=bool(c.tools))
+    return canonical_params(c.provider, c.endpoint, c.params, ignore_params, tools=bool(c.tools), model=c.model)
 
 
 def _layout_view(text: str, layout: Layout, keys: frozenset[str], scrub_patterns: Sequence[str]) -> list[Any]:
