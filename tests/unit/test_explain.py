@@ -10,7 +10,8 @@ from entries import chat
 from semula.core.request.canonical import CanonicalRequest, Message
 from semula.core.checks import around_difference
 from semula.core.explain import Nearest, differences, miss_message, nearest_recordings
-from semula.core.nearmatch import Verdict
+from semula.core.nearmatch import Verdict, near_match
+from semula.core.settings import ProjectSettings
 
 QUESTION = "What is the capital of France?"
 RECORDED = chat(QUESTION)
@@ -118,10 +119,21 @@ def test_nearest_recordings_rank_by_similarity_then_fewer_differences() -> None:
     ]
     nearest = nearest_recordings(incoming, candidates)
     assert [n.entry_id for n in nearest] == [3, 2, 4]
-    assert nearest[0] == Nearest(3, 1.0, ())
+    assert nearest[0] == Nearest(3, 1.0, (), reviewable=True)
     assert nearest[1] == Nearest(2, 1.0, ("model differs: gpt-4o-mini → gpt-4o", "parameters differ: temperature=0.5 only in this request"))
     assert nearest[2].similarity == round(2 * 5 / 12, 3)
     assert nearest[2].differences == ("message 1 (user) text differs: '…e capital of Spain?' → '…e capital of France?'",)
+
+
+def test_a_same_shape_recordings_similarity_is_the_review_queues_score() -> None:
+    """One score for the miss message, the queue and the review page: the conversation's word overlap
+    (0.9 here, a long shared system prompt) named a recording the queue scored below its floor."""
+    system = "You are a careful assistant for the city archive of Ghent. " * 4
+    incoming = replace(chat("Bitte nenne drei Brücken"), system=system)
+    recorded = replace(chat("Wann wurde das Rathaus gebaut"), system=system)
+    (nearest,) = nearest_recordings(incoming, [(7, recorded)])
+    assert nearest.reviewable and nearest.similarity == round(near_match(incoming, recorded, ProjectSettings()).score, 3)
+    assert nearest.similarity < ProjectSettings().lexical_review_threshold
 
 
 @pytest.mark.parametrize(

@@ -47,6 +47,29 @@ def test_a_new_recording_is_findable_at_once_and_after_the_rebuild(cache):
     assert other.best.entry_id == entry
 
 
+def _indexed(cache) -> None:
+    """Every recording in the built index (DuckDB): new ones are found by a scan until a build."""
+    if not hasattr(cache.lexical, "_fresh"):
+        return  # Postgres full text is current at commit
+    deadline = time.monotonic() + 30
+    while (cache.lexical._fresh or not cache.lexical._built) and time.monotonic() < deadline:
+        cache.lexical.maybe_rebuild(wait=True)
+        time.sleep(0.05)
+    assert not cache.lexical._fresh and cache.lexical._built
+
+
+@pytest.mark.parametrize("asked", ["Could you say hi", "  say HI!!  ", "Say hi now", "Then do it again"])
+def test_a_prompt_of_common_words_is_proposed_from_the_index(cache, asked):
+    """The index was built with English stopwords, which dropped "say", "hi", "could", "you", "now",
+    "then", "it", "again" (Postgres's list drops "do", "it", "then", "again"): such a prompt proposed nothing, so nothing was queued for review."""
+    said = record(cache, "Say hi")
+    again = record(cache, "Do it again")
+    record(cache, "Translate the contract into Portuguese")
+    _indexed(cache)
+    proposed = cache.lexical.propose("p", asked)
+    assert (again if "again" in asked else said) in proposed, proposed
+
+
 def test_never_the_same_pairing_twice_and_at_most_three(cache):
     for i in range(5):
         record(cache, f"Describe the red bicycle parked near the station entrance number {i}")
@@ -209,3 +232,22 @@ def test_many_fresh_words_build_at_once(tmp_path, monkeypatch):
         assert engine.lexical._fresh_words == 0
     finally:
         engine.close()
+
+
+def test_a_miss_queues_the_recording_its_message_names_when_the_index_proposed_none(cache, monkeypatch):
+    """The miss message ranks the endpoint's recordings too; one it names at or above the review
+    threshold (by the queue's own score) is queued, so a person can approve what the message points at."""
+    entry = record(cache, "Wie spät ist es in Lima")
+    record(cache, "Translate the contract into Portuguese")
+    monkeypatch.setattr(cache.lexical, "propose", lambda *args, **kwargs: [])
+    request = chat("Bitte: wie spät ist es in Lima")
+    _, normalised_fp = fingerprints(request)
+    assert near(cache, "Bitte: wie spät ist es in Lima").queued == ()
+    context = cache.miss_context("p", request, normalised_fp, None)
+    best = context.nearest[0]
+    assert best.entry_id == entry and best.reviewable and best.similarity >= ProjectSettings().lexical_review_threshold
+    assert context.candidate is not None and context.candidate.candidate_id is not None
+    (row,) = cache.review.list("p")
+    assert row["entry_id"] == entry and round(row["score"], 3) == best.similarity
+    again = cache.miss_context("p", request, normalised_fp, None)  # never queued twice
+    assert again.candidate.candidate_id == context.candidate.candidate_id and len(cache.review.list("p")) == 1

@@ -221,6 +221,15 @@ SAME_LAYOUT = [
     # a list indented under its prose lead-in line
     ("Summarise these notes:\n- one\n- two", "Summarise these notes:\n    - one\n    - two"),
     ("Summarise these notes:\n- a\n  - b\n- c", "Summarise these notes:\n  - a\n      - b\n  - c"),
+    # a Markdown list re-indented as a whole under a short lead-in, a blank line before a heading
+    ("Zutaten:\n- Mehl\n- Zucker\n  - braun\n## Schritte\nrühren", "Zutaten:\n   - Mehl\n   - Zucker\n     - braun\n\n## Schritte\nrühren"),
+    ("Kroky:\n1. otevřít\n2. zavřít", "Kroky:\n    1. otevřít\n    2. zavřít"),
+    ("Lista:\n+ uno\n+ dos", "Lista:\n  + uno\n  + dos"),
+    ("steps:\n  - name: build\n    run: make", "steps:\n- name: build\n  run: make"),  # YAML: the same too
+    # the prose question's case changed over an unchanged indented block
+    ("cosa stampa?\n    x = 1\n    print(x)", "Cosa stampa?\n    x = 1\n    print(x)"),
+    ("WAS MACHT DAS\n    x = 1\n    print(x)", "was macht das\n    x = 1\n    print(x)"),
+    ("Run this:\n    x = 1\nwhat is x now?", "Run this:\n    x = 1\nWhat is x now?"),
     # tabs are width where no Makefile rule is in sight
     ("```go\nfunc f() {\n\treturn\n}\n```", "```go\nfunc f() {\n    return\n}\n```"),
     # whole-prompt case, sentence capitals, "i"
@@ -247,6 +256,14 @@ DIFFERENT_LAYOUT = [
     ("Check:\n\na:\n  b: 1\n  c: 2", "Check:\n\na:\n  b: 1\nc: 2"),
     ("```yaml\na:\n  - b\n  - c\n```", "```yaml\na:\n  - b\n    - c\n```"),
     ("class A:\n    def f(self):\n        pass\n\n    def g(self):\n        pass", "class A:\n    def f(self):\n        pass\n\ndef g(self):\n    pass"),
+    # a list's own nesting, and a list under an indented key, still count
+    ("Kroky:\n- umýt\n- krájet\n- vařit", "Kroky:\n- umýt\n  - krájet\n- vařit"),
+    ("a:\n  b:\n    - x", "a:\n  b:\n- x"),
+    ("steps:\n  - name: build\n  run: make", "steps:\n  - name: build\n    run: make"),
+    ("Zutaten:\n- Mehl\n- Zucker", "Zutaten:\n  - Mehl\n  - Salz"),
+    # a lower-case code line is not a lead-in sentence
+    ("def f():\n    import numpy as np\n    return np", "def f():\nimport numpy as np\n    return np"),
+    ("cosa stampa?\n    for i in x:\n        print(i)", "Cosa stampa?\n    for i in x:\n    print(i)"),
     # Makefile recipes need tabs
     ("```make\nall:\n\tcc x.c\n```", "```make\nall:\n    cc x.c\n```"),
     ("Why?\n\nall: x\n\tcc x.c", "Why?\n\nall: x\n    cc x.c"),

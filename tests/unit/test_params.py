@@ -158,3 +158,31 @@ def test_tool_choice_at_its_default_for_the_tools_declared() -> None:
         "tool_choice": {"type": "any"}}
     first = request("openai", tools=tools, tool_choice="auto")
     assert normalised_fingerprint(first) == normalised_fingerprint(request("openai", tools=tools))
+
+
+def chat_with(model: str | None, **params):
+    host, path = PATHS["openai"]
+    body = {**({"model": model} if model else {}), "messages": [{"role": "user", "content": "Noem drie rivieren"}], **params}
+    return adapter_for(host, path).canonicalise(RawRequest("POST", host, path, (), {}, json.dumps(body).encode()), TEST_KEY)
+
+
+@pytest.mark.parametrize(("model", "same"), [
+    ("gpt-4o-mini", True), ("gpt-4o-2024-08-06", True), ("gpt-4.1-nano", True), ("gpt-4", True),
+    ("gpt-3.5-turbo", True), ("chatgpt-4o-latest", True), ("ft:gpt-4o-mini-2024-07-18:acme::x1", True),
+    # reasoning models answer max_tokens with a 400: never the same request
+    ("o1", False), ("o1-mini", False), ("o3-mini", False), ("o4-mini", False), ("gpt-5", False), ("gpt-5-mini", False),
+    # a model the rule does not know, or none (an Azure deployment names it in the path)
+    ("gpt-40", False), ("my-finetune", False), (None, False),
+])
+def test_max_tokens_is_max_completion_tokens_on_non_reasoning_chat_models(model, same):
+    a, b = chat_with(model, max_tokens=200), chat_with(model, max_completion_tokens=200)
+    assert (normalised_fingerprint(a) == normalised_fingerprint(b)) is same
+    assert (context_fingerprint(a) == context_fingerprint(b)) is same
+    assert normalised_fingerprint(a) != normalised_fingerprint(chat_with(model, max_completion_tokens=300))
+
+
+def test_both_limit_names_in_one_request_stay_as_sent():
+    both = chat_with("gpt-4o-mini", max_tokens=100, max_completion_tokens=200)
+    assert normalised_fingerprint(both) != normalised_fingerprint(chat_with("gpt-4o-mini", max_completion_tokens=200))
+    assert canonical_params("openai", "/v1/completions", {"max_tokens": 5}, model="gpt-4o") == {"max_tokens": 5}
+    assert canonical_params("groq", "/openai/v1/chat/completions", {"max_tokens": 5}, model="gpt-4o") == {"max_tokens": 5}

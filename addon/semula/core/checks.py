@@ -59,7 +59,7 @@ def tools_differ(incoming: CanonicalRequest, stored: CanonicalRequest, settings:
 
 def _kept_params(c: CanonicalRequest, ignore: Sequence[str]) -> dict[str, Any]:
     """In the normalised fingerprint's form: 0 is 0.0, a documented default is left out."""
-    return canonical_params(c.provider, c.endpoint, c.params, ignore, tools=bool(c.tools))
+    return canonical_params(c.provider, c.endpoint, c.params, ignore, tools=bool(c.tools), model=c.model)
 
 
 def params_differ(incoming: CanonicalRequest, stored: CanonicalRequest, settings: ProjectSettings) -> str | None:

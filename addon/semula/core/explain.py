@@ -12,6 +12,7 @@ from typing import Any
 
 from semula.core.request.canonical import CanonicalRequest, canonical_json
 from semula.core.checks import MISS_CHECKS
+from semula.core.nearmatch import review_score
 from semula.core.request.normalise import words
 from semula.core.repeats import base_of
 from semula.core.settings import ProjectSettings
@@ -32,8 +33,11 @@ NEAREST_FLOOR = 0.3
 @dataclass(frozen=True)
 class Nearest:
     entry_id: int
-    similarity: float  # 0..1, word overlap of the whole conversation's text
+    # 0..1: for a recording of the same shape, the review queue's score (`nearmatch.review_score`);
+    # for any other, the word overlap of the whole conversation's text
+    similarity: float
     differences: tuple[str, ...]
+    reviewable: bool = False  # of the same shape: the similarity is the score a review candidate gets
 
 
 def differences(incoming: CanonicalRequest, recorded: CanonicalRequest) -> list[str]:
@@ -66,22 +70,26 @@ def conversation_words(request: CanonicalRequest) -> list[str]:
 
 
 def nearest_recordings(incoming: CanonicalRequest, candidates: list[tuple[int, CanonicalRequest]],
-                       limit: int = 3) -> list[Nearest]:
-    """The `limit` nearest candidates: same provider and endpoint first, then by word overlap less
+                       limit: int = 3, settings: ProjectSettings | None = None) -> list[Nearest]:
+    """The `limit` nearest candidates: same provider and endpoint first, then by similarity less
     a penalty per differing field. Texts are `cut` first, so the cost per candidate is bounded."""
+    settings = settings or ProjectSettings()
+    whole = incoming  # the review score reads the texts whole, as the queue does
     incoming = capped(incoming)
     incoming_words = conversation_words(incoming)
     ranked = []
     for entry_id, recorded in candidates:
+        queue_score = None if (recorded.provider, recorded.endpoint) != (incoming.provider, incoming.endpoint) \
+            else review_score(whole, recorded, settings)
         recorded = capped(recorded)
         diffs = differences(incoming, recorded)
         recorded_words = conversation_words(recorded)
         elsewhere = (recorded.provider, recorded.endpoint) != (incoming.provider, incoming.endpoint)
         # Two bodiless calls to one endpoint (GET /v1/models?…) have no words to compare: they are alike.
         alike = not incoming_words and not recorded_words and not elsewhere and recorded.method == incoming.method
-        similarity = 1.0 if alike else dice(incoming_words, recorded_words)
+        similarity = queue_score if queue_score is not None else 1.0 if alike else dice(incoming_words, recorded_words)
         ranked.append((elsewhere, -(similarity - 0.05 * len(diffs)), -entry_id,
-                       Nearest(entry_id, round(similarity, 3), tuple(diffs))))
+                       Nearest(entry_id, round(similarity, 3), tuple(diffs), queue_score is not None)))
     ranked.sort(key=lambda item: item[:3])
     return [item[3] for item in ranked[:limit]]
 

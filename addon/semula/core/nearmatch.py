@@ -309,6 +309,24 @@ def kept_layout_differs(stored_text: str, incoming_text: str, scrub_patterns: Se
     return "case, spacing or indentation differs where it carries meaning (code, quotes, acronyms)"
 
 
+def reviewable(incoming: CanonicalRequest, stored: CanonicalRequest, settings: ProjectSettings) -> bool:
+    """Whether `stored` could ever be queued for `incoming`: both understood, the same speakers in
+    the same order, the same shape (review never crosses one)."""
+    return (incoming.parsed and stored.parsed and roles_differ(incoming, stored, settings) is None
+            and shape_differs(incoming, stored, settings) is None)
+
+
+def review_score(incoming: CanonicalRequest, stored: CanonicalRequest, settings: ProjectSettings) -> float | None:
+    """The lexical tier's score of `stored` for `incoming`, when it could be queued for it (else None).
+
+    The one score the review queue, the review page and the replay-miss message show for a
+    recording of the same shape: a miss that names one at or above the review threshold queues it."""
+    if not reviewable(incoming, stored, settings):
+        return None
+    score, has_words = lexical_score(incoming.last_user_text(), stored.last_user_text(), settings.scrub_patterns)
+    return score if has_words else None
+
+
 def near_match(
     incoming: CanonicalRequest,
     stored: CanonicalRequest,
@@ -370,10 +388,7 @@ def near_match(
         and has_words
         and review_threshold is not None
         and score >= review_threshold
-        and incoming.parsed
-        and stored.parsed
-        and roles_differ(incoming, stored, settings) is None
-        and shape_differs(incoming, stored, settings) is None  # never queued across shapes either
+        and reviewable(incoming, stored, settings)  # never queued across shapes either
     )
     return Verdict(tier=tier, score=score, serve=serve, review=review, reason=reason, guard_reason=guard_reason,
                    calibrated=calibrated)

@@ -14,11 +14,12 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from semula.calllog.schema import ReviewEvent
-from semula.core.request.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest, request_fingerprint
 from semula.core.cascade import Candidate
 from semula.core.conversation import Conversation, url_fingerprint
 from semula.core.decision import Match
-from semula.core.explain import Nearest, nearest_recordings
+from semula.core.explain import Nearest, close_nearest, nearest_recordings
+from semula.core.nearmatch import near_match
 from semula.core.redact import FingerprintKey
 from semula.core.repeats import base_of
 from semula.core.settings import ProjectSettings, settings_from_mapping
@@ -230,7 +231,7 @@ class Engine:
         if not chosen:  # nothing at this endpoint: the project's newest, so the message can say what differs
             chosen = dict(self.store.project_canonicals(project, limit=NEAREST_CANDIDATES))
         candidates = [(entry_id, CanonicalRequest.from_json(c)) for entry_id, c in chosen.items()]
-        return nearest_recordings(request, candidates, limit)
+        return nearest_recordings(request, candidates, limit, self.settings_for(project))
 
     def miss_context(self, project: str, request: CanonicalRequest, normalised_fp: str | None,
                      candidate: Candidate | None) -> MissContext:
@@ -240,11 +241,37 @@ class Engine:
         if (candidate is None or candidate.candidate_id is None) and normalised_fp:
             # Sequence mode's n-th occurrence (`fp#n`) shares the candidates queued under the bare fingerprint.
             candidate = self.review.open_candidate(project, base_of(normalised_fp)) or candidate
-        entry = self.entry(candidate.entry_id) if candidate is not None else None
         nearest = self.nearest(project, request)
+        if (candidate is None or candidate.candidate_id is None) and normalised_fp:
+            candidate = self._queue_named(project, request, normalised_fp, nearest) or candidate
+        entry = self.entry(candidate.entry_id) if candidate is not None else None
         named = {n.entry_id for n in nearest} | ({candidate.entry_id} if candidate is not None else set())
         return MissContext(nearest, candidate, entry.request_fp if entry is not None else None,
                            self.recording_files(named))
+
+    def _queue_named(self, project: str, request: CanonicalRequest, normalised_fp: str,
+                     nearest: list[Nearest]) -> Candidate | None:
+        """Queue the recording the miss message names when its score (the queue's own) reaches the
+        review threshold and the index did not propose it: a person can approve only what is queued."""
+        best = close_nearest(nearest)
+        settings = self.settings_for(project)
+        threshold = settings.lexical_review_threshold
+        if best is None or not best.reviewable or threshold is None or best.similarity < threshold:
+            return None
+        paired = self.store.paired_entries(project, normalised_fp)
+        stored = self.store.canonicals_by_ids([best.entry_id]).get(best.entry_id)
+        if best.entry_id in paired or stored is None:
+            return None
+        verdict = near_match(request, CanonicalRequest.from_json(stored), settings)
+        if not verdict.review:
+            return None
+        try:
+            queued = self.review.queue(project, request, request_fingerprint(request), normalised_fp,
+                                       [Candidate(best.entry_id, verdict)], paired)
+        except StoreError as e:  # the miss stands; only the queueing is lost
+            log.warning("semula: could not queue the nearest recording for review (%s)", e)
+            return None
+        return queued[0] if queued else None
 
     def recording_files(self, entry_ids: set[int]) -> dict[int, str]:
         """Each entry's file relative to the recordings folder, from its manifest (none without a folder)."""

@@ -23,7 +23,9 @@ log = logging.getLogger("semula")
 # the values of id keys (request_id: 12345678) are scrubbed. 4: Vertex's Gemini and Anthropic bodies
 # get their providers' parameter rules (now declared by the adapters: `Adapter.param_rules`); more documented defaults
 # (service_tier, response_format, tool_choice, responseMimeType) and a top-level null as unset.
-NORMALISED_VIEW = "4"
+# 5: a message's content layout (several text parts), max_tokens = max_completion_tokens on OpenAI's
+# non-reasoning chat models, a Markdown list re-indented as a whole, a lower-case lead-in line as prose.
+NORMALISED_VIEW = "5"
 # Bump when `searchable_text` changes. 2: the last user text (was: the last text of any role).
 SEARCHABLE_TEXT = "2"
 BATCH = 1000

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from semula.core.request.canonical import CanonicalRequest, Message
+from semula.core.request.canonical import CanonicalRequest, Layout, Message, content_layout
 from semula.core.request.params import EndpointDefaults, ParamRules
 from semula.providers.auth import Auth, KeyAuth
 from semula.providers.base import Adapter, RawRequest, Usage
@@ -36,25 +36,43 @@ def _without_cache_control(value: Any) -> Any:
     return value
 
 
-def _blocks(content: Any, what: str) -> tuple[str, list[Any]]:
+def _blocks(content: Any, what: str) -> tuple[str, list[Any], Layout | None]:
+    """Text blocks joined by newlines, the other blocks as they are, and how they sat."""
     if content is None:
-        return "", []
+        return "", [], None
     if isinstance(content, str):
-        return content, []
+        return content, [], None
     texts: list[str] = []
     parts: list[Any] = []
+    layout: list[int | str] = []
     for block in require_list(content, what):
         if not isinstance(block, dict):
             raise BodyShapeError(f"a block in {what} is not an object")
         block = _without_cache_control(block)
         if block.get("type") == "text" and isinstance(block.get("text"), str):
             texts.append(block["text"])
+            layout.append(len(block["text"]))
             extra = {k: v for k, v in block.items() if k not in ("type", "text")}
             if extra:
                 parts.append(extra)  # citations
         else:
-            parts.append(block)  # tool_use, tool_result, image, document, thinking
-    return "\n".join(texts), parts
+            parts.append(_tool_result(block))  # tool_use, tool_result, image, document, thinking
+            kind = block.get("type")
+            layout.append(kind if isinstance(kind, str) else "block")
+    return "\n".join(texts), parts, content_layout(layout)
+
+
+def _tool_result(block: dict[str, Any]) -> dict[str, Any]:
+    """A tool_result whose content is one text block is the same request as one whose content is
+    that text as a string (the Messages API reference: content is "a string or a list of content
+    blocks"), so the one block is written as its string."""
+    content = block.get("content")
+    if block.get("type") == "tool_result" and isinstance(content, list) and len(content) == 1:
+        only = content[0]
+        if isinstance(only, dict) and set(only) == {"type", "text"} and only["type"] == "text" \
+                and isinstance(only["text"], str):
+            return {**block, "content": only["text"]}
+    return block
 
 
 # Messages API reference: temperature "Defaults to 1.0"; tool_choice's default is auto ({"type": "auto"}).
@@ -84,20 +102,21 @@ class AnthropicAdapter(Adapter):
         return path in _PATHS
 
     def _read(self, raw: RawRequest, body: dict[str, Any]) -> CanonicalRequest:
-        system_text, system_parts = _blocks(body.get("system"), "system")
+        system_text, system_parts, system_layout = _blocks(body.get("system"), "system")
         if system_parts:
             raise BodyShapeError("system holds blocks other than text")
         messages = []
         for item in require_list(body.get("messages"), "messages"):
             if not isinstance(item, dict) or not isinstance(item.get("role"), str):
                 raise BodyShapeError("a message is not an object with a role")
-            text, parts = _blocks(item.get("content"), "content")
+            text, parts, layout = _blocks(item.get("content"), "content")
             parts.extend({k: item[k]} for k in sorted(item) if k not in ("role", "content"))
-            messages.append(Message(role=item["role"], text=text, parts=tuple(parts)))
+            messages.append(Message(role=item["role"], text=text, parts=tuple(parts), layout=layout))
         return CanonicalRequest(
             **self.common(raw),
             model=self._model(raw, body),
             system=system_text if "system" in body else None,
+            system_layout=system_layout,
             messages=tuple(messages),
             tools=tuple(_without_cache_control(t) for t in require_list(body.get("tools"), "tools")),
             params=self.params_of(body, ("model", "messages", "system", "tools")),

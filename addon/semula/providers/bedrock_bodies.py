@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from semula.core.request.canonical import Message
+from semula.core.request.canonical import Layout, Message, content_layout
 from semula.providers.anthropic import AnthropicAdapter
 from semula.providers.base import RawRequest
 from semula.providers.jsonbody import BodyShapeError, require_list
@@ -26,40 +26,44 @@ _ANTHROPIC = AnthropicAdapter()
 _COHERE_ROLES = {"USER": "user", "CHATBOT": "assistant", "SYSTEM": "system", "TOOL": "tool"}
 
 
-def converse_text(blocks: Any, what: str) -> tuple[str, list[Any]]:
+def converse_text(blocks: Any, what: str) -> tuple[str, list[Any], Layout | None]:
     """A Converse content list: its text blocks joined, and the other blocks (image, document,
     toolUse, toolResult, reasoningContent, guardContent …). ``cachePoint`` markers only steer the
     prompt cache, so they are left out (the exact tier still sees them in the body)."""
     texts: list[str] = []
     parts: list[Any] = []
+    layout: list[int | str] = []
     for block in require_list(blocks, what):
         if not isinstance(block, dict):
             raise BodyShapeError(f"a block in {what} is not an object")
         if set(block) == {"text"} and isinstance(block["text"], str):
             texts.append(block["text"])
+            layout.append(len(block["text"]))
         elif "cachePoint" not in block:
             parts.append(block)
-    return "\n".join(texts), parts
+            layout.append(",".join(sorted(str(k) for k in block)) or "block")
+    return "\n".join(texts), parts, content_layout(layout)
 
 
 def converse_message(item: Any) -> Message:
     if not isinstance(item, dict) or not isinstance(item.get("role"), str):
         raise BodyShapeError("a message is not an object with a role")
     content = item.get("content")
+    layout: Layout | None = None
     if isinstance(content, str):  # Mistral's chat body on InvokeModel
         text, parts = content, list[Any]()
     else:
-        text, parts = converse_text(content, "content")
+        text, parts, layout = converse_text(content, "content")
     parts.extend({k: item[k]} for k in sorted(item) if k not in ("role", "content"))
-    return Message(role=item["role"], text=text, parts=tuple(parts))
+    return Message(role=item["role"], text=text, parts=tuple(parts), layout=layout)
 
 
 def read_converse(body: Mapping[str, Any]) -> dict[str, Any]:
     """system, messages, tools and params of a Converse body (Amazon Nova's InvokeModel body too)."""
-    system = None
+    system, system_layout = None, None
     params: dict[str, Any] = {}
     if "system" in body:
-        system, system_parts = converse_text(body["system"], "system")
+        system, system_parts, system_layout = converse_text(body["system"], "system")
         if system_parts:
             params["system_blocks"] = system_parts  # guardContent: kept, it changes the answer
     tool_config = body.get("toolConfig")
@@ -74,6 +78,7 @@ def read_converse(body: Mapping[str, Any]) -> dict[str, Any]:
                   if k not in ("messages", "system", "toolConfig", *_CALLER_TAGS))
     return {
         "system": system,
+        "system_layout": system_layout,
         "messages": tuple(converse_message(m) for m in require_list(body.get("messages"), "messages")),
         "tools": tuple(tools),
         "params": params,
@@ -99,7 +104,8 @@ def read_invoke(raw: RawRequest, model: str, body: Mapping[str, Any]) -> dict[st
     """system, messages, tools and params of an InvokeModel body, by its family's shape."""
     if "anthropic_version" in body:
         read = _ANTHROPIC._read(raw, dict(body))
-        return {"system": read.system, "messages": read.messages, "tools": read.tools, "params": dict(read.params)}
+        return {"system": read.system, "system_layout": read.system_layout, "messages": read.messages,
+                "tools": read.tools, "params": dict(read.params)}
     if "messages" in body:  # Amazon Nova (Converse's shape), Mistral's chat body
         return read_converse(body)
     if "prompt" in body:  # Meta Llama, Mistral, Cohere Command (legacy)

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from semula.core.request.canonical import CanonicalRequest, Message
+from semula.core.request.canonical import CanonicalRequest, Layout, Message, content_layout
 from semula.core.request.params import ANY_ENDPOINT, EndpointDefaults, ParamRules
 from semula.providers.auth import Auth, KeyAuth
 from semula.providers.base import Adapter, RawRequest, Usage
@@ -43,36 +43,40 @@ GEMINI_PATH = re.compile(
 _ROLES = {"model": "assistant", "function": "tool"}
 
 
-def _parts(content: Any, what: str) -> tuple[str, list[Any]]:
+def _parts(content: Any, what: str) -> tuple[str, list[Any], Layout | None]:
+    """Text parts joined by newlines, the other parts as they are, and how they sat."""
     if content is None:
-        return "", []
+        return "", [], None
     if isinstance(content, str):
-        return content, []
+        return content, [], None
     if not isinstance(content, dict):
         raise BodyShapeError(f"{what} is not an object")
     texts: list[str] = []
     parts: list[Any] = []
+    layout: list[int | str] = []
     for part in require_list(content.get("parts"), f"{what}.parts"):
         if not isinstance(part, dict):
             raise BodyShapeError(f"a part in {what} is not an object")
         if isinstance(part.get("text"), str):
             texts.append(part["text"])
+            layout.append(len(part["text"]))
             extra = {k: v for k, v in part.items() if k != "text"}
             if extra:
                 parts.append(extra)  # thought, thoughtSignature
         else:
             parts.append(part)  # functionCall, functionResponse, inlineData, fileData
-    return "\n".join(texts), parts
+            layout.append(",".join(sorted(str(k) for k in part)) or "part")
+    return "\n".join(texts), parts, content_layout(layout)
 
 
 def _message(content: Any) -> Message:
     if not isinstance(content, dict):
         raise BodyShapeError("a content is not an object")
-    text, parts = _parts(content, "content")
+    text, parts, layout = _parts(content, "content")
     role = content.get("role") or "user"
     if not isinstance(role, str):
         raise BodyShapeError("a content role is not a string")
-    return Message(role=_ROLES.get(role, role), text=text, parts=tuple(parts))
+    return Message(role=_ROLES.get(role, role), text=text, parts=tuple(parts), layout=layout)
 
 
 def _first(body: dict[str, Any], *names: str) -> Any:
@@ -154,21 +158,22 @@ class GeminiAdapter(Adapter):
                     raise BodyShapeError("a request is not an object")
                 msg = _message(request.get("content"))
                 rest = {k: v for k, v in request.items() if k != "content"}
-                messages.append(Message(msg.role, msg.text, msg.parts + ((rest,) if rest else ())))
+                messages.append(Message(msg.role, msg.text, msg.parts + ((rest,) if rest else ()), msg.layout))
             consumed = ("requests",)
         else:
             messages = [_message(c) for c in require_list(body.get("contents"), "contents")]
             consumed = ("contents", "systemInstruction", "system_instruction", "tools")
         system_value = _first(body, "systemInstruction", "system_instruction")
-        system = None
+        system, system_layout = None, None
         if system_value is not None:
-            system, system_parts = _parts(system_value, "systemInstruction")
+            system, system_parts, system_layout = _parts(system_value, "systemInstruction")
             if system_parts:
                 raise BodyShapeError("systemInstruction holds parts other than text")
         return CanonicalRequest(
             **self.common(raw),
             model=model,
             system=system,
+            system_layout=system_layout,
             messages=tuple(messages),
             tools=tuple(require_list(body.get("tools"), "tools")),
             params=self.params_of(body, consumed),

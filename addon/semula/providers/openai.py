@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from semula.core.request.canonical import CanonicalRequest, Message
-from semula.core.request.params import NO_PARAM_RULES, EndpointDefaults, ParamRules
+from semula.core.request.canonical import CanonicalRequest, Layout, Message, content_layout, joined_layout
+from semula.core.request.params import NO_PARAM_RULES, EndpointDefaults, ParamRules, Renamed
 from semula.providers.auth import Auth, KeyAuth
 from semula.providers.base import Adapter, RawRequest, Usage
 from semula.providers.jsonbody import BodyShapeError, as_int, event_json, frame_events, load_json_object, require_list
@@ -75,11 +75,17 @@ _RESPONSES_DEFAULTS = {"temperature": 1, "top_p": 1, "parallel_tool_calls": True
                        "service_tier": "auto", "text": {"format": {"type": "text"}}}
 # tool_choice's default depends on the tools: "none is the default when no tools are present. auto is
 # the default if tools are present".
+# max_tokens: "Deprecated in favor of max_completion_tokens ... not compatible with o-series models":
+# on the GPT-3.5/GPT-4 families both set the same limit; the reasoning models (o1, o3, o4-mini, gpt-5 …)
+# refuse max_tokens with a 400, so only the families named here (a fine-tune of one too) merge them.
+_NON_REASONING_CHAT_MODELS = r"(?:ft:)?(?:gpt-3\.5|gpt-4(?:o|\.\d+)?|chatgpt-4o)(?:[-:].*)?"
 OPENAI_PARAMS = ParamRules(
     defaults=(EndpointDefaults(("/chat/completions",), _CHAT_DEFAULTS),
               EndpointDefaults(("/responses",), _RESPONSES_DEFAULTS)),
     tool_choice_defaults=({"type": "auto"}, "auto"),
     tool_choice_none_without_tools=True,
+    # max_tokens is the name kept: the fingerprints of requests that use it stay as they were
+    renamed=(Renamed("max_completion_tokens", "max_tokens", ("/chat/completions",), _NON_REASONING_CHAT_MODELS),),
 )
 
 # openai-agents' BackendSpanExporter posts its traces here from a background thread; the server
@@ -111,48 +117,51 @@ def _endpoint_kind(path: str) -> str | None:
     return None
 
 
-def _content(content: Any) -> tuple[str, list[Any]]:
-    """Text parts joined by newlines, and the non-text parts as they are."""
+def _content(content: Any) -> tuple[str, list[Any], Layout | None]:
+    """Text parts joined by newlines, the non-text parts as they are, and how they sat."""
     if content is None:
-        return "", []
+        return "", [], None
     if isinstance(content, str):
-        return content, []
+        return content, [], None
     if not isinstance(content, list):
         raise BodyShapeError("content is neither a string nor a list of parts")
     texts: list[str] = []
     parts: list[Any] = []
+    layout: list[int | str] = []
     for part in content:
         if isinstance(part, str):
             texts.append(part)
+            layout.append(len(part))
         elif isinstance(part, dict) and part.get("type") in _TEXT_PART_TYPES and isinstance(part.get("text"), str):
             texts.append(part["text"])
+            layout.append(len(part["text"]))
             extra = {k: v for k, v in part.items() if k not in ("type", "text")}
             if extra:
                 parts.append(extra)  # annotations, logprobs
         else:
             parts.append(part)
-    return "\n".join(texts), parts
+            kind = part.get("type") if isinstance(part, dict) else None
+            layout.append(kind if isinstance(kind, str) else "part")
+    return "\n".join(texts), parts, content_layout(layout)
 
 
 def _message(item: dict[str, Any], skip: tuple[str, ...] = ("role", "content")) -> Message:
     role = item.get("role")
     if not isinstance(role, str):
         raise BodyShapeError("message has no role")
-    text, parts = _content(item.get("content"))
+    text, parts, layout = _content(item.get("content"))
     # tool_calls, tool_call_id, name, refusal...: all can change the answer.
     parts.extend({k: item[k]} for k in sorted(item) if k not in skip)
-    return Message(role=_ROLE_NAMES.get(role, role), text=text, parts=tuple(parts))
+    return Message(role=_ROLE_NAMES.get(role, role), text=text, parts=tuple(parts), layout=layout)
 
 
-def _split_system(messages: list[Message]) -> tuple[list[str], list[Message]]:
+def _split_system(messages: list[Message]) -> tuple[list[Message], list[Message]]:
     """Leading system/developer turns become the system text; later ones stay
     in place, since where they sit can matter."""
-    system: list[str] = []
     index = 0
     while index < len(messages) and messages[index].role == "system" and not messages[index].parts:
-        system.append(messages[index].text)
         index += 1
-    return system, messages[index:]
+    return messages[:index], messages[index:]
 
 
 def _as_messages(value: Any, what: str) -> list[Message]:
@@ -218,7 +227,8 @@ class OpenAIAdapter(Adapter):
         return CanonicalRequest(
             **self.common(raw),
             model=self._model(raw, body),
-            system="\n".join(system) if system else None,
+            system="\n".join(m.text for m in system) if system else None,
+            system_layout=joined_layout([(m.text, m.layout) for m in system]) if system else None,
             messages=tuple(messages),
             tools=tuple(require_list(body.get("tools"), "tools")),
             params=self.params_of(body, consumed),
@@ -228,7 +238,7 @@ class OpenAIAdapter(Adapter):
         )
 
     @staticmethod
-    def _responses_input(body: dict[str, Any]) -> tuple[list[str], list[Message]]:
+    def _responses_input(body: dict[str, Any]) -> tuple[list[Message], list[Message]]:
         value = body.get("input")
         if isinstance(value, str):
             messages = [Message(role="user", text=value)]

@@ -36,9 +36,12 @@ __all__ = [
     "NEVER_MATTERS",
     "NORMALISED_PREFIX",
     "CanonicalRequest",
+    "Layout",
     "Message",
     "canonical_json",
+    "content_layout",
     "context_fingerprint",
+    "joined_layout",
     "normalised_fingerprint",
     "request_fingerprint",
 ]
@@ -77,13 +80,49 @@ def _sha256(value: Any) -> str:
     return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
 
 
+# How a content list's parts sat before its text parts were joined into one text: one entry per part
+# in order, a text part's length in the joined text (an int) or another part's kind (a str).
+Layout = tuple[int | str, ...]
+
+
+def content_layout(entries: Sequence[int | str]) -> Layout | None:
+    """The layout to keep for a content list, or None when joining its texts lost nothing.
+
+    A string, a list with one text part and a list of other parts only join to what they are,
+    so they keep no layout (and their fingerprints stay as they were). Two text parts, or an
+    empty list, do not: ``""``, ``["", ""]`` and ``[]`` all join to ``""``, and ``"a\nb"`` and
+    ``["a", "b"]`` to ``"a\nb"``, yet they are different requests. The position of a lone text
+    part among other parts is not kept: providers that care (Anthropic's tool_result first) say so.
+    """
+    texts = sum(1 for entry in entries if isinstance(entry, int))
+    if entries and texts <= 1:
+        return None
+    return tuple(entries)
+
+
+def joined_layout(layouts: Sequence[tuple[str, Layout | None]]) -> Layout | None:
+    """The layout of texts joined from several messages (OpenAI's leading system messages): each
+    message's own entries, a ``"message"`` mark between them; None for one message without one."""
+    if len(layouts) == 1 and layouts[0][1] is None:
+        return None
+    out: list[int | str] = []
+    for index, (text, layout) in enumerate(layouts):
+        if index:
+            out.append("message")
+        out.extend(layout if layout is not None else (len(text),))
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class Message:
-    """One turn: its role, its text parts joined by newlines, and other parts."""
+    """One turn: its role, its text parts joined by newlines, and other parts.
+
+    ``layout`` (see :func:`content_layout`) says how the parts sat when joining lost that."""
 
     role: str
     text: str
     parts: tuple[Any, ...] = ()
+    layout: Layout | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +145,9 @@ class CanonicalRequest:
     # The Responses API's `instructions`, apart from `system` (a leading system message): the two
     # are different requests. None when absent, and then in neither the JSON nor any fingerprint.
     instructions: str | None = None
+    # How `system` was joined from several texts (`content_layout`); None, and then in neither the
+    # JSON nor any fingerprint, when it was one.
+    system_layout: Layout | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON for storage; :meth:`from_json` reverses it exactly."""
@@ -117,13 +159,14 @@ class CanonicalRequest:
             "headers": [list(h) for h in self.headers],
             "model": self.model,
             "system": self.system,
-            "messages": [{"role": m.role, "text": m.text, "parts": list(m.parts)} for m in self.messages],
+            "messages": [_message_json(m) for m in self.messages],
             "tools": list(self.tools),
             "params": dict(self.params),
             "stream": self.stream,
             "body": self.body,
             "parsed": self.parsed,
             **({"instructions": self.instructions} if self.instructions is not None else {}),
+            **({"system_layout": list(self.system_layout)} if self.system_layout is not None else {}),
         }
 
     @classmethod
@@ -137,7 +180,8 @@ class CanonicalRequest:
             model=d["model"],
             system=d["system"],
             messages=tuple(
-                Message(role=m["role"], text=m["text"], parts=tuple(m.get("parts", ()))) for m in d["messages"]
+                Message(role=m["role"], text=m["text"], parts=tuple(m.get("parts", ())), layout=_layout(m.get("layout")))
+                for m in d["messages"]
             ),
             tools=tuple(d["tools"]),
             params=dict(d["params"]),
@@ -145,6 +189,7 @@ class CanonicalRequest:
             body=d["body"],
             parsed=bool(d.get("parsed", True)),
             instructions=d.get("instructions"),
+            system_layout=_layout(d.get("system_layout")),
         )
 
     def last_text(self) -> str:
@@ -158,6 +203,22 @@ class CanonicalRequest:
         """Text of the last user message that has text ('' if none)."""
         index = _last_user_index(self.messages)
         return self.messages[index].text if index is not None else ""
+
+
+def _message_json(m: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": m.role, "text": m.text, "parts": list(m.parts)}
+    if m.layout is not None:
+        out["layout"] = list(m.layout)
+    return out
+
+
+def _layout(value: Any) -> Layout | None:
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or not all(isinstance(e, (int, str)) and not isinstance(e, bool)
+                                                       for e in value):
+        raise ValueError("layout is not a list of text lengths and part kinds")
+    return tuple(value)
 
 
 def _last_user_index(messages: Sequence[Message]) -> int | None:
@@ -205,7 +266,28 @@ def _params(c: CanonicalRequest, ignore_params: Sequence[str]) -> dict[str, Any]
     stay faithful to the body as sent, and a stored request's normalised fingerprint can be
     recomputed when this form changes.
     """
-    return canonical_params(c.provider, c.endpoint, c.params, ignore_params, tools=bool(c.tools))
+    return canonical_params(c.provider, c.endpoint, c.params, ignore_params, tools=bool(c.tools), model=c.model)
+
+
+def _layout_view(text: str, layout: Layout, keys: frozenset[str], scrub_patterns: Sequence[str]) -> list[Any]:
+    """A joined text split back into its parts, each normalised on its own, with the other parts'
+    kinds between them: so neither the count of parts nor where one ends folds away.
+
+    The context fingerprint keeps it even for the last user text it otherwise leaves out: the near
+    tiers score that text as one, which cannot see a word move from one part to another, so such a
+    message is matched by the fingerprints (and queued for review), never served by score."""
+    out: list[Any] = []
+    pos = 0
+    for entry in layout:
+        if isinstance(entry, str):
+            out.append(entry)
+            continue
+        piece = text[pos : pos + entry]
+        pos += entry + 1
+        out.append({"text": _norm(scrub_keys_in_text(piece, keys), scrub_patterns)})
+    if pos and pos - 1 != len(text):  # a hand-edited recording whose lengths do not add up: keep it whole
+        out.append({"unsplit": text})
+    return out
 
 
 def _tail(messages: tuple[Message, ...], tail_n: int | None) -> tuple[int, tuple[Message, ...]]:
@@ -229,9 +311,13 @@ def _normalised_view(
     keys = frozenset(scrub_keys)
     messages = []
     for offset, m in enumerate(kept):
-        text = None if start + offset == dropped else _norm(scrub_keys_in_text(m.text, keys), scrub_patterns)
+        text = (None if start + offset == dropped or m.layout is not None
+                else _norm(scrub_keys_in_text(m.text, keys), scrub_patterns))
         parts = scrub_keys_in_value(m.parts, keys) if keys else m.parts
-        messages.append({"role": m.role, "text": text, "parts": _norm_strings(parts, scrub_patterns)})
+        view_message = {"role": m.role, "text": text, "parts": _norm_strings(parts, scrub_patterns)}
+        if m.layout is not None:  # only then (its parts hold its text): other messages' fingerprints stay
+            view_message["layout"] = _layout_view(m.text, m.layout, keys, scrub_patterns)
+        messages.append(view_message)
     view = {
         "method": c.method,
         "provider": c.provider,
@@ -239,7 +325,7 @@ def _normalised_view(
         "query": [list(p) for p in c.query],
         "headers": [list(h) for h in c.headers],
         "model": c.model,
-        "system": _norm(c.system, scrub_patterns),
+        "system": _norm(c.system, scrub_patterns) if c.system_layout is None else None,
         "messages": messages,
         "tools": list(c.tools),
         "params": _params(c, ignore_params),
@@ -251,6 +337,8 @@ def _normalised_view(
     }
     if c.instructions is not None:  # only then: the fingerprints of every other request stay as they were
         view["instructions"] = _norm(c.instructions, scrub_patterns)
+    if c.system_layout is not None:
+        view["system_layout"] = _layout_view(c.system or "", c.system_layout, frozenset(), scrub_patterns)
     return view
 
 

@@ -148,8 +148,10 @@ def _fold_prose(text: str, shouting: bool = False) -> str:
 
 
 def _is_shouting(text: str) -> bool:
-    """Most of the prose's letters (outside code and quotes) are capitals."""
+    """Most of the prose's letters (outside code, indented lines and quotes) are capitals."""
     prose = drop_quoted(_INLINE_CODE.sub(" ", _FENCE.sub(" ", text)), " ")
+    if "\n " in prose or "\n\t" in prose:  # an indented block is code: its lower case is not the prose's
+        prose = "\n".join(line for line in prose.split("\n") if not line.startswith((" ", "\t")))
     upper = sum(c.isupper() for c in prose)
     return upper >= 6 and upper >= 4 * sum(c.islower() for c in prose)
 

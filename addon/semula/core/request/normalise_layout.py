@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 __all__ = [
     "MARK_END",
@@ -247,8 +247,13 @@ _MAKE_RULE = re.compile(r"[\w.%/$(){}-]+(?:[ \t]+[\w.%/$(){}-]+)*[ \t]*::?(?!=)(
 _TAB_WIDTH = 4
 
 
-def _is_prose_line(content: str) -> bool:
+def _is_prose_line(content: str, lead_in: bool = False) -> bool:
+    """Whether a line is a sentence, whose indentation says nothing. It starts with a capital; or,
+    as a ``lead_in`` (unindented, the text's first line or ending in ``.?!``), with any letter, so
+    that "what does this print?" over an indented block is prose as "What does this print?" is."""
     first = content[0]
+    if lead_in and first.isalpha():
+        first = first.upper()
     if not (first.isupper() or (first.isalpha() and not first.islower())):
         return False
     tokens = content.split()
@@ -265,6 +270,31 @@ def _ranks(indents: Sequence[str], tabs_matter: bool) -> list[tuple[bool, int]]:
     widths = [len(ws.expandtabs(_TAB_WIDTH)) for ws in indents]
     rank = {w: i for i, w in enumerate(sorted(set(widths)))}
     return [(tabs_matter and "\t" in ws, rank[w]) for ws, w in zip(indents, widths)]
+
+
+# A Markdown list item: a bullet or a number, then a space ("- a", "* a", "+ a", "1. a", "2) a").
+_LIST_ITEM = re.compile(r"(?:[-*+]|\d{1,9}[.)])[ \t]+\S")
+
+
+def _list_ranks(entries: Sequence[tuple[int, int, str, str]], blocks: Sequence[int],
+                ranks: list[tuple[bool, int]]) -> list[tuple[bool, int]]:
+    """`ranks` with each Markdown list block ranked on its own: a list re-indented as a whole under an
+    unindented lead-in ("Steps:" then "- a" or "  - a") is the same list.
+
+    A block starts at a list item whose previous non-blank line is not indented, and holds the
+    lines after it indented at least as deep (its nested items and their continuation lines, whose
+    nesting among themselves still counts). Anywhere else, as under an indented YAML key
+    ("  b:" then "  - x"), a list item's indentation counts as any line's does."""
+    if all(b < 0 for b in blocks):
+        return ranks
+    outside = [ws for (_, _, ws, _), b in zip(entries, blocks) if b < 0]
+    lines = [(ws, c) for (_, _, ws, c), b in zip(entries, blocks) if b < 0]
+    out = iter(_ranks(outside, _tabs_matter(lines)))
+    ranked: dict[int, Iterator[tuple[bool, int]]] = {}
+    for block in set(blocks) - {-1}:
+        members = [(ws, c) for (_, _, ws, c), b in zip(entries, blocks) if b == block]
+        ranked[block] = iter(_ranks([ws for ws, _ in members], _tabs_matter(members)))
+    return [next(out) if b < 0 else next(ranked[b]) for b in blocks]
 
 
 def _tabs_matter(lines: Sequence[tuple[str, str]]) -> bool:
@@ -308,22 +338,36 @@ def mark_indentation(text: str, protected: Sequence[tuple[int, int]]) -> str:
     if "\n" not in text:
         return text
     entries: list[tuple[int, int, str, str]] = []  # line start, indent end, indent, content
+    blocks: list[int] = []  # per entry: the Markdown list block it belongs to (-1: none)
     # A line start is protected when a span opens before it and closes after it: the spans
     # sorted by opening, swept once as the line starts grow (not each span for each line).
     by_opening = sorted(protected)
     opened, reach = 0, -1  # the spans opened before this line start, and their furthest close
     pos = 0
+    block, block_width, before = -1, 0, 0  # the open list block, its items' indent, the last line's indent
+    first_line = True
     for line in text.split("\n"):
         start, pos = pos, pos + len(line) + 1
         while opened < len(by_opening) and by_opening[opened][0] < start:
             reach = max(reach, by_opening[opened][1])
             opened += 1
         stripped = line.lstrip(" \t")
-        if not stripped.strip() or start < reach or _is_prose_line(stripped):
+        if not stripped.strip():
             continue
         ws = line[: len(line) - len(stripped)]
+        width = len(ws.expandtabs(_TAB_WIDTH))
+        if block >= 0 and width < block_width:
+            block = -1
+        if block < 0 and before == 0 and start >= reach and _LIST_ITEM.match(stripped):
+            block, block_width = start, width
+        lead_in = width == 0 and (first_line or stripped.rstrip()[-1] in ".?!")
+        before, first_line = width, False
+        if start < reach or _is_prose_line(stripped, lead_in):
+            continue
         entries.append((start, start + len(ws), ws, stripped))
-    indents = _ranks([ws for _, _, ws, _ in entries], _tabs_matter([(ws, c) for _, _, ws, c in entries]))
+        blocks.append(block)
+    indents = _list_ranks(entries, blocks,
+                          _ranks([ws for _, _, ws, _ in entries], _tabs_matter([(ws, c) for _, _, ws, c in entries])))
     if not any(rank for _, rank in indents):
         return text
     out: list[str] = []

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["ANY_ENDPOINT", "NO_PARAM_RULES", "EndpointDefaults", "ParamRules", "bind_param_rules",
+__all__ = ["ANY_ENDPOINT", "NO_PARAM_RULES", "EndpointDefaults", "ParamRules", "Renamed", "bind_param_rules",
            "canonical_number", "canonical_params", "param_rules", "sampling_objects"]
 
 # An endpoint suffix every endpoint ends with: the defaults hold whatever the path.
@@ -36,6 +36,19 @@ class EndpointDefaults:
 
     suffixes: tuple[str, ...]
     values: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Renamed:
+    """A parameter the reference spells two ways: on the endpoints whose path ends with one of
+    `suffixes`, for a model `models` matches whole, `old` means the same as `new`. Only there: a
+    model outside it may refuse one spelling (OpenAI's reasoning models answer `max_tokens` with a
+    400), so an unknown model keeps both apart."""
+
+    old: str
+    new: str
+    suffixes: tuple[str, ...]
+    models: str  # a regular expression
 
 
 @dataclass(frozen=True)
@@ -57,6 +70,8 @@ class ParamRules:
     both_spellings: tuple[str, ...] = ()
     # Objects (in the order looked at) that may hold the sampling parameters, temperature included.
     sampling_objects: tuple[str, ...] = ()
+    # Top-level parameters that mean the same under another name, for some models.
+    renamed: tuple[Renamed, ...] = ()
 
     def defaults_for(self, endpoint: str) -> Mapping[str, Any] | None:
         return next((d.values for d in self.defaults if endpoint.endswith(d.suffixes)), None)
@@ -131,14 +146,25 @@ def _without_defaults(params: dict[str, Any], defaults: Mapping[str, Any]) -> di
             if not (k in defaults and v == defaults[k] and type(v) is type(defaults[k]))}
 
 
+def _renamed(out: dict[str, Any], rules: ParamRules, endpoint: str, model: str | None) -> dict[str, Any]:
+    for rename in rules.renamed:
+        if rename.old in out and rename.new not in out and model is not None \
+                and endpoint.endswith(rename.suffixes) and re.fullmatch(rename.models, model):
+            out = {(rename.new if k == rename.old else k): v for k, v in out.items()}
+    return out
+
+
 def canonical_params(provider: str, endpoint: str, params: Mapping[str, Any],
-                     ignore: Iterable[str] = (), tools: bool = False) -> dict[str, Any]:
+                     ignore: Iterable[str] = (), tools: bool = False, model: str | None = None) -> dict[str, Any]:
     """`params` with numbers, field spellings and documented defaults in one form (the provider's
     rules), minus the top-level parameters named in `ignore` (in either spelling). A top-level
-    `null` is the parameter left unset; `tools`: the request declares tools (tool_choice's default)."""
+    `null` is the parameter left unset; `tools`: the request declares tools (tool_choice's default);
+    `model`: the request's model, for a parameter spelled two ways on some models only."""
     rules = param_rules(provider)
     ignored = set(ignore)
     out = canonical_number({k: v for k, v in params.items() if k not in ignored and v is not None})
+    if rules.renamed:
+        out = _renamed(out, rules, endpoint, model)
     if "tool_choice" in out and rules.default_tool_choice(out["tool_choice"], tools):
         del out["tool_choice"]
     if rules.both_spellings:

@@ -69,7 +69,9 @@ GROUP BY 1 ORDER BY bm25 DESC, id DESC LIMIT ?
 
 # What the last build indexed, so that a restart can tell whether the stored index is current:
 # an order-independent hash of every (id, text), kept in `meta` by each build.
-TEXTS_HASH_KEY = "fts_texts_hash"
+# v2: built with no stopword list (was DuckDB's English one, which dropped "say", "hi", "three", "not"…),
+# so an index stored under the old key is rebuilt.
+TEXTS_HASH_KEY = "fts_texts_hash_v2"
 TEXTS_HASH_SQL = "SELECT coalesce(bit_xor(hash(id, last_text)), 0)::VARCHAR FROM entries"
 
 
@@ -242,7 +244,7 @@ class LexicalIndex:
                 snapshot = set(self._fresh)
                 self._stale, stale_since, self._stale_since = False, self._stale_since, None
             cursor.execute("BEGIN")
-            cursor.execute("PRAGMA create_fts_index('entries', 'id', 'last_text', overwrite=1)")
+            cursor.execute("PRAGMA create_fts_index('entries', 'id', 'last_text', stopwords='none', overwrite=1)")
             cursor.execute(f"INSERT OR REPLACE INTO meta SELECT ?, ({TEXTS_HASH_SQL})::VARCHAR", [TEXTS_HASH_KEY])
             cursor.execute("COMMIT")
             postings = Postings.load(cursor)

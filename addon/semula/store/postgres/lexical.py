@@ -1,7 +1,7 @@
 """Near-match retrieval on the Postgres store: full text inside Postgres, vectors as bytes.
 
-Lexical: `entries.last_tsv` is a generated tsvector over the scrubbed last text (english
-configuration: Porter stems, English stopwords, like DuckDB's FTS) with a GIN index. It is
+Lexical: `entries.last_tsv` is a generated tsvector over the scrubbed last text (english's
+stems with no stopword list, like DuckDB's FTS) with a GIN index. It is
 always current, so nothing is rebuilt: `written`/`deleted`/`maybe_rebuild` have nothing to do.
 A query is the text's lexemes OR-ed together, ranked by `ts_rank`; these are proposals only,
 which the core scores, guards and decides exactly as with DuckDB. The english parser does not
@@ -36,7 +36,7 @@ SCAN_LIMIT = 5000
 # every matching row is ranked (benchmark/results/pg-lexical.md). The core re-scores the proposals.
 QUERY_LEXEMES = 8
 
-# The text's own lexemes (english: stemmed, stopwords out), each quoted and OR-ed: built from its tsvector,
+# The text's own lexemes (stemmed, stopwords kept), each quoted and OR-ed: built from its tsvector,
 # so a lexeme holding query syntax (a URL with `&`, a quote, a backslash) stays one literal lexeme.
 PROPOSE_SQL = f"""
 WITH q AS (SELECT string_agg(quote_lexeme, ' | ')::tsquery AS query

@@ -25,7 +25,10 @@ Migration = Callable[[psycopg.Connection], None]
 
 LOCK_KEY = 0x5E3D_1A  # the advisory lock every semula migration takes (any constant, the same everywhere)
 CHANNEL = "semula_changes"
-TEXT_SEARCH_CONFIG = "english"  # DuckDB's FTS uses Porter stemming and English stopwords too
+# The full-text configuration the proposals use: english's Snowball stems with no stopword list (as
+# DuckDB's index, `stopwords='none'`): english's list drops "say", "hi", "could", "you", "not" and the
+# number words, so a prompt made of them proposed nothing and a person could not review it.
+TEXT_SEARCH_CONFIG = "semula_english"
 
 
 def _m001_core(con: psycopg.Connection) -> None:
@@ -96,8 +99,8 @@ def _m001_core(con: psycopg.Connection) -> None:
 
 def _m002_lexical(con: psycopg.Connection) -> None:
     """Full-text search over the scrubbed last text: always current, no rebuild (unlike DuckDB's FTS)."""
-    con.execute(f"ALTER TABLE entries ADD COLUMN last_tsv tsvector "
-                f"GENERATED ALWAYS AS (to_tsvector('{TEXT_SEARCH_CONFIG}', left(last_text, 100000))) STORED")
+    con.execute("ALTER TABLE entries ADD COLUMN last_tsv tsvector "
+                "GENERATED ALWAYS AS (to_tsvector('english', left(last_text, 100000))) STORED")
     con.execute("CREATE INDEX entries_last_tsv ON entries USING GIN (last_tsv)")
 
 
@@ -152,6 +155,20 @@ def _m006_kind(con: psycopg.Connection) -> None:
     con.execute("ALTER TABLE entries ADD COLUMN kind TEXT NOT NULL DEFAULT 'http'")
 
 
+def _m007_lexical_without_stopwords(con: psycopg.Connection) -> None:
+    """The full text rebuilt under `TEXT_SEARCH_CONFIG`: english's stems, no stopwords (made in the
+    store's schema, which the connections' search_path names)."""
+    con.execute("CREATE TEXT SEARCH DICTIONARY semula_english_stem (TEMPLATE = snowball, Language = english)")
+    con.execute(f"CREATE TEXT SEARCH CONFIGURATION {TEXT_SEARCH_CONFIG} (COPY = english)")
+    con.execute(f"ALTER TEXT SEARCH CONFIGURATION {TEXT_SEARCH_CONFIG} "
+                "ALTER MAPPING REPLACE english_stem WITH semula_english_stem")
+    con.execute("DROP INDEX entries_last_tsv")
+    con.execute("ALTER TABLE entries DROP COLUMN last_tsv")
+    con.execute(f"ALTER TABLE entries ADD COLUMN last_tsv tsvector "
+                f"GENERATED ALWAYS AS (to_tsvector('{TEXT_SEARCH_CONFIG}', left(last_text, 100000))) STORED")
+    con.execute("CREATE INDEX entries_last_tsv ON entries USING GIN (last_tsv)")
+
+
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_core", _m001_core),
     ("002_lexical", _m002_lexical),
@@ -159,6 +176,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("004_close_cross_shape_candidates", _m004_close_cross_shape_candidates),
     ("005_provenance", _m005_provenance),
     ("006_kind", _m006_kind),
+    ("007_lexical_without_stopwords", _m007_lexical_without_stopwords),
 )
 
 
