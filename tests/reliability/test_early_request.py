@@ -1,7 +1,9 @@
 """A replay proxy serves the requests that arrive while it loads (reliability item 7).
 
 Its first requests used to be refused with "store not open yet": the port accepts before the
-store has loaded. A request that comes early now waits for the load (`semula_load_timeout`).
+store has loaded. A request that comes early now waits for the load (`semula_load_timeout`). The ready
+line itself comes before the store has loaded (it opens beside the client's start-up): "early" is
+before the recordings folder's load line.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from e2e_helpers import READY_MARKER, _start_proxy_once, openai_client, uniq
 pytestmark = pytest.mark.e2e
 
 COPIES = 3000  # enough recordings that loading them takes a while
+LOADED_MARKER = " loaded, "  # "semula: recordings <folder>: N loaded, N unchanged, N removed"
 
 
 def ask(proxy_url: str, ca_path: Path, text: str) -> str:
@@ -56,8 +59,8 @@ def test_a_request_sent_before_ready_is_served_not_refused(proxy_factory: ProxyF
                                extra_args=("--set", f"semula_recordings={folder}"))
     proxy_factory.started.append(replay)
     wait_until_accepting(replay.port)
-    ready_before = READY_MARKER in replay.output()
+    loaded_before = LOADED_MARKER in replay.output()
     answer = ask(replay.proxy_url, replay.ca_path, text)
     assert answer == recorded, replay.describe()
-    assert not ready_before, "the proxy was ready before the request: the test did not send it early"
+    assert not loaded_before, "the store had loaded before the request: the test did not send it early"
     assert replay.pump.wait_for(lambda s: s.startswith(READY_MARKER), 60) is not None, replay.describe()

@@ -13,28 +13,32 @@ from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 CALL_LOG_SCHEMA_VERSION = 3  # 2: run_id; 3: fast
 REVIEW_LOG_SCHEMA_VERSION = 1
 
-_ARROW = "arrow"  # a field's metadata key: its column's Arrow type
+_ARROW = "arrow"  # a field's metadata key: its column's Arrow type, by name (`arrow_schema`)
 
 
-def _column(kind: pa.DataType, default: Any = MISSING) -> Any:
-    """A field that is a column of `kind` (without `default`: every row must give it)."""
+def _column(kind: str, default: Any = MISSING) -> Any:
+    """A field that is a column of Arrow type `kind` (without `default`: every row must give it).
+
+    The type goes by name: pyarrow (with numpy, ~0.15 s) loads when a log is first written or read, not
+    when the proxy imports the rows it builds, before it says it is ready."""
     return field(default=default, metadata={_ARROW: kind})
 
 
-def _optional(kind: pa.DataType) -> Any:
+def _optional(kind: str) -> Any:
     """A column of `kind` that may be null (None unless given)."""
     return _column(kind, None)
 
 
 def _timestamp() -> Any:
-    return field(default_factory=lambda: datetime.now(UTC), metadata={_ARROW: pa.timestamp("us", tz="UTC")})
+    return field(default_factory=lambda: datetime.now(UTC), metadata={_ARROW: "timestamp"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,9 +50,20 @@ class LogRow:
         return {**vars(self), **changes}
 
 
+_SCHEMAS: dict[str, pa.Schema] = {}
+
+
 def arrow_schema(row: type[LogRow]) -> pa.Schema:
-    """The Arrow schema of a row type: its fields, in order, with their columns' types."""
-    return pa.schema([(f.name, f.metadata[_ARROW]) for f in fields(row)])
+    """The Arrow schema of a row type: its fields, in order, with their columns' types (made once)."""
+    import pyarrow as pa  # here, not at the top: see `_column`
+
+    def arrow_type(name: str) -> pa.DataType:
+        return pa.timestamp("us", tz="UTC") if name == "timestamp" else getattr(pa, name)()
+
+    key = f"{row.__module__}.{row.__qualname__}"
+    if key not in _SCHEMAS:
+        _SCHEMAS[key] = pa.schema([(f.name, arrow_type(f.metadata[_ARROW])) for f in fields(row)])
+    return _SCHEMAS[key]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,40 +71,40 @@ class CallRow(LogRow):
     """One intercepted provider call (`proxy.calllog.call_row`, and a Realtime conversation's)."""
 
     ts: datetime = _timestamp()  # when the request arrived (not when its flow ended)
-    project: str | None = _optional(pa.string())
-    provider: str | None = _optional(pa.string())
-    host: str | None = _optional(pa.string())
-    method: str | None = _optional(pa.string())
-    path: str | None = _optional(pa.string())  # without the query string: it can carry secrets
-    model: str | None = _optional(pa.string())
-    mode: str | None = _optional(pa.string())  # auto | replay | record | passthrough
-    decision: str | None = _optional(pa.string())  # hit | miss | bypass | error | passthrough
+    project: str | None = _optional("string")
+    provider: str | None = _optional("string")
+    host: str | None = _optional("string")
+    method: str | None = _optional("string")
+    path: str | None = _optional("string")  # without the query string: it can carry secrets
+    model: str | None = _optional("string")
+    mode: str | None = _optional("string")  # auto | replay | record | passthrough
+    decision: str | None = _optional("string")  # hit | miss | bypass | error | passthrough
     # exact | normalised | alias | lexical | embedding | <tier>-calibrated | none
-    tier: str | None = _optional(pa.string())
-    score: float | None = _optional(pa.float64())
-    entry_id: int | None = _optional(pa.int64())
-    bypass_reason: str | None = _optional(pa.string())
-    streamed: bool | None = _optional(pa.bool_())
-    status: int | None = _optional(pa.int32())
-    decision_ms: float | None = _optional(pa.float64())
-    upstream_ms: float | None = _optional(pa.float64())
-    recorded_upstream_ms: float | None = _optional(pa.float64())
-    recorded_prompt_tokens: int | None = _optional(pa.int64())
-    recorded_completion_tokens: int | None = _optional(pa.int64())
-    request_fp: str | None = _optional(pa.string())
-    normalised_fp: str | None = _optional(pa.string())
-    prompt_tokens: int | None = _optional(pa.int64())
-    completion_tokens: int | None = _optional(pa.int64())
-    candidate_tier: str | None = _optional(pa.string())
-    candidate_score: float | None = _optional(pa.float64())
-    candidate_entry_id: int | None = _optional(pa.int64())
-    guard_reason: str | None = _optional(pa.string())
-    recorded: bool | None = _optional(pa.bool_())  # this call's answer was stored as a recording
-    error: str | None = _optional(pa.string())
-    run_id: str | None = _optional(pa.string())  # one proxy process: `semula recordings unused` reads the last run
+    tier: str | None = _optional("string")
+    score: float | None = _optional("float64")
+    entry_id: int | None = _optional("int64")
+    bypass_reason: str | None = _optional("string")
+    streamed: bool | None = _optional("bool_")
+    status: int | None = _optional("int32")
+    decision_ms: float | None = _optional("float64")
+    upstream_ms: float | None = _optional("float64")
+    recorded_upstream_ms: float | None = _optional("float64")
+    recorded_prompt_tokens: int | None = _optional("int64")
+    recorded_completion_tokens: int | None = _optional("int64")
+    request_fp: str | None = _optional("string")
+    normalised_fp: str | None = _optional("string")
+    prompt_tokens: int | None = _optional("int64")
+    completion_tokens: int | None = _optional("int64")
+    candidate_tier: str | None = _optional("string")
+    candidate_score: float | None = _optional("float64")
+    candidate_entry_id: int | None = _optional("int64")
+    guard_reason: str | None = _optional("string")
+    recorded: bool | None = _optional("bool_")  # this call's answer was stored as a recording
+    error: str | None = _optional("string")
+    run_id: str | None = _optional("string")  # one proxy process: `semula recordings unused` reads the last run
     # a hit served by the raw-request fast path (tier: the one that matched first)
-    fast: bool | None = _optional(pa.bool_())
-    schema_version: int = _column(pa.int32(), CALL_LOG_SCHEMA_VERSION)
+    fast: bool | None = _optional("bool_")
+    schema_version: int = _column("int32", CALL_LOG_SCHEMA_VERSION)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,16 +112,22 @@ class ReviewEvent(LogRow):
     """One review-queue event (`engine.review.ReviewQueue`)."""
 
     ts: datetime = _timestamp()
-    event: str = _column(pa.string())  # queued | approved | rejected | closed
-    candidate_id: int = _column(pa.int64())
-    project: str = _column(pa.string())
-    tier: str = _column(pa.string())
-    score: float = _column(pa.float64())
-    guard_reason: str | None = _optional(pa.string())
-    request_fp: str = _column(pa.string())  # the request's normalised fingerprint
-    entry_id: int = _column(pa.int64())
-    schema_version: int = _column(pa.int32(), REVIEW_LOG_SCHEMA_VERSION)
+    event: str = _column("string")  # queued | approved | rejected | closed
+    candidate_id: int = _column("int64")
+    project: str = _column("string")
+    tier: str = _column("string")
+    score: float = _column("float64")
+    guard_reason: str | None = _optional("string")
+    request_fp: str = _column("string")  # the request's normalised fingerprint
+    entry_id: int = _column("int64")
+    schema_version: int = _column("int32", REVIEW_LOG_SCHEMA_VERSION)
 
 
-CALL_LOG_SCHEMA = arrow_schema(CallRow)
-REVIEW_LOG_SCHEMA = arrow_schema(ReviewEvent)
+
+
+def __getattr__(name: str) -> Any:
+    """CALL_LOG_SCHEMA and REVIEW_LOG_SCHEMA, made when first asked for (they need pyarrow)."""
+    rows: dict[str, type[LogRow]] = {"CALL_LOG_SCHEMA": CallRow, "REVIEW_LOG_SCHEMA": ReviewEvent}
+    if name in rows:
+        return arrow_schema(rows[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

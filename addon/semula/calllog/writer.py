@@ -23,13 +23,13 @@ from functools import lru_cache
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from semula.calllog.schema import LogRow
+from semula.calllog.schema import LogRow, arrow_schema
 from semula.store.datadir import make_data_dir
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger("semula")
 
@@ -37,10 +37,13 @@ MAX_HELD_ROWS = 10_000  # rows kept for a retry while the disk refuses them
 
 
 class ParquetLog:
-    def __init__(self, directory: Path | str, schema: pa.Schema, schema_version: int,
+    """`schema`: the Arrow schema, or the row type whose schema it is (pyarrow then loads with the first
+    write, on the writer's thread: the proxy does not wait for it before it is ready)."""
+
+    def __init__(self, directory: Path | str, schema: pa.Schema | type[LogRow], schema_version: int,
                  flush_seconds: float = 1.0, max_rows: int = 5000):
         self.directory = Path(directory)
-        self.schema = schema
+        self._schema = schema
         self.schema_version = schema_version
         self.flush_seconds = flush_seconds
         self.max_rows = max_rows
@@ -54,6 +57,12 @@ class ParquetLog:
         self.lost = 0
         self.last_error: str | None = None
         self._thread.start()
+
+    @property
+    def schema(self) -> pa.Schema:
+        if isinstance(self._schema, type):
+            self._schema = arrow_schema(self._schema)
+        return self._schema
 
     def append(self, row: LogRow | dict[str, Any]) -> None:
         """Queue a row: a typed one (`CallRow`, `ReviewEvent`), or by column name (missing columns are null)."""
@@ -127,6 +136,8 @@ class ParquetLog:
             self.lost += 1
 
     def _write(self, date: str, rows: list[dict[str, Any]]) -> None:
+        import pyarrow.parquet as pq  # with the first write, on this thread (see the class)
+
         folder = self.directory / f"date={date}"
         make_data_dir(self.directory.parent)  # the data dir (or the temporary log dir) removed meanwhile
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -148,17 +159,16 @@ class ParquetLog:
             self.last_error = None
 
 
-# What Arrow raises for a value its column does not take (a string in an integer column, an integer
-# out of range, a lone surrogate): the rows are then cleaned one value at a time.
-_REJECTED = (pa.ArrowException, UnicodeError, OverflowError, TypeError, ValueError)
-
-
 def _table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     """The rows as a table: converted by Arrow in one go, and cleaned value by value (in Python, holding the
     interpreter lock the event loop needs) only when Arrow refuses one."""
+    import pyarrow as pa  # with the first write (see `ParquetLog`)
+
+    # What Arrow raises for a value its column does not take (a string in an integer column, an integer
+    # out of range, a lone surrogate): the rows are then cleaned one value at a time.
     try:
         return pa.Table.from_pylist(rows, schema=schema)
-    except _REJECTED:
+    except (pa.ArrowException, UnicodeError, OverflowError, TypeError, ValueError):
         clean = [clean_row(row, schema) for row in rows]
         return pa.Table.from_pydict({name: [row[name] for row in clean] for name in schema.names}, schema=schema)
 
@@ -175,6 +185,8 @@ def _cleaners(schema: pa.Schema) -> tuple[tuple[str, Callable[[Any], Any]], ...]
 
 
 def _cleaner(kind: pa.DataType) -> Callable[[Any], Any]:
+    import pyarrow as pa  # with the first write (see `ParquetLog`)
+
     if pa.types.is_string(kind):
         return _clean_text
     if pa.types.is_boolean(kind):
@@ -198,7 +210,9 @@ def _clean_text(value: Any) -> str:
 
 
 def _int_range(kind: pa.DataType) -> tuple[int, int]:
+    from pyarrow import types  # with the first write (see `ParquetLog`)
+
     bits = kind.bit_width
-    if pa.types.is_signed_integer(kind):
+    if types.is_signed_integer(kind):
         return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     return 0, (1 << bits) - 1

@@ -30,13 +30,7 @@ from semula.proxy.scopes import CurrentTests
 from semula.recordings.files import remember_user_umask
 from semula.proxy.startup import EngineStart
 from semula.proxy.storethread import StoreThread
-from semula.calllog.schema import (
-    CALL_LOG_SCHEMA,
-    CALL_LOG_SCHEMA_VERSION,
-    REVIEW_LOG_SCHEMA,
-    REVIEW_LOG_SCHEMA_VERSION,
-    ReviewEvent,
-)
+from semula.calllog.schema import CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA_VERSION, CallRow, ReviewEvent
 from semula.store.datadir import make_data_dir
 from semula.store.selection import StoreSpec
 from semula.calllog.writer import ParquetLog
@@ -59,6 +53,7 @@ class Lifecycle:
         self.tests = CurrentTests()  # the test each run tag is in: the pytest plugin says so
         self.expiry = StaleWarnings()  # a project's max_age on hits: each old one served is warned about once
         self.started: AddonSettings | None = None  # the settings `running` started with (`RESTART_OPTIONS`)
+        self._store_opening: asyncio.Future[None] | None = None
         self.run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
 
     def admin_call(self, method: str, params: dict[str, Any]) -> Any:
@@ -90,11 +85,13 @@ class Lifecycle:
         log_dir = Path(tempfile.mkdtemp(prefix="semula-logs-")) if read_only else data_dir
         if settings.embeddings and not await self._load_embedder(data_dir):
             return
-        self.calls = ParquetLog(log_dir / "calls", CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION)
-        self.reviews = ParquetLog(log_dir / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION)
+        self.calls = ParquetLog(log_dir / "calls", CallRow, CALL_LOG_SCHEMA_VERSION)
+        self.reviews = ParquetLog(log_dir / "reviews", ReviewEvent, REVIEW_LOG_SCHEMA_VERSION)
         self.store.configure(EngineStart(spec, settings.data_dir, settings.recordings, self._log_review,
                                          self.embedder), settings.load_timeout)
-        await self.store.ensure_open(force=True)
+        # The store opens (DuckDB, its migrations, the index) beside the client's own start-up, not before
+        # the ready line: a request that comes first waits for it (`StoreThread.ensure_open`).
+        self._store_opening = asyncio.ensure_future(self._open_store())
         listen = self._listen_address(settings)
         confdir = Path(os.path.expanduser(settings.confdir))
         other = read_admin_info(data_dir)
@@ -116,10 +113,8 @@ class Lifecycle:
             print(f"semula: WARNING: listening on {bound}, not on loopback: anyone who can reach this machine "
                   "can use the proxy, read recorded answers and send calls with the keys it sees. "
                   "Use --listen-host 127.0.0.1 unless other machines must reach it.", flush=True)
-        store_note = "" if self.store.engine else f" · store unavailable: {self.store.problem}"
-        if spec.file is None:
-            store_note = f" · shared store {spec.describe()}{store_note}"
-        ready = "semula ready" if self.store.engine else "semula ready, NOT recording"
+        store_note = f" · shared store {spec.describe()}" if spec.file is None else ""
+        ready = "semula ready"
         if read_only:
             store_note += f" · read-only: the store is not written; call log and review log in {log_dir}"
         print(
@@ -127,6 +122,11 @@ class Lifecycle:
             f"CA {confdir / 'mitmproxy-ca-cert.pem'}{store_note}",
             flush=True,
         )
+
+    async def _open_store(self) -> None:
+        await self.store.ensure_open(force=True)
+        if self.store.engine is None:
+            print(f"semula: NOT recording: store unavailable: {self.store.problem}", flush=True)
 
     async def _load_embedder(self, data_dir: Path) -> bool:
         """With the tier switched on, a missing extra or model refuses to start: never silently without it."""

@@ -192,9 +192,14 @@ class StoreThread:
             self._watch.stop()
         engine, self.engine = self.engine, None
         self.readers.shutdown(wait=True)  # no search reads from the engine being closed
-        if engine:
-            self.executor.submit(engine.close).result(timeout=60)
+        self.executor.submit(self._close_here, engine).result(timeout=60)
         self.executor.shutdown(wait=True)
+
+    def _close_here(self, engine: Engine | None) -> None:
+        """On the store thread, so after the start-up's open if that is still under way: close what is open."""
+        late, self.engine = self.engine, None
+        for opened in {id(e): e for e in (engine, late) if e is not None}.values():
+            opened.close()
 
 
 def _file_id(path: Path | None) -> tuple[int, int] | None:
