@@ -22,7 +22,7 @@ import anyio
 import pytest
 
 from conftest import ProxyFactory
-from e2e_helpers import OutputPump, ProxyHandle, clean_env, ssl_context, stop_process
+from e2e_helpers import OutputPump, ProxyHandle, clean_env, run_semula, ssl_context, stop_process
 
 pytestmark = pytest.mark.e2e
 
@@ -169,6 +169,13 @@ def test_mcp_calls_are_recorded_and_replayed_with_the_server_stopped(
     message = missed.errors[0]
     assert "tools/call 'add'" in message and "127.0.0.1/mcp" in message, message
     assert "no recording matches" in message and "default/mcp/127-0-0-1-mcp/tools-call-add-" in message, message
+    replay.stop()
+
+    check = run_semula("recordings", "check", str(recordings))
+    assert check.returncode == 0, check.stderr
+    unused = run_semula("recordings", "unused", str(recordings), "--data-dir", str(replay.data_dir), "--json")
+    assert unused.returncode == 0, unused.stderr
+    assert [line for line in unused.stdout.splitlines() if line.strip()] == [], unused.stdout  # every file replayed
 
 
 def _get(server: McpServerProcess, path: str) -> str:
