@@ -46,8 +46,9 @@ class McpServerProcess:
         self.pump.join()
 
 
-def start_mcp_server(cert_dir: Path) -> McpServerProcess:
-    proc = subprocess.Popen([sys.executable, str(FAKE_MCP), "--port", "0", "--cert-dir", str(cert_dir)],
+def start_mcp_server(cert_dir: Path, json_answers: bool) -> McpServerProcess:
+    proc = subprocess.Popen([sys.executable, str(FAKE_MCP), "--port", "0", "--cert-dir", str(cert_dir),
+                             *(["--json"] if json_answers else [])],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=clean_env(PYTHONUNBUFFERED="1"), start_new_session=True)
     assert proc.stdout is not None
@@ -60,8 +61,9 @@ def start_mcp_server(cert_dir: Path) -> McpServerProcess:
 
 
 @pytest.fixture
-def mcp_server(tmp_path: Path) -> Iterator[McpServerProcess]:
-    server = start_mcp_server(tmp_path / "certs")
+def mcp_server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[McpServerProcess]:
+    """The server, answering SSE (the SDK's default) or `application/json` (`json_answers`)."""
+    server = start_mcp_server(tmp_path / "certs", request.node.callspec.params.get("json_answers", False))
     try:
         yield server
     finally:
@@ -132,9 +134,11 @@ def proxy_args(server: McpServerProcess, recordings: Path) -> tuple[str, ...]:
             "--set", "semula_repeats=sequence")
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
+# The Python client takes an SSE answer as its request's whatever its id; a JSON answer must carry the id it sent.
+@pytest.mark.parametrize(("mode", "json_answers"), [("legacy", False), ("legacy", True), ("auto", True)])
 def test_mcp_calls_are_recorded_and_replayed_with_the_server_stopped(
-        proxy_factory: ProxyFactory, mcp_server: McpServerProcess, tmp_path: Path, mode: str) -> None:
+        proxy_factory: ProxyFactory, mcp_server: McpServerProcess, tmp_path: Path, mode: str,
+        json_answers: bool) -> None:
     recordings = tmp_path / "recordings"
     auto = proxy_factory("auto", extra_args=proxy_args(mcp_server, recordings))
     recorded = run_session(auto, mcp_server.url, mode, CALLS)
@@ -187,4 +191,4 @@ def _get(server: McpServerProcess, path: str) -> str:
 
 
 def server_ca(server: McpServerProcess) -> Path:
-    return Path(server.proc.args[-1]) / "fake-ca.pem"  # type: ignore[index]
+    return Path(server.proc.args[5]) / "fake-ca.pem"  # type: ignore[index]
