@@ -53,17 +53,22 @@ def local_outcome(flow: http.HTTPFlow, mode: Mode, state: FlowState, server: Mcp
     """The outcome of MCP traffic that is not a call (in replay, its answer set on the flow); None for a
     JSON-RPC request (a call: the cascade decides) or a body that is not JSON-RPC (then `state.mcp` is
     cleared: the host's other traffic is an extra host's)."""
-    method = flow.request.method.upper()
+    method, asked = flow.request.method.upper(), flow.request.headers
     if method in ("GET", "DELETE"):
+        # The stream's GET asks for SSE; DELETE names its session: anything else on the host is not MCP.
+        if "text/event-stream" not in asked.get("accept", "") if method == "GET" else SESSION_HEADER not in asked:
+            state.mcp = None
+            return None
         kind = method
     else:
         message = mcp_message(body) if method == "POST" else None
-        kind = message_kind(message) if message is not None else None
-        if kind is None:
+        found = message_kind(message) if message is not None else None
+        if found is None:
             state.mcp = None
             return None
-        if kind == "request":
+        if found == "request":
             return None
+        kind = found
     state.adapter = MCP
     status, what = _LOCAL[kind]
     reason = f"{what} to {server}: never recorded"

@@ -230,7 +230,7 @@ def check(data: Any, providers: frozenset[str]) -> None:
         raise Invalid(f"occurrence {occurrence!r:.60} is not a whole number from 1 to {MAX_OCCURRENCE}")
     _provenance(data.get("provenance"))
     _request(data.get("request"), provider)
-    if provider == MCP.name:
+    if provider == MCP.name and isinstance(host, str):  # host_problem passed: it is text
         _mcp_call(data["request"], host)
     _response(data.get("response"))
 
