@@ -47,6 +47,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--semula-extra-host", dest="semula_extra_hosts", action="append", default=[], metavar="HOST",
                     help="also intercept HOST, keeping the default hosts (an OpenAI-compatible API, a CDN a test "
                          "needs offline); repeatable")
+    group.addoption("--semula-mcp-server", dest="semula_mcp_servers", action="append", default=[],
+                    metavar="HOST[:PORT][/PATH]",
+                    help="record and replay this MCP server's Streamable HTTP traffic; repeatable")
     group.addoption("--semula-scope", dest="semula_scope", choices=["project", "test"], default="project",
                     help="project: one answer per request per project; test: each test keeps its own recordings "
                          "[default: project]")
@@ -113,7 +116,7 @@ class SemulaPlugin:
 
     @classmethod
     def start(cls, config: pytest.Config) -> SemulaPlugin:
-        from semula.session.clientenv import extra_host_sets, recordings_sets
+        from semula.session.clientenv import extra_host_sets, mcp_server_sets, recordings_sets
         from semula.session.run import BadOption, SessionError, default_data_dir, open_session
         from semula.session.signals import StopSignals
 
@@ -124,7 +127,8 @@ class SemulaPlugin:
         data_dir = Path(config.getoption("semula_data_dir") or default_data_dir())
         recordings = config.getoption("semula_recordings")
         sets = recordings_sets(Path(recordings) if recordings else None, False) + extra_host_sets(
-            tuple(config.getoption("semula_extra_hosts"))) + tuple(config.getoption("semula_sets"))
+            tuple(config.getoption("semula_extra_hosts"))) + mcp_server_sets(
+            tuple(config.getoption("semula_mcp_servers"))) + tuple(config.getoption("semula_sets"))
         _refuse_bad_options(sets)
         lines: list[str] = []
         try:

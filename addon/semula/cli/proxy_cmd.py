@@ -17,8 +17,8 @@ from semula.core.modes import Mode
 from semula.providers import allow_hosts_regexes
 from semula.session.ca import DEFAULT_CONFDIR, confdir_of, ensure_ca, key_size_of
 from semula.session.clientenv import (
-    PLACEHOLDER_KEY, PROVIDER_KEY_GROUPS, client_env, extra_host_sets, intercepted_hosts, java_env, port_hint, port_in_use,
-    recordings_sets,
+    PLACEHOLDER_KEY, PROVIDER_KEY_GROUPS, client_env, extra_host_sets, intercepted_hosts, java_env, mcp_server_sets,
+    port_hint, port_in_use, recordings_sets,
 )
 
 MODES = [m.value for m in Mode]
@@ -39,6 +39,9 @@ def proxy_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--extra-host", "extra_hosts", multiple=True, metavar="HOST",
                      help="also intercept HOST (exact or *.suffix), keeping the default hosts: an OpenAI-compatible "
                           "API, or a CDN a test needs offline (recorded by exact match); repeatable"),
+        click.option("--mcp-server", "mcp_servers", multiple=True, metavar="HOST[:PORT][/PATH]",
+                     help="record and replay this MCP server's Streamable HTTP traffic (JSON-RPC calls matched by "
+                          "method and params; README \"MCP servers\"); repeatable"),
         click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
                      help="any mitmproxy or semula_* option, e.g. --set confdir=/tmp/conf"),
     ]
@@ -119,11 +122,12 @@ def _shown_default(value: object) -> str:
 @click.option("--parent-pid", type=int, default=None, hidden=True,
               help="the run that starts this proxy (semula exec, the pytest plugin): stop when it is gone")
 def proxy(mode: str, listen_host: str, listen_port: int, data_dir: Path, project: str, recordings: Path | None,
-          no_recordings: bool, extra_hosts: tuple[str, ...], sets: tuple[str, ...], confdir: Path | None,
-          web: bool, parent_pid: int | None) -> None:
+          no_recordings: bool, extra_hosts: tuple[str, ...], mcp_servers: tuple[str, ...], sets: tuple[str, ...],
+          confdir: Path | None, web: bool, parent_pid: int | None) -> None:
     """Run the proxy (mitmdump, or mitmweb with --web) with the semula addon."""
     confdir_set = (f"confdir={confdir.expanduser()}",) if confdir else ()
-    sets = recordings_sets(recordings, no_recordings) + extra_host_sets(extra_hosts) + confdir_set + sets
+    sets = (recordings_sets(recordings, no_recordings) + extra_host_sets(extra_hosts) + mcp_server_sets(mcp_servers)
+            + confdir_set + sets)
     refuse_bad_options(sets)
     args = mitmproxy_args(mode, listen_host, listen_port, data_dir, project, sets, web)
     _check_embeddings(data_dir, sets)

@@ -96,6 +96,7 @@ SECRET_HEADERS: frozenset[str] = frozenset(
         "x-auth-token",
         "ocp-apim-subscription-key",  # Azure API Management gateways
         "x-amz-security-token",  # AWS SigV4: the session token
+        "mcp-session-id",  # MCP: one connection's session, a bearer of it (replay makes its own)
     }
 )
 

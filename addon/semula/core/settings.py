@@ -268,6 +268,7 @@ class AddonSettings:
     data_dir: str = ".semula"
     default_project: str = DEFAULT_PROJECT
     hosts: tuple[str, ...] = field(default_factory=tuple)  # semula_hosts (or the defaults) + semula_extra_hosts
+    mcp_servers: tuple[str, ...] = ()  # semula_mcp_servers: host[:port][/path] of MCP servers (providers/mcp.py)
     side_paths: tuple[str, ...] = ()  # semula_side_paths: regexes of a project's own side calls (never recorded)
     record_errors: bool = False  # also 401/403/408/429/5xx (core/errorpolicy.py)
     namespace_by_key: bool = False

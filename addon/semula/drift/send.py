@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import httpx
 
 from semula.providers import GENERIC, NotResendable, auth_for, is_provider_host
+from semula.providers.mcp import NAME as MCP_NAME
 from semula.providers.base import bare_host
 from semula.providers.rawbody import DESCRIPTOR_KEY
 from semula.recordings.format import Recording
@@ -71,6 +72,9 @@ def target_of(recording: Recording, allow_hosts: frozenset[str] = frozenset()) -
     and endpoints; this is checked again at the edge where the key is added."""
     if (bad := endpoint_problem(recording.endpoint)) is not None:
         raise NotSent(f"endpoint {recording.endpoint!r:.60} {bad}: not sent")
+    if recording.provider == MCP_NAME:
+        raise NotSent("an MCP call belongs to a session (initialize first) on a server only the user names: "
+                      "drift does not re-send MCP recordings (record them again to refresh them)")
     host = bare_host(recording.host)  # a port or a trailing dot makes it differ: refused below
     if recording.provider != GENERIC.name:
         if recording.host.lower() != host or not is_provider_host(recording.provider, host):

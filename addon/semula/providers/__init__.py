@@ -33,6 +33,7 @@ from semula.providers.framing import stream_frames, stream_framer
 from semula.providers.gemini import GeminiAdapter
 from semula.providers.generic import GenericAdapter
 from semula.providers.googleauth import GoogleOAuthAdapter, GoogleTokenPathsAdapter
+from semula.providers.mcp import MCP
 from semula.providers.openai import (
     COMPATIBLE_HOSTS,
     COMPATIBLE_PATHS,
@@ -87,6 +88,7 @@ ADAPTERS: tuple[Adapter, ...] = (
     GoogleOAuthAdapter(),  # token exchanges: side calls only (providers/googleauth.py)
     GoogleTokenPathsAdapter(),
     *(compatible(name, hosts) for name, hosts in COMPATIBLE_HOSTS.items()),
+    MCP,  # no host of its own: the proxy picks it for the MCP servers a user names (providers/mcp.py)
 )
 # What is intercepted by default: every host an adapter understands, in adapter order.
 DEFAULT_PROVIDER_HOSTS: tuple[str, ...] = tuple(dict.fromkeys(h for a in ADAPTERS if a.intercepted_by_default

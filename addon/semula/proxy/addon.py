@@ -20,6 +20,7 @@ from mitmproxy import ctx, http
 
 from semula.core.redact import redact_text
 from semula.providers import host_matches
+from semula.providers.mcp import mcp_server_for
 from semula.proxy import options
 from semula.proxy.call import Responder
 from semula.proxy.caller import caller_of
@@ -103,7 +104,9 @@ class SemulaAddon:
         test = caller.test
         self.flows[flow.id] = FlowState(host=host, project=caller.project, no_cache=caller.no_cache,
                                         path=flow.request.path.split("?", 1)[0], run=test.run, tag=caller.tag,
-                                        test=test.test)
+                                        test=test.test,
+                                        mcp=mcp_server_for(parts.settings.mcp_servers, host, flow.request.port,
+                                                           flow.request.path.split("?", 1)[0]))
 
     async def request(self, flow: http.HTTPFlow) -> None:
         state = self.flows.get(flow.id)

@@ -31,6 +31,8 @@ from semula.core.request.canonical import CanonicalRequest
 from semula.core.settings import ProjectSettings, SettingsError, validate_project
 from semula.providers import adapter_for
 from semula.providers.base import Adapter, AdapterError, RawRequest
+from semula.providers.mcp import MCP
+from semula.proxy import mcp
 from semula.proxy.answer import answer_response
 from semula.proxy.bodies import BodyTooLarge, decode_capped
 from semula.proxy.calllog import finish, release
@@ -58,7 +60,8 @@ class Responder:
         parts, started = self.parts, time.perf_counter()
         state.started_at = datetime.now(UTC).replace(tzinfo=None)
         try:
-            state.outcome = await self._fast_served(flow, state) or await self._decide(flow, state)
+            fast = None if state.mcp else await self._fast_served(flow, state)  # an MCP body holds its own id
+            state.outcome = fast or await self._decide(flow, state)
         except Exception as e:  # a bug of ours must not take the call down with it
             log.error("semula: internal error while deciding (%s: %s); %s", type(e).__name__, e,
                       "refusing the call" if parts.mode is Mode.REPLAY else "forwarding the call",
@@ -102,8 +105,10 @@ class Responder:
             return side
         request = flow.request
         body, bypass = await _request_body(request, settings.max_body_mb)
+        if state.mcp and (local := mcp.local_outcome(flow, mode, state, state.mcp, body)):
+            return local  # a notification, the GET stream, DELETE: not calls
         raw = raw_request(request, state, body)
-        adapter = state.adapter = adapter_for(raw.host, raw.path)
+        adapter = state.adapter = MCP if state.mcp else adapter_for(raw.host, raw.path)
         if state.no_cache:
             bypass = no_cache_header({NO_CACHE_HEADER: "1"})
         try:
@@ -133,7 +138,7 @@ class Responder:
         finally:
             state.pending_key = lookups.claimed if lookups is not None else None
             state.queueing = lookups.queueing if lookups is not None else None
-        if engine is not None:
+        if engine is not None and not state.mcp:
             parts.fast.remember(engine, mode, state, outcome)
         return outcome
 
@@ -151,6 +156,8 @@ class Responder:
                                    state.normalised_fp)
         state.error = replayed_note(entry.status) or state.error  # a recorded 404 served: the log says so
         flow.response = answer_response(entry, outcome.decision)
+        if state.mcp:
+            mcp.served(flow, state)
         flow.marked = ":green_circle:"
 
     async def _refuse(self, flow: http.HTTPFlow, state: FlowState) -> None:
@@ -185,6 +192,8 @@ class Responder:
         body = adapter.error_body(REPLAY_REFUSAL_STATUS, message)
         headers = {**adapter.error_headers(REPLAY_REFUSAL_STATUS), **semula_headers(decision)}
         flow.response = http.Response.make(REPLAY_REFUSAL_STATUS, body, headers)
+        if state.mcp:
+            mcp.refused(flow, state, message)
         flow.marked = ":red_circle:"
         state.error = message
 

@@ -20,6 +20,7 @@ from semula.core.decision import Decision
 from semula.core.fasthit import FastHit, FastKey
 from semula.core.settings import ProjectSettings
 from semula.providers.base import Adapter, RawRequest
+from semula.providers.mcp import McpServer
 
 
 @dataclass
@@ -50,6 +51,7 @@ class FlowState:
     model: str | None = None
     # auto mode: the review queue's write for this miss, left to run while the call is forwarded
     queueing: asyncio.Future[NearSearch | None] | None = None
+    mcp: McpServer | None = None  # the MCP server it goes to (semula_mcp_servers; proxy/mcp.py)
 
     @property
     def decision(self) -> Decision | None:

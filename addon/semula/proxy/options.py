@@ -45,6 +45,9 @@ def declare(loader: Any) -> None:
     )
     loader.add_option("semula_extra_hosts", Sequence[str], [],
                       "more hosts to intercept, added to semula_hosts (an OpenAI-compatible API, a CDN a test needs)")
+    loader.add_option("semula_mcp_servers", Sequence[str], [],
+                      "MCP servers (Streamable HTTP) to record and replay: host, host:port or host:port/path; "
+                      "their JSON-RPC calls are matched by method and params, never by id or session")
     loader.add_option("semula_side_paths", Sequence[str], [],
                       "regexes searched in the path of side calls (telemetry): never recorded, answered locally in replay")
     loader.add_option("semula_record_errors", bool, False, "record every answer (default: 2xx and 400/404/422, not 401/403/408/429/5xx)")
@@ -148,11 +151,13 @@ def read(options: Any) -> tuple[Mode, AddonSettings]:
     location = recordings_location(folder)
     recordings = str(location.resolve()) if location is not None else None
     store = server_url(options.semula_store or None)
+    mcp_servers = mcp_server_list(options.semula_mcp_servers)
     if store and folder == DEFAULT_RECORDINGS and not os.environ.get("SEMULA_RECORDINGS"):
         recordings = None  # a server store is the shared copy: the folder only when asked for (--recordings)
     return mode, AddonSettings(
         mode=mode.value, data_dir=data_dir, default_project=options.semula_project,
-        hosts=host_list(options.semula_hosts, options.semula_extra_hosts),
+        hosts=host_list(options.semula_hosts, [*options.semula_extra_hosts, *mcp_hosts(mcp_servers)]),
+        mcp_servers=mcp_servers,
         side_paths=side_path_list(options.semula_side_paths), record_errors=options.semula_record_errors,
         namespace_by_key=options.semula_namespace_by_key, admin=options.semula_admin, recordings=recordings,
         load_timeout=positive_number("semula_load_timeout", options.semula_load_timeout),
@@ -185,6 +190,24 @@ def split_items(values: Sequence[str]) -> list[str]:
 def host_list(hosts: Sequence[str], extra: Sequence[str]) -> tuple[str, ...]:
     """The hosts to intercept: semula_hosts (the defaults unless set) and then the extra ones."""
     return tuple(dict.fromkeys(h.lower() for h in split_items([*hosts, *extra])))
+
+
+def mcp_server_list(entries: Sequence[str]) -> tuple[str, ...]:
+    """The MCP servers named (semula_mcp_servers), each checked: a bad one is an OptionsError naming it."""
+    from semula.providers.mcp import parse_servers
+
+    servers = tuple(dict.fromkeys(split_items(entries)))
+    try:
+        parse_servers(servers)
+    except ValueError as e:
+        raise exceptions.OptionsError(f"semula: {e}") from None
+    return servers
+
+
+def mcp_hosts(servers: tuple[str, ...]) -> list[str]:
+    from semula.providers.mcp import server_hosts
+
+    return list(server_hosts(servers))
 
 
 def side_path_list(patterns: Sequence[str]) -> tuple[str, ...]:

@@ -30,7 +30,7 @@ from typing import Any
 
 from semula.core.request.canonical import CanonicalRequest
 from semula.core.redact import FingerprintKey
-from semula.core.repeats import base_of, occurrence_of
+from semula.core.repeats import occurrence_of
 from semula.core.settings import ProjectSettings, SettingsError, validate_project
 from semula.providers.base import Usage
 from semula.recordings.entry import Answer, recording_of, redacted_request
@@ -50,7 +50,7 @@ from semula.recordings.files import (
     write_atomically,
 )
 from semula.recordings import conversations, sidecars
-from semula.recordings.format import Recording, RecordingFileError, dumps_with_sidecars, loads, relative_path
+from semula.recordings.format import Recording, RecordingFileError, dumps_with_sidecars, loads, request_path
 from semula.recordings.sidecars import SidecarRef
 from semula.recordings.shared import SharedReport, check_shared, load_settings, load_shared
 from semula.store.base import RecordingStore
@@ -105,9 +105,7 @@ def relpath_of(entry: Entry) -> str:
     """Where the file of this recording is, relative to the folder."""
     if entry.kind == RecordingKind.REALTIME:
         return conversations.file_of(entry)[0]
-    request = CanonicalRequest.from_json(entry.canonical)
-    return relative_path(entry.project, entry.provider, entry.endpoint, request.last_user_text() or request.last_text(),
-                         base_of(entry.request_fp), occurrence_of(entry.request_fp))
+    return request_path(entry.project, CanonicalRequest.from_json(entry.canonical), entry.request_fp)
 
 
 def entry_from_file(raw: bytes, settings_for: Callable[[str], ProjectSettings],
@@ -339,9 +337,7 @@ class RecordingsFolder:
         """Whether the file this request would be recorded in exists and is not what was loaded (a branch
         switch or a pull put it there): one stat, before a miss is treated as one."""
         try:
-            rel = relative_path(project, request.provider, request.endpoint,
-                                request.last_user_text() or request.last_text(), base_of(request_fp),
-                                occurrence_of(request_fp))
+            rel = request_path(project, request, request_fp)
             info = os.stat(contained(self.root, rel))
         except (OSError, RecordingFileError):
             return False

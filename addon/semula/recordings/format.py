@@ -22,7 +22,10 @@ from collections.abc import Callable
 from typing import Any
 
 from semula.core.settings import PROJECT_NAME
+from semula.core.repeats import base_of, occurrence_of
+from semula.core.request.canonical import CanonicalRequest
 from semula.providers import PROVIDER_NAMES
+from semula.providers.mcp import NAME as MCP_NAME
 from semula.recordings import validate
 from semula.recordings.eventframes import body_of_messages, payloads, readable_messages
 from semula.recordings.sidecars import SidecarRef, ref_for
@@ -74,6 +77,15 @@ def relative_path(project: str, provider: str, endpoint: str, prompt: str, reque
     digest = hashlib.sha256(request_fp.encode()).hexdigest()[:12]
     suffix = f"-{occurrence}" if occurrence > 1 else ""
     return f"{project}/{provider}/{endpoint_slug}/{slug(prompt)}-{digest}{suffix}.json"
+
+
+def request_path(project: str, request: CanonicalRequest, request_fp: str) -> str:
+    """The file of this request's recording: under its endpoint, named by its prompt; an MCP call under its
+    server and path, named by its method and tool (`providers/mcp.py` keeps them in `body` and `model`)."""
+    endpoint, prompt = request.endpoint, request.last_user_text() or request.last_text()
+    if request.provider == MCP_NAME and isinstance(request.body, dict):
+        endpoint, prompt = f"{request.body.get('server')}{request.endpoint}", request.model or ""
+    return relative_path(project, request.provider, endpoint, prompt, base_of(request_fp), occurrence_of(request_fp))
 
 
 # ---------------------------------------------------------------- bodies

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from semula.core.httpfields import header_problem
 from semula.core.settings import PROJECT_NAME
 from semula.providers import GENERIC, is_provider_host, provider_hosts
+from semula.providers.mcp import MCP
 from semula.recordings.sidecars import reference_problem
 
 MAX_DEPTH = 128  # nesting of the whole document; a real request's JSON schemas stay far below this
@@ -78,6 +79,8 @@ def host_problem(provider: str, host: Any) -> str | None:
     """Why a recording of `provider` cannot say it went to `host`, or None."""
     if not isinstance(host, str) or not _HOST.match(host):
         return "is not a host name"
+    if provider == MCP.name:  # the proxy writes the bare host it intercepted (providers/mcp.py)
+        return None if ":" not in host and not host.startswith("[") else "is not a bare host name (no port)"
     if provider == GENERIC.name or is_provider_host(provider, host):
         return None
     return f"is not one of {provider}'s hosts ({', '.join(provider_hosts(provider))})"
@@ -234,8 +237,24 @@ def check(data: Any, providers: frozenset[str]) -> None:
     occurrence = data.get("occurrence", 1)
     if not _is_int(occurrence) or not 1 <= occurrence <= MAX_OCCURRENCE:
         raise Invalid(f"occurrence {occurrence!r:.60} is not a whole number from 1 to {MAX_OCCURRENCE}")
-    _request(data.get("request"), data["provider"])
+    provider, host = data["provider"], data.get("host")
+    _request(data.get("request"), provider)
+    if provider == MCP.name and isinstance(host, str):  # host_problem passed: it is text
+        _mcp_call(data["request"], host)
     _response(data.get("response"))
+
+
+def _mcp_call(request: dict[str, Any], host: str) -> None:
+    """An MCP recording's key names the server it went to: the file's own host, a JSON-RPC method."""
+    body = request.get("body")
+    if not isinstance(body, dict) or set(body) != {"server", "method", "params"}:
+        raise Invalid("request.body of an MCP call is not {server, method, params}")
+    if body["server"] != host.lower():
+        raise Invalid(f"request.body.server {body['server']!r:.60} is not the file's host {host!r:.60}")
+    if not isinstance(body["method"], str) or not body["method"] or len(body["method"]) > 200:
+        raise Invalid(f"request.body.method {body['method']!r:.60} is not a JSON-RPC method name")
+    if body["params"] is not None and not isinstance(body["params"], (dict, list)):
+        raise Invalid("request.body.params is not an object, a list or null")
 
 
 def _provenance(value: Any) -> None:

@@ -22,12 +22,23 @@ def extra_host_sets(extra_hosts: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(f"semula_extra_hosts={host}" for host in extra_hosts)
 
 
+def mcp_server_sets(servers: tuple[str, ...]) -> tuple[str, ...]:
+    """`--mcp-server S` as the option it sets (`--set semula_mcp_servers=S`)."""
+    return tuple(f"semula_mcp_servers={server}" for server in servers)
+
+
 def intercepted_hosts(sets: tuple[str, ...]) -> tuple[str, ...]:
-    """The hosts the proxy will intercept: semula_hosts (else the defaults) plus semula_extra_hosts."""
-    from semula.proxy.options import host_list
+    """The hosts the proxy will intercept: semula_hosts (else the defaults) plus semula_extra_hosts and the
+    MCP servers' hosts (semula_mcp_servers)."""
+    from semula.proxy.options import host_list, mcp_hosts, split_items
 
     hosts = [s.split("=", 1)[1] for s in sets if s.startswith("semula_hosts=")] or list(DEFAULT_PROVIDER_HOSTS)
-    return host_list(hosts, [s.split("=", 1)[1] for s in sets if s.startswith("semula_extra_hosts=")])
+    servers = tuple(split_items([s.split("=", 1)[1] for s in sets if s.startswith("semula_mcp_servers=")]))
+    try:
+        extra_mcp = mcp_hosts(servers)
+    except ValueError:
+        extra_mcp = []  # the proxy names the bad entry when it reads its options
+    return host_list(hosts, [*(s.split("=", 1)[1] for s in sets if s.startswith("semula_extra_hosts=")), *extra_mcp])
 
 
 def recordings_sets(recordings: Path | None, no_recordings: bool) -> tuple[str, ...]:

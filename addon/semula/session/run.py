@@ -138,7 +138,7 @@ def open_session(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
         echo(f"semula: reusing the proxy already running on {data_dir} at {info['proxy']} "
              f"(pid {info.get('pid')}, mode {mode}; the options this run does not name are its own, "
              "semula_repeats included)")
-        if any(s.startswith(("semula_extra_hosts=", "semula_hosts=")) for s in sets):
+        if any(s.startswith(("semula_extra_hosts=", "semula_hosts=", "semula_mcp_servers=")) for s in sets):
             echo("semula: the running proxy keeps its own hosts: the hosts asked for here (--extra-host) "
                  "apply to a proxy this run starts")
         return ProxySession(mode, host_port.rsplit(":", 1)[0], int(host_port.rsplit(":", 1)[1]),
