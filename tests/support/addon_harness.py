@@ -21,6 +21,7 @@ def run_addon(scenario: Callable[[SemulaAddon, Any], Awaitable[Any]], tmp_path: 
             tctx.configure(addon, semula_data_dir=str(tmp_path / "data"), semula_admin=False,
                            confdir=str(tmp_path / "conf"), **options)
             await addon.running()
+            await addon.life.store_opened()  # it opens beside the ready line; the scenarios need it
             try:
                 return await scenario(addon, tctx)
             finally:

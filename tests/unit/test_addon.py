@@ -18,6 +18,12 @@ from semula.core.modes import Mode
 
 BODY = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hello there"}]}
 
+async def _started(addon: SemulaAddon) -> None:
+    """`running`, then the store it opens in the background (the tests use the engine at once)."""
+    await addon.running()
+    await addon.life.store_opened()
+
+
 
 def provider_flow(body: dict | bytes = BODY, host: str = "api.openai.com", headers: dict | None = None):
     content = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -199,6 +205,7 @@ def test_an_embedder_that_raises_leaves_the_proxy_serving(tmp_path):
             tctx.configure(addon, semula_data_dir=str(tmp_path / "data"), semula_admin=False,
                            confdir=str(tmp_path / "conf"))
             await addon.running()
+            await addon.life.store_opened()
             try:
                 await scenario(addon, tctx)
             finally:
@@ -251,7 +258,7 @@ def test_a_recorded_miss_names_its_new_entry_in_the_headers(tmp_path) -> None:
     addon = SemulaAddon()
     with taddons.context(addon) as tctx:
         tctx.configure(addon, semula_data_dir=str(tmp_path))
-        asyncio.run(addon.running())
+        asyncio.run(_started(addon))
         try:
             first = asyncio.run(call(addon, provider_flow({"model": "gpt-4o", "messages": [
                 {"role": "user", "content": "name the entry"}]})))

@@ -23,6 +23,12 @@ from semula.proxy.realtime_answerer import TOKEN_HEADER
 
 KEY = "sk-hooks-planted-00112233445566778899aabbccdd"
 
+async def _started(addon: SemulaAddon) -> None:
+    """`running`, then the store it opens in the background (the tests use the engine at once)."""
+    await addon.running()
+    await addon.life.store_opened()
+
+
 
 class Rows(list):
     """The call log as the test reads it: its rows (`append`), nothing lost at `close`."""
@@ -40,7 +46,7 @@ def part(mode: Mode, tmp_path: Path, session_mb: float = 64.0) -> Iterator[tuple
         tctx.configure(addon, semula_data_dir=str(tmp_path / "data"), semula_admin=False, semula_mode=mode.value,
                        semula_recordings=str(tmp_path / "recs"), semula_console_calls=False,
                        semula_realtime_max_session_mb=str(session_mb), confdir=str(tmp_path / "conf"))
-        asyncio.run(addon.running())
+        asyncio.run(_started(addon))
         addon.life.calls = calls = Rows()
         try:
             yield addon.addons[1], SimpleNamespace(calls=calls, parts=addon.parts)

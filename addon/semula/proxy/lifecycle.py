@@ -123,6 +123,11 @@ class Lifecycle:
             flush=True,
         )
 
+    async def store_opened(self) -> None:
+        """Wait for the store opening `running` started (what needs the engine at once: tests, tools)."""
+        if self._store_opening is not None:
+            await asyncio.shield(self._store_opening)
+
     async def _open_store(self) -> None:
         await self.store.ensure_open(force=True)
         if self.store.engine is None:
