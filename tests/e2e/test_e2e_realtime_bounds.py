@@ -141,6 +141,8 @@ def test_a_conversation_over_the_file_cap_is_relayed_but_never_written(
     # the conversation's console line comes once it is written (or not)
     assert proxy.pump.wait_for(lambda s: "openai-realtime GET api.openai.com/v1/realtime → miss" in s, 20), \
         proxy.describe()
+    # the store (and the folder) opens beside the ready line: a conversation not written never waited for it
+    assert proxy.pump.wait_for(lambda s: s.startswith(f"semula: recordings {recordings}:"), 20), proxy.describe()
     check = run_semula("recordings", "check", str(recordings))
     assert check.returncode == 0 and "0 bad" in check.stdout, (check.stdout, check.stderr)
     assert "not recorded: over the 1 MB a conversation may have (semula_realtime_max_session_mb)" in proxy.output()
