@@ -82,7 +82,7 @@ def test_candidates_are_bounded(big_engine: Engine, monkeypatch: pytest.MonkeyPa
 
     real = engine_module.nearest_recordings
     monkeypatch.setattr(engine_module, "nearest_recordings",
-                        lambda request, candidates, limit: seen.append(len(candidates)) or real(request, candidates, limit))
+                        lambda request, candidates, *rest: seen.append(len(candidates)) or real(request, candidates, *rest))
     big_engine.nearest("p", chat("something else entirely"))
     assert 0 < seen[0] <= NEAREST_CANDIDATES
 

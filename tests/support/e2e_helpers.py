@@ -60,6 +60,10 @@ def closed_port() -> int:
     return free_port()
 
 
+# The lines a proxy prints once its store's opening is over: the recordings folder loaded, the store refused.
+STORE_OPENED_MARKERS = ("semula: recordings ", "semula: NOT recording", "semula: store open")
+
+
 class OutputPump:
     """Collects a child's merged stdout/stderr on a thread so pipes never fill up."""
 
@@ -239,6 +243,9 @@ def start_proxy(
         handle = _start_proxy_once(mode=mode, data_dir=data_dir, confdir=confdir, upstream_port=upstream_port,
                                    project=project, extra_args=extra_args)
         if handle.pump.wait_for(lambda s: s.startswith(READY_MARKER), timeout) is not None:
+            # The store and the recordings folder open beside the ready line (a client's first call waits for
+            # them); a test that looks at the folder or the store right after start waits for the opening.
+            handle.pump.wait_for(lambda s: s.startswith(STORE_OPENED_MARKERS), timeout)
             return handle
         handle.stop()
         if "address already in use" not in handle.output().lower() or attempt == attempts - 1:

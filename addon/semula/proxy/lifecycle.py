@@ -132,6 +132,8 @@ class Lifecycle:
         await self.store.ensure_open(force=True)
         if self.store.engine is None:
             print(f"semula: NOT recording: store unavailable: {self.store.problem}", flush=True)
+        elif self.started is not None and not self.started.recordings:  # else the folder's load line says so
+            print("semula: store open (no recordings folder)", flush=True)
 
     async def _load_embedder(self, data_dir: Path) -> bool:
         """With the tier switched on, a missing extra or model refuses to start: never silently without it."""
