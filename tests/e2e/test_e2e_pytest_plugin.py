@@ -177,6 +177,6 @@ def test_reuses_a_proxy_in_the_same_mode_and_refuses_another_mode(
                                             "-p", "no:cacheprovider", timeout=240)
     assert refused.ret == pytest.ExitCode.USAGE_ERROR, refused.stdout.str() + refused.stderr.str()
     message = refused.stderr.str()
-    for needle in (f"pid {pid}", "a auto proxy", "--semula-data-dir DIR"):
+    for needle in (f"pid {pid}", "a proxy in auto mode", "--semula-data-dir DIR"):
         assert needle in message, (needle, message)
     assert (running.data_dir / "admin.json").exists(), "the running proxy is left alone"

@@ -93,9 +93,12 @@ def test_overview_hit_rate_and_tiers(runs: dict[str, NotebookRun], con: duckdb.D
         SELECT count(*),
                count(*) FILTER (WHERE decision = 'hit'),
                count(*) FILTER (WHERE decision IN ('hit', 'miss', 'error') AND coalesce(mode, '') <> 'record'),
-               count(*) FILTER (WHERE mode = 'replay' AND decision <> 'hit' AND decision <> 'passthrough')
+               count(*) FILTER (WHERE mode = 'replay' AND decision <> 'hit' AND decision <> 'passthrough'
+                                  AND coalesce(status, 0) <> 204)
         FROM raw_calls"""
     ).fetchone()
+    side_calls = con.execute("SELECT count(*) FROM raw_calls WHERE mode = 'replay' AND path = '/v1/traces/ingest'")
+    assert side_calls.fetchone()[0] > 0, "the demo log should hold replay-mode side calls (answered 204 locally)"
     tiers = dict(con.execute("SELECT tier, count(*) FROM raw_calls WHERE decision = 'hit' GROUP BY tier").fetchall())
     assert got["calls"] == calls
     assert got["hits"] == hits and got["lookups"] == lookups

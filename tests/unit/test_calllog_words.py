@@ -38,3 +38,10 @@ def test_an_unreachable_upstream_and_a_queued_candidate_are_both_said() -> None:
 
 def test_nothing_queued_says_nothing() -> None:
     assert "queued" not in console_line(state_with(()), ROW, recorded=False)
+
+
+def test_a_recorded_miss_says_its_queued_candidates_were_closed_not_queued() -> None:
+    state = state_with((Candidate(3, VERDICT, 7),))
+    line = console_line(state, ROW, recorded=True)
+    assert "queued for review" not in line and "semula review show" not in line, line
+    assert "review candidate(s) #7 closed: this call's recording answers the request" in line, line

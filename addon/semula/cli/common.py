@@ -18,12 +18,21 @@ from semula.store.types import StoreError
 
 
 
+PIPE_WIDTH = 10_000  # a CI log or a pipe: no terminal to fit, so a value is never cut or wrapped
+
+
 def _console() -> Any:
-    """One rich console, made when a command first prints with it: `semula proxy` never loads rich."""
+    """One rich console, made when a command first prints with it: `semula proxy` never loads rich.
+
+    Not a terminal (a CI log, `| grep`): rich would assume 80 columns and cut or wrap every long
+    value (a recording's path, a review's reason); there each row stays on one line, whole."""
     if "console" not in globals():
         from rich.console import Console
 
-        globals()["console"] = Console()
+        made = Console()
+        if not made.is_terminal and "COLUMNS" not in os.environ:
+            made = Console(width=PIPE_WIDTH)
+        globals()["console"] = made
     return globals()["console"]
 
 
@@ -165,7 +174,8 @@ def print_table(title: str, rows: list[dict[str, Any]], columns: list[str],
     for n, column in enumerate(columns):
         # Short values (an id, a status, a score) stay whole on a narrow terminal; long texts wrap.
         longest = max([len(column)] + [len(r[n]) for r in cells])
-        table.add_column(column, min_width=longest if longest <= SHORT_CELL else None)
+        table.add_column(column, min_width=longest if longest <= SHORT_CELL else None,
+                         no_wrap=not _console().is_terminal)
     for row in cells:
         table.add_row(*row)
     _console().print(table)

@@ -55,7 +55,7 @@ def drift(folder: Path | None, project: str | None, path_glob: str | None, max_a
 
     from semula.cli.recordings_cmd import default_recordings
     from semula.drift import run, select
-    from semula.drift.send import NotSent, allowed, has_key, target_of
+    from semula.drift.send import NotSent, allowed, has_key, key_problem, target_of
 
     if os.environ.get("SEMULA_MODE", "").strip().lower() == "replay":
         raise click.ClickException("SEMULA_MODE=replay: drift calls the live API, it never runs in replay mode")
@@ -85,8 +85,8 @@ def drift(folder: Path | None, project: str | None, path_glob: str | None, max_a
                f"(--max-tokens {max_tokens}){'; --update re-records drifted ones in place' if update else ''}")
     if sendable and not keyed:
         providers = sorted({s.recording.provider for s, _ in sendable})
-        raise click.ClickException(f"no real API key in the environment for {', '.join(providers)}: drift calls "
-                                   "the live API (set the key the provider's SDK reads, e.g. OPENAI_API_KEY)")
+        problems = "; ".join(p for p in map(key_problem, providers) if p)
+        raise click.ClickException(f"no real API key: {problems}; set the key the provider's SDK reads")
     options = run.DriftOptions(base_url=base_url, allow_hosts=allow, extra_headers=extra, max_tokens=max_tokens,
                                min_similarity=min_similarity, update=update)
     verify = ssl.create_default_context(cafile=ca_bundle) if ca_bundle else True

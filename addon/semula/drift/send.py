@@ -42,19 +42,31 @@ def auth_header(provider: str, environ: Mapping[str, str] = os.environ) -> tuple
     auth = auth_for(provider)
     if isinstance(auth, NotResendable):
         raise NoKey(f"{provider} requests are {auth.why}: drift does not re-send them")
+    placeholders = []
     for name in auth.env:
         value = environ.get(name, "").strip()
         if value and not any(word in value.lower() for word in PLACEHOLDER_WORDS):
             return auth.header, auth.template.format(value)
+        if value:
+            placeholders.append(f"${name}")
+    if placeholders:  # named, never shown: even a placeholder may be half a real key
+        raise NoKey(f"{' and '.join(placeholders)} {'is' if len(placeholders) == 1 else 'are'} set but "
+                    f"look{'s' if len(placeholders) == 1 else ''} like a placeholder (a word such as "
+                    f"{', '.join(PLACEHOLDER_WORDS[:3])} in it), not a real {provider} key")
     raise NoKey(f"no real key in ${' or $'.join(auth.env)} (drift calls the live {provider} API)")
 
 
-def has_key(provider: str, environ: Mapping[str, str] = os.environ) -> bool:
+def key_problem(provider: str, environ: Mapping[str, str] = os.environ) -> str | None:
+    """Why this provider's key cannot be used (unset, a placeholder), or None when it can."""
     try:
         auth_header(provider, environ)
-    except NoKey:
-        return False
-    return True
+    except NoKey as e:
+        return str(e)
+    return None
+
+
+def has_key(provider: str, environ: Mapping[str, str] = os.environ) -> bool:
+    return key_problem(provider, environ) is None
 
 
 class NotSent(ValueError):

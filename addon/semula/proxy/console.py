@@ -51,7 +51,12 @@ def console_line(state: FlowState, row: CallRow, recorded: bool) -> str:
         extra += " · recorded"
     elif state.error and decision.action != "refuse":
         extra += f" · {state.error}"
-    if queued := queued_text(state):
+    if recorded and state.outcome is not None and state.outcome.near is not None and state.outcome.near.queued:
+        # Recording the answer closed the candidates this call queued (`Recordings.record`): naming them
+        # as queued would send the reader to `semula review show` for a closed one.
+        ids = ", ".join(f"#{c.candidate_id}" for c in state.outcome.near.queued)
+        extra += f" · review candidate(s) {ids} closed: this call's recording answers the request"
+    elif queued := queued_text(state):
         extra += f" · {queued}"
     status = row.status if row.status is not None else ("cut" if state.cut else "no response")
     return terminal_safe(f"semula: {state.project} {row.provider} {row.method} {state.host}{row.path} → "

@@ -130,7 +130,7 @@ def open_session(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
         if info.get("mode") != mode:
             # The running proxy holds the store: a second one could not record or replay from it.
             raise SessionError(
-                f"a {info.get('mode')} proxy (pid {info.get('pid')}, {info.get('proxy')}) already runs on "
+                f"a proxy in {info.get('mode')} mode (pid {info.get('pid')}, {info.get('proxy')}) already runs on "
                 f"{data_dir}, and you asked for {mode}. Stop it, or run against another data dir",
                 exit_code=2)
         _check_reuse(info, mode, sets, data_dir)
