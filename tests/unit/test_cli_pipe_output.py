@@ -40,3 +40,20 @@ def test_import_table_in_a_pipe_prints_the_file_name_whole(tmp_path: Path) -> No
     rows = [line for line in done.stdout.splitlines() if name in line]
     assert len(rows) == 1, f"{name!r} not whole on one line in:\n{done.stdout}"
     assert str(folder) in done.stdout  # the title too
+
+
+def test_import_table_at_a_set_width_wraps_and_keeps_every_column(tmp_path: Path) -> None:
+    """COLUMNS set (a CI runner that sets it, a narrow pipe): rows wrap to that width, and no column —
+    a short status or count — is squeezed out to make room for the long ones."""
+    env = {**os.environ, "COLUMNS": "80"}
+    done = subprocess.run(
+        [sys.executable, "-m", "semula", "import", "--from", "har", str(har(tmp_path / "calls.har")),
+         "--recordings", str(tmp_path / "recordings-with-a-long-enough-folder-name"),
+         "--data-dir", str(tmp_path / "data")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    header = next(line for line in done.stdout.splitlines() if "┃" in line)
+    cells = [cell.strip() for cell in header.strip("┃").split("┃")]
+    assert all(cells), f"a column squeezed out at 80 columns:\n{done.stdout}"
+    table = [line for line in done.stdout.splitlines() if line[:1] in "┏┃┡│└"]
+    assert max(len(line) for line in table) <= 80, done.stdout

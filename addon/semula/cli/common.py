@@ -175,7 +175,7 @@ def print_table(title: str, rows: list[dict[str, Any]], columns: list[str],
         # Short values (an id, a status, a score) stay whole on a narrow terminal; long texts wrap.
         longest = max([len(column)] + [len(r[n]) for r in cells])
         table.add_column(column, min_width=longest if longest <= SHORT_CELL else None,
-                         no_wrap=not _console().is_terminal)
+                         no_wrap=_console().width >= PIPE_WIDTH)  # a pipe: one row a line; a set width: wrap
     for row in cells:
         table.add_row(*row)
     _console().print(table)

@@ -215,6 +215,9 @@ def _start_proxy(mode: str, listen_host: str, port: int, data_dir: Path, project
         raise
 
 
+HARNESS_ONLY = "semula: store open"  # the store opened with no folder to load: nothing for a person to read
+
+
 class ProxyConsole:
     """Follows proxy.log and echoes semula's own status lines (ready, bad recordings, store problems).
 
@@ -242,8 +245,8 @@ class ProxyConsole:
                 if line.startswith("semula ready"):
                     self.ready = True
                     self.echo(f"{line} · console in {self.path}")
-                elif line.startswith("semula") and " → " not in line:  # not a per-call line
-                    self.echo(line)
+                elif line.startswith("semula") and " → " not in line and not line.startswith(HARNESS_ONLY):
+                    self.echo(line)  # not a per-call line, nor one only a test harness waits for
             return self.ready
 
     def follow(self) -> None:
