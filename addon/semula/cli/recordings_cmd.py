@@ -11,11 +11,8 @@ from typing import Any
 import click
 
 from semula.cli.common import data_dir_option, open_engine, print_table, run_store_operation
-from semula.recordings.location import DEFAULT_RECORDINGS, recordings_location
-
-def default_recordings() -> Path:
-    """The folder a proxy started here records into; when that is off, the default one."""
-    return recordings_location(os.environ.get("SEMULA_RECORDINGS")) or Path(DEFAULT_RECORDINGS)
+from semula.cli.recordings_diff_cmd import diff_command
+from semula.recordings.location import default_folder as default_recordings
 
 
 folder_argument = click.argument("folder", required=False, type=click.Path(file_okay=False, path_type=Path))
@@ -165,3 +162,6 @@ def import_command(folder: Path, data_dir: Path) -> None:
     for rel, problem in report.bad:
         click.echo(f"{folder / rel}: {problem}", err=True)
     sys.exit(1 if report.bad else 0)
+
+
+recordings.add_command(diff_command)
