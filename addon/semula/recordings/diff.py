@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from semula.core.explain import NEAREST_FLOOR, checked_fields, nearest_recordings
+from semula.core.checks import Shape
 from semula.core.provenance import answered_model
 from semula.core.request.canonical import CanonicalRequest, canonical_json
 from semula.core.text import word_diff
@@ -32,6 +33,7 @@ from semula.store.types import NewEntry
 ADDED, REMOVED, RE_RECORDED, REQUEST_CHANGED = "added", "removed", "re-recorded", "request changed"
 KINDS = (ADDED, REMOVED, RE_RECORDED, REQUEST_CHANGED)
 ERROR_STATUS = 400  # an answer at or above it is an error answer: replayed for ever once committed
+MAX_NEAREST_PAIRS = 20_000  # removed × added requests compared for the nearest pairs, at most
 ANSWER_PARTS = ("status", "text", "tool calls", "model", "usage")
 # What a test sees of an answer: a change in one of these is "the answer changed". Usage alone is not.
 ANSWER_CHANGES = ("status", "text", "tool calls", "model")
@@ -238,16 +240,32 @@ def _pairs(base: Mapping[str, NewEntry], head: Mapping[str, NewEntry]) -> Iterat
             paired.append((old, path))
             del left[old], right[path]
     yield from paired
+    yield from _nearest_pairs(left, right)
+
+
+def _nearest_pairs(left: Mapping[str, NewEntry], right: Mapping[str, NewEntry]) -> Iterator[tuple[str, str]]:
+    """A removed and an added recording of one shape (provider, endpoint, stream mode, model) whose
+    requests a replay miss would call nearest: the closest pairs first, each recording in one pair.
+    Past `MAX_NEAREST_PAIRS` comparisons the rest stay added and removed (a folder rewritten wholesale)."""
+    shapes: dict[tuple[str, Shape], list[tuple[str, CanonicalRequest]]] = {}
+    for path, entry in left.items():
+        request = _request(entry)
+        shapes.setdefault((entry.project, Shape.of(request)), []).append((path, request))
+    scored: list[tuple[float, str, str]] = []
+    budget = MAX_NEAREST_PAIRS
     for path, entry in sorted(right.items()):
-        candidates = [(n, _request(e)) for n, e in enumerate(left.values())
-                      if (e.project, e.provider, e.endpoint) == (entry.project, entry.provider, entry.endpoint)]
-        if not candidates:
+        request = _request(entry)
+        olds = shapes.get((entry.project, Shape.of(request)), [])
+        if not olds or (budget := budget - len(olds)) < 0:
             continue
-        best = nearest_recordings(_request(entry), candidates, limit=1)
-        if best and best[0].similarity >= NEAREST_FLOOR:
-            old = list(left)[best[0].entry_id]
-            del left[old]
-            yield old, path
+        for near in nearest_recordings(request, [(n, old) for n, (_, old) in enumerate(olds)], limit=len(olds)):
+            if near.similarity >= NEAREST_FLOOR:
+                scored.append((near.similarity, olds[near.entry_id][0], path))
+    taken: set[str] = set()
+    for _, old_path, new_path in sorted(scored, key=lambda item: (-item[0], item[1], item[2])):
+        if old_path not in taken and new_path not in taken:
+            taken.update((old_path, new_path))
+            yield old_path, new_path
 
 
 def compare(base: Mapping[str, NewEntry], head: Mapping[str, NewEntry],

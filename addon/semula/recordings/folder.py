@@ -157,10 +157,10 @@ def load_each(root: Path, settings_for: Callable[[str], ProjectSettings] | None 
             yield found.rel, None, str(e)
 
 
-def check(root: Path, settings_for: Callable[[str], ProjectSettings] | None = None,
-          key: FingerprintKey | None = None) -> tuple[int, list[tuple[str, str]]]:
+def check(root: Path, settings_for: Callable[[str], ProjectSettings] | None = None, key: FingerprintKey | None = None,
+          each: Callable[[str, NewEntry], None] = lambda _rel, _entry: None) -> tuple[int, list[tuple[str, str]]]:
     """(good files, [(relative path, problem)]) for `semula recordings check`: what the loader would skip,
-    two files claiming one request included."""
+    two files claiming one request included. `each` sees every good one (check lists error answers)."""
     good, bad = 0, []
     claims: dict[str, str] = {}
     for rel, entry, problem in load_each(root, settings_for, key):
@@ -170,6 +170,7 @@ def check(root: Path, settings_for: Callable[[str], ProjectSettings] | None = No
         if (first := claims.setdefault(claim(entry), rel)) != rel:
             bad.append((rel, duplicate_problem(first)))
             continue
+        each(rel, entry)
         good += 1
     shared_good, shared_bad = check_shared(root)
     return good + shared_good, bad + shared_bad
