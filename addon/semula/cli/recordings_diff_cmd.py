@@ -134,7 +134,7 @@ def _terminal(result: RecordingsDiff, base: str, head: str, failed: list[str]) -
     for (project, provider), changes in result.by_group().items():
         rows = [{"change": c.kind, "file": clean(path_words(c)), "request": clean(request_words(c)),
                  "answer": clean(answer_words(c)), "flag": clean(flag(c))} for c in changes]
-        print_table(f"{project} / {provider}", rows, ["change", "file", "request", "answer", "flag"])
+        print_table(clean(f"{project} / {provider}"), rows, ["change", "file", "request", "answer", "flag"])
         for change in changes:
             if (details := detail_lines(change)):
                 click.echo(clean(f"  {change.path}:"))
