@@ -59,10 +59,13 @@ def diff_command(base: str | None, head: str | None, folder: Path | None, output
 
     \b
     Exit codes (for a CI gate):
-      0  the diff holds none of the --fail-on conditions (always, without --fail-on)
-      1  it holds one: answer-changed (an answer changed, its request did not), error-answer (an added or
-         changed recording answers >= 400), unreadable (a HEAD file the loader would skip),
-         request-changed, any (any change)
+      0  none of the --fail-on conditions holds (always, without --fail-on)
+      1  one holds:
+           answer-changed   an answer changed, its request did not
+           error-answer     an added or changed recording answers >= 400
+           unreadable       a HEAD file the loader would skip
+           request-changed  a recording's request changed
+           any              any change
       2  a usage error: no such folder or commit, not a git repository
     """
     from semula.core.redact import FingerprintKey, redact_text

@@ -110,9 +110,9 @@ class RecordingsDiff:
 # ---------------------------------------------------------------- one answer
 
 
-def _json_values(entry: NewEntry) -> list[Any]:
-    """The answer's JSON documents: the body, a stream's data frames, an event stream's payloads."""
-    fields = body_fields(entry.body, entry.streamed)
+def _json_values(fields: dict[str, Any]) -> list[Any]:
+    """The answer's JSON documents (from its file fields, `format.body_fields`): the body, a stream's data
+    frames, an event stream's payloads."""
     if "body_json" in fields:
         return [fields["body_json"]]
     if "body_eventstream" in fields:
@@ -178,9 +178,9 @@ def tool_calls(values: list[Any]) -> tuple[tuple[str, ...], str]:
 
 
 def answer_view(entry: NewEntry) -> AnswerView:
-    values = _json_values(entry)
-    text = body_fields(entry.body, entry.streamed).get("answer_text") or ""
-    names, arguments = tool_calls(values)
+    fields = body_fields(entry.body, entry.streamed)
+    text = fields.get("answer_text") or ""
+    names, arguments = tool_calls(_json_values(fields))
     if not text and not names:  # an error, an embedding: the body is what a reader compares
         text = entry.body.decode("utf-8", errors="replace")
     return AnswerView(status=entry.status, text=text, tool_calls=names, tool_arguments=arguments,

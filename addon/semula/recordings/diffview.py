@@ -15,7 +15,8 @@ from semula.core.redact import redact_text
 from semula.recordings.diff import ADDED, KINDS, REMOVED, AnswerView, Change, RecordingsDiff
 
 MARKDOWN_MAX_CHARS = 60_000  # GitHub refuses a comment over 65,536 characters
-FOLD_LINES = 12  # a section longer than this is folded in <details>
+FOLD_LINES = 40  # a project's section longer than this is folded in <details>
+FOLD_TEXT_LINES = 3  # an answer's text or word diff longer than this is folded
 MAX_TEXT_CHARS = 400  # an answer's text shown in full up to this
 
 
@@ -146,7 +147,7 @@ def _change_markdown(change: Change) -> list[str]:
     if (details := detail_lines(change)):
         block = ["", "    ```diff" if change.text_diff else "    ```text",
                  *("    " + line.replace("```", "'''") for line in details), "    ```", ""]
-        if len(details) > 3:
+        if len(details) > FOLD_TEXT_LINES:
             block = ["  <details><summary>answer text</summary>", *block, "  </details>"]
         lines += block
     return lines
