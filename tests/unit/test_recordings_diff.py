@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -146,3 +147,25 @@ def test_every_output_is_redacted() -> None:
     result = compare({}, {}, (("head", "x.json", f"host '{planted}' is not one of openai's hosts"),))
     for text in (markdown(result, "main", planted, []), to_json(result, "main", planted, [])):
         assert planted not in text and "[REDACTED]" in text
+
+
+def test_two_folders_compare_without_git_and_a_bad_side_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from semula.cli.recordings_cmd import recordings
+    from semula.recordings.folder import recording_from_entry, relpath_of
+    from semula.recordings.format import dumps
+    from semula.store.types import Entry
+
+    for side, text in (("old", "four"), ("new", "five")):
+        entry = Entry.of(recording(text=text))
+        path = tmp_path / side / relpath_of(entry)
+        path.parent.mkdir(parents=True)
+        path.write_text(dumps(recording_from_entry(entry)))
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    done = runner.invoke(recordings, ["diff", "old", "new", "--fail-on", "answer-changed"])
+    assert done.exit_code == 1 and "1 re-recorded; 0 unchanged" in done.output, done.output
+    assert "-four" in done.output and "+five" in done.output
+    bad = runner.invoke(recordings, ["diff", "no-such-thing", "new"])
+    assert bad.exit_code == 2 and "is not in a git repository" in bad.output, bad.output
