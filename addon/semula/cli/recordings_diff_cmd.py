@@ -87,7 +87,8 @@ def diff_command(base: str | None, head: str | None, folder: Path | None, output
     if as_json or output == "json":
         click.echo(to_json(result, base_side.label, head_side.label, failed))
     elif output == "markdown":
-        click.echo(markdown(result, base_side.label, head_side.label, failed, max_chars or MARKDOWN_MAX_CHARS), nl=False)
+        text = markdown(result, base_side.label, head_side.label, failed, max_chars or MARKDOWN_MAX_CHARS)
+        click.echo(text, nl=False)
     else:
         _terminal(result, base_side.label, head_side.label, failed)
     sys.exit(1 if failed else 0)

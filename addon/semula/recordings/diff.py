@@ -17,6 +17,7 @@ calls, the model that answered and the usage.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,7 @@ from semula.core.explain import NEAREST_FLOOR, checked_fields, nearest_recording
 from semula.core.checks import Shape
 from semula.core.provenance import answered_model
 from semula.core.request.canonical import CanonicalRequest, canonical_json
+from semula.core.request.normalise import words
 from semula.core.text import word_diff
 from semula.recordings.eventframes import payloads
 from semula.recordings.format import body_fields
@@ -33,7 +35,7 @@ from semula.store.types import NewEntry
 ADDED, REMOVED, RE_RECORDED, REQUEST_CHANGED = "added", "removed", "re-recorded", "request changed"
 KINDS = (ADDED, REMOVED, RE_RECORDED, REQUEST_CHANGED)
 ERROR_STATUS = 400  # an answer at or above it is an error answer: replayed for ever once committed
-MAX_NEAREST_PAIRS = 20_000  # removed × added requests compared for the nearest pairs, at most
+NEAREST_CANDIDATES = 5  # removed requests an added one is ranked against (those sharing most words)
 ANSWER_PARTS = ("status", "text", "tool calls", "model", "usage")
 # What a test sees of an answer: a change in one of these is "the answer changed". Usage alone is not.
 ANSWER_CHANGES = ("status", "text", "tool calls", "model")
@@ -246,26 +248,45 @@ def _pairs(base: Mapping[str, NewEntry], head: Mapping[str, NewEntry]) -> Iterat
 def _nearest_pairs(left: Mapping[str, NewEntry], right: Mapping[str, NewEntry]) -> Iterator[tuple[str, str]]:
     """A removed and an added recording of one shape (provider, endpoint, stream mode, model) whose
     requests a replay miss would call nearest: the closest pairs first, each recording in one pair.
-    Past `MAX_NEAREST_PAIRS` comparisons the rest stay added and removed (a folder rewritten wholesale)."""
-    shapes: dict[tuple[str, Shape], list[tuple[str, CanonicalRequest]]] = {}
+
+    A replay miss ranks a few stored requests; a rewritten folder has thousands on each side. So each added
+    request is ranked against only the `NEAREST_CANDIDATES` removed ones of its shape sharing most of its
+    words (an inverted index of their searchable text, words in over half of them left out)."""
+    shapes: dict[tuple[str, Shape], list[tuple[str, CanonicalRequest, NewEntry]]] = {}
     for path, entry in left.items():
         request = _request(entry)
-        shapes.setdefault((entry.project, Shape.of(request)), []).append((path, request))
+        shapes.setdefault((entry.project, Shape.of(request)), []).append((path, request, entry))
+    postings = {shape: _postings(olds) for shape, olds in shapes.items()}
     scored: list[tuple[float, str, str]] = []
-    budget = MAX_NEAREST_PAIRS
     for path, entry in sorted(right.items()):
         request = _request(entry)
-        olds = shapes.get((entry.project, Shape.of(request)), [])
-        if not olds or (budget := budget - len(olds)) < 0:
+        shape = (entry.project, Shape.of(request))
+        olds = shapes.get(shape, [])
+        if not olds:
             continue
-        for near in nearest_recordings(request, [(n, old) for n, (_, old) in enumerate(olds)], limit=len(olds)):
-            if near.similarity >= NEAREST_FLOOR:
-                scored.append((near.similarity, olds[near.entry_id][0], path))
+        shared = Counter(n for word in set(words(entry.last_text)) for n in postings[shape].get(word, ()))
+        chosen = [n for n, _ in shared.most_common(NEAREST_CANDIDATES)] or list(range(min(len(olds),
+                                                                                           NEAREST_CANDIDATES)))
+        ranked = nearest_recordings(request, [(n, olds[n][1]) for n in chosen], limit=len(chosen))
+        scored += [(near.similarity, olds[near.entry_id][0], path) for near in ranked
+                   if near.similarity >= NEAREST_FLOOR]
     taken: set[str] = set()
     for _, old_path, new_path in sorted(scored, key=lambda item: (-item[0], item[1], item[2])):
         if old_path not in taken and new_path not in taken:
             taken.update((old_path, new_path))
             yield old_path, new_path
+
+
+def _postings(olds: list[tuple[str, CanonicalRequest, NewEntry]]) -> dict[str, list[int]]:
+    """word -> the removed recordings whose searchable text holds it; a word in over half of them (of more
+    than `NEAREST_CANDIDATES`) is left out: it tells none apart."""
+    index: dict[str, list[int]] = {}
+    for n, (_, _, entry) in enumerate(olds):
+        for word in set(words(entry.last_text)):
+            index.setdefault(word, []).append(n)
+    if len(olds) <= NEAREST_CANDIDATES:
+        return index
+    return {word: ns for word, ns in index.items() if len(ns) * 2 <= len(olds)}
 
 
 def compare(base: Mapping[str, NewEntry], head: Mapping[str, NewEntry],

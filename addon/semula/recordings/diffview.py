@@ -18,6 +18,7 @@ MARKDOWN_MAX_CHARS = 60_000  # GitHub refuses a comment over 65,536 characters
 FOLD_LINES = 40  # a project's section longer than this is folded in <details>
 FOLD_TEXT_LINES = 3  # an answer's text or word diff longer than this is folded
 MAX_TEXT_CHARS = 400  # an answer's text shown in full up to this
+MAX_LISTED = 50  # error answers and unreadable files listed in a comment; the count says the rest
 
 
 def _answer_json(answer: AnswerView | None) -> dict[str, Any] | None:
@@ -161,13 +162,15 @@ def markdown(diff: RecordingsDiff, base: str, head: str, failed: list[str],
     if failed:
         out += [f"**Failing:** {_md(', '.join(failed))}", ""]
     if diff.error_answers:
-        out += [f"⚠️ {len(diff.error_answers)} recording(s) on `{_md(head)}` answer with an error (status ≥ 400): "
-                "committed, they replay that error for ever."]
-        out += [f"- `{_md(path)}`: {status}" for path, status in diff.error_answers[:20]]
+        out += [f"⚠️ {len(diff.error_answers)} recording(s) on `{_md(head)}` answer with an error "
+                "(status ≥ 400): committed, they replay that error for ever."]
+        out += [f"- `{_md(path)}`: {status}" for path, status in diff.error_answers[:MAX_LISTED]]
+        out += [f"- and {len(diff.error_answers) - MAX_LISTED} more"] if len(diff.error_answers) > MAX_LISTED else []
         out += [""]
     if diff.unreadable:
         out += ["<details><summary>⚠️ {} file(s) the loader would skip</summary>".format(len(diff.unreadable)), ""]
-        out += [f"- {side}: `{_md(path)}`: {_md(problem)}" for side, path, problem in diff.unreadable]
+        out += [f"- {side}: `{_md(path)}`: {_md(problem)}" for side, path, problem in diff.unreadable[:MAX_LISTED]]
+        out += [f"- and {len(diff.unreadable) - MAX_LISTED} more"] if len(diff.unreadable) > MAX_LISTED else []
         out += ["", "</details>", ""]
     left_out = 0
     used = sum(len(line) + 1 for line in out)
