@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from semula.drift.compare import BREAKING, MINOR, NONE, Answer, compare, shape, shape_diff, similarity, text_diff
+from semula.core.text import similarity, word_diff as text_diff
+from semula.drift.compare import BREAKING, MINOR, NONE, Answer, compare, shape, shape_diff
 from semula.drift.select import Selected, capped, parse_age
 
 

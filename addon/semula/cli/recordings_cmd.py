@@ -11,11 +11,8 @@ from typing import Any
 import click
 
 from semula.cli.common import data_dir_option, open_engine, print_table, run_store_operation
-from semula.recordings.location import DEFAULT_RECORDINGS, recordings_location
-
-def default_recordings() -> Path:
-    """The folder a proxy started here records into; when that is off, the default one."""
-    return recordings_location(os.environ.get("SEMULA_RECORDINGS")) or Path(DEFAULT_RECORDINGS)
+from semula.cli.recordings_diff_cmd import diff_command
+from semula.recordings.location import default_folder as default_recordings
 
 
 folder_argument = click.argument("folder", required=False, type=click.Path(file_okay=False, path_type=Path))
@@ -28,20 +25,32 @@ def recordings() -> None:
 
 @recordings.command("check")
 @folder_argument
-def recordings_check(folder: Path | None) -> None:
+@click.option("--fail-on-error-answers", is_flag=True,
+              help="exit 1 also when a recording answers with an error (status >= 400)")
+def recordings_check(folder: Path | None, fail_on_error_answers: bool) -> None:
     """Report every recording file that cannot be loaded (exit 1 if any): for CI. Realtime
-    conversations (`_realtime/`) are checked too."""
+    conversations (`_realtime/`) are checked too. Recorded error answers (a 400 from a wrong path
+    replays for ever) are listed."""
+    from semula.core.redact import redact_text
+    from semula.recordings.diff import ERROR_STATUS
     from semula.recordings.folder import check
 
     folder = folder or default_recordings()
     if not folder.is_dir():
         raise click.ClickException(f"no recordings folder at {folder}")
-    good, bad = check(folder)
+    errors: list[tuple[str, int]] = []
+    good, bad = check(folder, each=lambda rel, entry: errors.append((rel, entry.status))
+                      if entry.status >= ERROR_STATUS else None)
     for rel, problem in bad:
-        click.echo(f"{folder / rel}: {problem}", err=True)
+        click.echo(redact_text(f"{folder / rel}: {problem}"), err=True)
     click.echo(f"{good} recording(s) load, {len(bad)} bad, in {folder}")
+    if errors:
+        click.echo(f"{len(errors)} recording(s) answer with an error (status >= {ERROR_STATUS}); committed, "
+                   "they replay that error (delete the file and record again if it was a mistake):")
+        for rel, status in errors:
+            click.echo(redact_text(f"  {folder / rel}: {status}"))
     _warn_tracked_data_dirs(folder)
-    sys.exit(1 if bad else 0)
+    sys.exit(1 if bad or (fail_on_error_answers and errors) else 0)
 
 
 def _warn_tracked_data_dirs(folder: Path) -> None:
@@ -165,3 +174,6 @@ def import_command(folder: Path, data_dir: Path) -> None:
     for rel, problem in report.bad:
         click.echo(f"{folder / rel}: {problem}", err=True)
     sys.exit(1 if report.bad else 0)
+
+
+recordings.add_command(diff_command)

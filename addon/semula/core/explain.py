@@ -42,8 +42,14 @@ class Nearest:
 
 def differences(incoming: CanonicalRequest, recorded: CanonicalRequest) -> list[str]:
     """The named checks the near-match verdict uses, plus the fields only a miss can differ in."""
+    return [reason for _, reason in checked_fields(incoming, recorded) if reason is not None]
+
+
+def checked_fields(incoming: CanonicalRequest, recorded: CanonicalRequest) -> list[tuple[str, str | None]]:
+    """Each field the miss checks compare ("model", "params", "messages", …) and how it differs, or None:
+    what a recordings diff says changed in a request, and what stayed the same."""
     settings = ProjectSettings()
-    return [reason for check in MISS_CHECKS if (reason := check(incoming, recorded, settings)) is not None]
+    return [(check.__name__.rsplit("_", 1)[0], check(incoming, recorded, settings)) for check in MISS_CHECKS]
 
 
 def cut(text: str) -> str:

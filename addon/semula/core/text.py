@@ -8,6 +8,7 @@ keeps the copies from drifting apart. Pure: strings in, values out.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -25,7 +26,9 @@ __all__ = [
     "overlap",
     "shorten",
     "symbol_runs",
+    "similarity",
     "symbol_tokens",
+    "word_diff",
 ]
 
 # Character classes (the inside of a regex ``[...]``) for scripts written
@@ -144,3 +147,26 @@ def common_suffix(a: str, b: str, limit: int | None = None) -> int:
         else:
             hi = mid - 1
     return lo
+
+
+MAX_DIFF_LINES = 12  # a word diff's changed runs shown, then "…"
+
+
+def similarity(old: str, new: str) -> float:
+    """0..1: how much of two texts is alike, character by character (1.0: equal)."""
+    if old == new:
+        return 1.0
+    return round(difflib.SequenceMatcher(None, old, new, autojunk=False).ratio(), 3)
+
+
+def word_diff(old: str, new: str, limit: int = MAX_DIFF_LINES) -> tuple[str, ...]:
+    """A short word-level diff of two texts (drift's answers, a recordings diff's): each changed run as
+    `-old words` and `+new words`."""
+    a, b = old.split(), new.split()
+    lines: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op in ("replace", "delete"):
+            lines.append("-" + " ".join(a[i1:i2])[:200])
+        if op in ("replace", "insert"):
+            lines.append("+" + " ".join(b[j1:j2])[:200])
+    return tuple(lines[:limit]) + (("…",) if len(lines) > limit else ())

@@ -10,14 +10,14 @@ as the text it assembles.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from semula.core.text import similarity, word_diff
+
 BREAKING, MINOR, NONE = "breaking", "minor", "none"
-MAX_DIFF_LINES = 12
 TEXT_DRIFT_BELOW = 0.6  # default --min-similarity: under it, the answer text counts as drifted
 
 
@@ -150,24 +150,6 @@ def frame_data(frames: Iterable[bytes]) -> list[tuple[str, Any]]:
     return out
 
 
-def similarity(old: str, new: str) -> float:
-    if old == new:
-        return 1.0
-    return round(difflib.SequenceMatcher(None, old, new, autojunk=False).ratio(), 3)
-
-
-def text_diff(old: str, new: str, limit: int = MAX_DIFF_LINES) -> tuple[str, ...]:
-    """A short word-level diff of the answer texts: each changed run as `-old words` and `+new words`."""
-    a, b = old.split(), new.split()
-    lines: list[str] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if op in ("replace", "delete"):
-            lines.append("-" + " ".join(a[i1:i2])[:200])
-        if op in ("replace", "insert"):
-            lines.append("+" + " ".join(b[j1:j2])[:200])
-    return tuple(lines[:limit]) + (("…",) if len(lines) > limit else ())
-
-
 def compare(old: Answer, new: Answer, min_similarity: float = TEXT_DRIFT_BELOW) -> Drift:
     if old.streamed and new.streamed:
         old_frames, new_frames = frame_data(old.frames), frame_data(new.frames)
@@ -194,7 +176,7 @@ def compare(old: Answer, new: Answer, min_similarity: float = TEXT_DRIFT_BELOW) 
         status=(old.status, new.status), shape=changes,
         events_added=added, events_removed=removed,
         usage=((old.prompt_tokens, old.completion_tokens), (new.prompt_tokens, new.completion_tokens)),
-        similarity=similarity(old.text, new.text), diff=text_diff(old.text, new.text) if old.text != new.text else (),
+        similarity=similarity(old.text, new.text), diff=word_diff(old.text, new.text) if old.text != new.text else (),
         min_similarity=min_similarity,
     )
 

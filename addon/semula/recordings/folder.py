@@ -22,7 +22,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -142,28 +142,35 @@ def claim(entry: NewEntry) -> str:
     return f"{entry.project}/{entry.request_fp}"
 
 
-def check(root: Path, settings_for: Callable[[str], ProjectSettings] | None = None,
-          key: FingerprintKey | None = None) -> tuple[int, list[tuple[str, str]]]:
+def load_each(root: Path, settings_for: Callable[[str], ProjectSettings] | None = None,
+              key: FingerprintKey | None = None) -> Iterator[tuple[str, NewEntry | None, str | None]]:
+    """(path, entry, None) for each file the loader would load, (path, None, problem) for each it would skip:
+    what `check` counts and `semula recordings diff` compares. Secrets are tagged alike under one `key`."""
+    settings_for, key, max_bytes = settings_for or (lambda _: ProjectSettings()), key or FingerprintKey.generate(), max_file_bytes()
+    for found in scan(root):
+        try:
+            if found.problem is not None:
+                raise UnsafePath(found.problem)
+            yield found.rel, entry_from_file(read_capped(found.path, max_bytes), settings_for, key,
+                                             sidecars.resolver(root, found.rel, max_bytes), found.rel), None
+        except LOAD_ERRORS as e:
+            yield found.rel, None, str(e)
+
+
+def check(root: Path, settings_for: Callable[[str], ProjectSettings] | None = None, key: FingerprintKey | None = None,
+          each: Callable[[str, NewEntry], None] = lambda _rel, _entry: None) -> tuple[int, list[tuple[str, str]]]:
     """(good files, [(relative path, problem)]) for `semula recordings check`: what the loader would skip,
-    two files claiming one request included."""
+    two files claiming one request included. `each` sees every good one (check lists error answers)."""
     good, bad = 0, []
     claims: dict[str, str] = {}
-    settings_for = settings_for or (lambda _project: ProjectSettings())
-    key = key or FingerprintKey.generate()  # secrets tagged alike within this check, as the loader tags them
-    max_bytes = max_file_bytes()
-    for found in scan(root):
-        if found.problem is not None:
-            bad.append((found.rel, found.problem))
+    for rel, entry, problem in load_each(root, settings_for, key):
+        if entry is None:
+            bad.append((rel, problem or "not loaded"))
             continue
-        try:
-            entry = entry_from_file(read_capped(found.path, max_bytes), settings_for, key,
-                                    sidecars.resolver(root, found.rel, max_bytes), found.rel)
-        except LOAD_ERRORS as e:
-            bad.append((found.rel, str(e)))
+        if (first := claims.setdefault(claim(entry), rel)) != rel:
+            bad.append((rel, duplicate_problem(first)))
             continue
-        if (first := claims.setdefault(claim(entry), found.rel)) != found.rel:
-            bad.append((found.rel, duplicate_problem(first)))
-            continue
+        each(rel, entry)
         good += 1
     shared_good, shared_bad = check_shared(root)
     return good + shared_good, bad + shared_bad
