@@ -119,9 +119,9 @@ def test_actionlint_catches_a_misspelt_input(tmp_path: Path) -> None:
     assert result.returncode != 0 and 'input "comand" is not defined' in result.stdout, result.stdout
 
 
-def test_readme_shows_the_linted_example() -> None:
-    readme = (REPO / "README.md").read_text()
-    assert EXAMPLE.read_text().strip() in readme, "README's workflow example is docs/ci/workflow.yml"
+def test_readme_and_docs_show_the_linted_example() -> None:
+    for page in (REPO / "README.md", REPO / "docs" / "ci.md"):
+        assert EXAMPLE.read_text().strip() in page.read_text(), f"{page.name}'s workflow example is docs/ci/workflow.yml"
 
 
 # ---------------------------------------------------------------------------
