@@ -41,7 +41,7 @@ def proxy_options(func: Callable[..., Any]) -> Callable[..., Any]:
                           "API, or a CDN a test needs offline (recorded by exact match); repeatable"),
         click.option("--mcp-server", "mcp_servers", multiple=True, metavar="HOST[:PORT][/PATH]",
                      help="record and replay this MCP server's Streamable HTTP traffic (JSON-RPC calls matched by "
-                          "method and params; README \"MCP servers\"); repeatable"),
+                          "method and params; docs/mcp.md); repeatable"),
         click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
                      help="any mitmproxy or semula_* option, e.g. --set confdir=/tmp/conf"),
     ]
