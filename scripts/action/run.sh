@@ -2,15 +2,16 @@
 # The shell logic of semula's GitHub Action (action.yml at the repository root), one subcommand per step,
 # so that a test can run each step on a machine without GitHub (tests/e2e/test_e2e_action.py).
 #
-#   run.sh install   pip install semula (SEMULA_SPEC: empty = the action's own checkout, a folder, a version,
-#                    or any pip requirement), with the analysis extra when SEMULA_REPORT is true; then SEMULA_SETUP
-#   run.sh test      SEMULA_COMMAND under `semula exec --mode SEMULA_MODE`, then `semula report`; collects the
-#                    call log and the report into SEMULA_ARTIFACTS and writes the step outputs; always exits 0
+#   run.sh install   pip install semula (INPUT_SEMULA: empty = the action's own checkout, a folder, a version,
+#                    or any pip requirement), with the analysis extra when INPUT_REPORT is true; then INPUT_SETUP
+#   run.sh test      INPUT_COMMAND under `semula exec --mode INPUT_MODE`, then `semula report`; collects the
+#                    call log and the report into INPUT_ARTIFACTS and writes the step outputs; always exits 0
 #                    (the action's last step fails the job with the command's exit code, after the uploads)
 #   run.sh diff      on a pull request: `semula recordings diff BASE HEAD --format markdown`, posted (or updated)
 #                    as one comment with the gh CLI; a missing command or a refused comment is a warning
 #
-# Inputs arrive as environment variables (never spliced into the script by the runner: no injection).
+# Inputs arrive as INPUT_* environment variables (never spliced into the script by the runner: no injection;
+# not SEMULA_*: semula refuses a SEMULA_ variable a typo away from one it reads).
 # Outputs go to $GITHUB_OUTPUT when set (a test points it at a file).
 set -euo pipefail
 
@@ -21,9 +22,9 @@ output() { [[ -n "${GITHUB_OUTPUT:-}" ]] && echo "$1=$2" >> "$GITHUB_OUTPUT"; re
 truthy() { [[ "${1,,}" =~ ^(true|yes|on|1)$ ]]; }
 
 install() {
-    local root extras="" spec="${SEMULA_SPEC:-}"
+    local root extras="" spec="${INPUT_SEMULA:-}"
     root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-    truthy "${SEMULA_REPORT:-true}" && extras="[analysis]"
+    truthy "${INPUT_REPORT:-true}" && extras="[analysis]"
     if [[ -z "$spec" ]]; then
         # The action's own checkout, editable: `semula report` runs the notebooks of its analysis/ folder.
         python -m pip install -q -e "$root$extras"
@@ -35,28 +36,28 @@ install() {
         python -m pip install -q "$spec"
     fi
     semula --version
-    if [[ -n "${SEMULA_SETUP:-}" ]]; then
-        bash -c "$SEMULA_SETUP"
+    if [[ -n "${INPUT_SETUP:-}" ]]; then
+        bash -c "$INPUT_SETUP"
     fi
 }
 
 run_tests() {
-    [[ -n "${SEMULA_COMMAND:-}" ]] || { echo "semula: the command input is empty: say what runs the tests, e.g. pytest -q" >&2; exit 2; }
+    [[ -n "${INPUT_COMMAND:-}" ]] || { echo "semula: the command input is empty: say what runs the tests, e.g. pytest -q" >&2; exit 2; }
     local temp="${RUNNER_TEMP:-${TMPDIR:-/tmp}}"
-    local data_dir="${SEMULA_DATA_DIR:-$temp/semula-data}"
-    local artifacts="${SEMULA_ARTIFACTS:-$temp/semula-artifacts}"
-    local -a exec_args=(--mode "${SEMULA_MODE:-replay}" --data-dir "$data_dir")
-    if [[ -n "${SEMULA_RECORDINGS_DIR:-}" ]]; then
-        exec_args+=(--recordings "$SEMULA_RECORDINGS_DIR")
+    local data_dir="${INPUT_DATA_DIR:-$temp/semula-data}"
+    local artifacts="${INPUT_ARTIFACTS:-$temp/semula-artifacts}"
+    local -a exec_args=(--mode "${INPUT_MODE:-replay}" --data-dir "$data_dir")
+    if [[ -n "${INPUT_RECORDINGS:-}" ]]; then
+        exec_args+=(--recordings "$INPUT_RECORDINGS")
     fi
-    if [[ -n "${SEMULA_EXEC_ARGS:-}" ]]; then
+    if [[ -n "${INPUT_EXEC_ARGS:-}" ]]; then
         local -a more
-        mapfile -t more < <(printf '%s\n' "$SEMULA_EXEC_ARGS" | sed '/^[[:space:]]*$/d')  # one argument a line
+        mapfile -t more < <(printf '%s\n' "$INPUT_EXEC_ARGS" | sed '/^[[:space:]]*$/d')  # one argument a line
         exec_args+=("${more[@]}")
     fi
 
     local code=0
-    semula exec "${exec_args[@]}" -- bash -c "$SEMULA_COMMAND" || code=$?
+    semula exec "${exec_args[@]}" -- bash -c "$INPUT_COMMAND" || code=$?
     output exit-code "$code"
 
     mkdir -p "$artifacts"
@@ -65,7 +66,7 @@ run_tests() {
     else
         warn "no call log in $data_dir/calls: the command made no call through semula"
     fi
-    if truthy "${SEMULA_REPORT:-true}"; then
+    if truthy "${INPUT_REPORT:-true}"; then
         if semula report --data-dir "$data_dir" --out "$artifacts/semula-report.html" --quiet; then
             output report "$artifacts/semula-report.html"
         else
@@ -79,8 +80,8 @@ run_tests() {
 diff_base() {
     # A pull_request run checks out a merge commit: its first parent is the base it was merged onto. A shallow
     # clone still has the commit object naming it, and GitHub serves a commit by its id.
-    if [[ -n "${SEMULA_DIFF_BASE:-}" ]]; then
-        echo "$SEMULA_DIFF_BASE"
+    if [[ -n "${INPUT_DIFF_BASE:-}" ]]; then
+        echo "$INPUT_DIFF_BASE"
         return
     fi
     local parent
@@ -98,7 +99,7 @@ diff_base() {
 
 post_comment() {
     # One comment per pull request, found by its marker and edited on later runs.
-    local body_file="$1" repo="${GITHUB_REPOSITORY:?}" pr="${SEMULA_PR_NUMBER:?}" existing
+    local body_file="$1" repo="${GITHUB_REPOSITORY:?}" pr="${INPUT_PR_NUMBER:?}" existing
     existing="$(gh api "repos/$repo/issues/$pr/comments" --paginate \
         --jq ".[] | select(.body | startswith(\"$COMMENT_MARKER\")) | .id" | head -n 1)"
     if [[ -n "$existing" ]]; then
@@ -132,7 +133,7 @@ recordings_diff() {
     if [[ -n "${GITHUB_STEP_SUMMARY:-}" ]]; then
         cat "$markdown" >> "$GITHUB_STEP_SUMMARY"
     fi
-    if [[ -z "${SEMULA_PR_NUMBER:-}" ]]; then
+    if [[ -z "${INPUT_PR_NUMBER:-}" ]]; then
         warn "no pull request number: the diff is in the job summary only"
     elif ! post_comment "$body"; then
         warn "could not comment on the pull request (a fork's token is read-only; the workflow needs pull-requests: write): the diff is in the job summary"

@@ -164,17 +164,17 @@ def test_script_records_then_replays_and_collects_the_artifacts(tmp_path: Path, 
     command = f"{sys.executable} -m pytest -q -p no:cacheprovider test_llm.py"
 
     # Locally, once: the call is recorded into the project's recordings folder.
-    recorded, outputs = run_step("test", project, tmp_path / "record-runner", SEMULA_COMMAND=command,
-                                 SEMULA_MODE="auto", SEMULA_RECORDINGS_DIR="semula-recordings", SEMULA_REPORT="false",
-                                 SEMULA_EXEC_ARGS="\n".join(proxy_test_args(mitm_confdir, fake_provider.port)))
+    recorded, outputs = run_step("test", project, tmp_path / "record-runner", INPUT_COMMAND=command,
+                                 INPUT_MODE="auto", INPUT_RECORDINGS="semula-recordings", INPUT_REPORT="false",
+                                 INPUT_EXEC_ARGS="\n".join(proxy_test_args(mitm_confdir, fake_provider.port)))
     assert recorded.returncode == 0 and outputs["exit-code"] == "0", recorded.stdout + recorded.stderr
     assert list((project / "semula-recordings").glob("**/*.json")), "no recording written"
 
     # In CI: a fresh runner (empty data dir), the provider gone, replay from the folder.
     runner = tmp_path / "ci-runner"
-    replayed, outputs = run_step("test", project, runner, SEMULA_COMMAND=command, SEMULA_MODE="replay",
-                                 SEMULA_RECORDINGS_DIR="semula-recordings", SEMULA_REPORT="true",
-                                 SEMULA_EXEC_ARGS="\n".join(proxy_test_args(mitm_confdir, dead_port)))
+    replayed, outputs = run_step("test", project, runner, INPUT_COMMAND=command, INPUT_MODE="replay",
+                                 INPUT_RECORDINGS="semula-recordings", INPUT_REPORT="true",
+                                 INPUT_EXEC_ARGS="\n".join(proxy_test_args(mitm_confdir, dead_port)))
     detail = replayed.stdout + replayed.stderr
     assert replayed.returncode == 0 and outputs["exit-code"] == "0", detail
     artifacts = Path(outputs["artifacts"])
@@ -192,9 +192,9 @@ def test_script_reports_a_failing_command_and_still_collects(tmp_path: Path, mit
     project = tmp_path / "project"
     project.mkdir()
     (project / "test_llm.py").write_text(PROJECT_TEST.format(prompt=uniq("action unrecorded")))
-    result, outputs = run_step("test", project, tmp_path / "runner", SEMULA_MODE="replay", SEMULA_REPORT="false",
-                               SEMULA_COMMAND=f"{sys.executable} -m pytest -q -p no:cacheprovider test_llm.py",
-                               SEMULA_EXEC_ARGS="\n".join(proxy_test_args(mitm_confdir, dead_port)))
+    result, outputs = run_step("test", project, tmp_path / "runner", INPUT_MODE="replay", INPUT_REPORT="false",
+                               INPUT_COMMAND=f"{sys.executable} -m pytest -q -p no:cacheprovider test_llm.py",
+                               INPUT_EXEC_ARGS="\n".join(proxy_test_args(mitm_confdir, dead_port)))
     assert result.returncode == 0, result.stdout + result.stderr
     assert outputs["exit-code"] == "1", outputs
     rows = read_call_log(Path(outputs["artifacts"]))
@@ -203,7 +203,7 @@ def test_script_reports_a_failing_command_and_still_collects(tmp_path: Path, mit
 
 
 def test_script_refuses_an_empty_command(tmp_path: Path) -> None:
-    result, _ = run_step("test", tmp_path, tmp_path / "runner", SEMULA_COMMAND="")
+    result, _ = run_step("test", tmp_path, tmp_path / "runner", INPUT_COMMAND="")
     assert result.returncode != 0 and "command input is empty" in result.stderr, result.stderr
 
 
@@ -256,7 +256,7 @@ def test_diff_step_posts_one_comment_and_updates_it(tmp_path: Path) -> None:
                       f'[[ "$*" == *--jq* && -f {tmp_path}/posted ]] && echo 4242\n'
                       f'[[ "$*" == *POST* ]] && touch {tmp_path}/posted\nexit 0\n')
     variables = {"PATH": f"{stubs}{os.pathsep}{os.environ['PATH']}", "GITHUB_REPOSITORY": "o/r",
-                 "SEMULA_PR_NUMBER": "7", "GH_TOKEN": "ghs-test-token"}
+                 "INPUT_PR_NUMBER": "7", "GH_TOKEN": "ghs-test-token"}
     for _ in range(2):
         result, outputs = run_step("diff", repo, tmp_path / "runner", **variables)
         assert result.returncode == 0, result.stdout + result.stderr
@@ -278,7 +278,7 @@ def test_diff_step_with_this_semula(tmp_path: Path) -> None:
     calls = tmp_path / "gh.log"
     stub(stubs, "gh", f'echo "gh $*" >> {calls}\n')
     variables = {"PATH": f"{stubs}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-                 "GITHUB_REPOSITORY": "o/r", "SEMULA_PR_NUMBER": "7"}
+                 "GITHUB_REPOSITORY": "o/r", "INPUT_PR_NUMBER": "7"}
     result, outputs = run_step("diff", repo, tmp_path / "runner", **variables)
     assert result.returncode == 0, result.stdout + result.stderr
     has_diff = subprocess.run([sys.executable, "-m", "semula", "recordings", "diff", "--help"],
