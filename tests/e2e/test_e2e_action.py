@@ -31,6 +31,7 @@ ACTION = REPO / "action.yml"
 SCRIPT = REPO / "scripts" / "action" / "run.sh"
 EXAMPLE = REPO / "docs" / "ci" / "workflow.yml"
 ACTIONLINT = Path(sys.executable).parent / "actionlint"
+SHELLCHECK = Path(sys.executable).parent / "shellcheck"
 EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.S)
 
 
@@ -80,7 +81,17 @@ def test_action_yml_is_a_well_formed_composite_action() -> None:
 
 def actionlint(folder: Path) -> subprocess.CompletedProcess[str]:
     assert ACTIONLINT.exists(), f"actionlint not installed next to {sys.executable} (the dev extra has it)"
-    return subprocess.run([str(ACTIONLINT), "-no-color"], cwd=folder, capture_output=True, text=True, timeout=120)
+    assert SHELLCHECK.exists(), f"shellcheck not installed next to {sys.executable} (the dev extra has it)"
+    # With shellcheck on PATH, actionlint also checks the shell of every run: step.
+    env = {**os.environ, "PATH": f"{SHELLCHECK.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return subprocess.run([str(ACTIONLINT), "-no-color"], cwd=folder, env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_shellcheck_passes_the_script() -> None:
+    assert SHELLCHECK.exists(), f"shellcheck not installed next to {sys.executable} (the dev extra has it)"
+    result = subprocess.run([str(SHELLCHECK), str(SCRIPT)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def lint_folder(tmp_path: Path, workflows: dict[str, str]) -> Path:
@@ -205,6 +216,31 @@ def test_script_reports_a_failing_command_and_still_collects(tmp_path: Path, mit
 def test_script_refuses_an_empty_command(tmp_path: Path) -> None:
     result, _ = run_step("test", tmp_path, tmp_path / "runner", INPUT_COMMAND="")
     assert result.returncode != 0 and "command input is empty" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(("spec", "report", "expected"), [
+    ("", "true", f"-m pip install -q -e {REPO}[analysis]"),
+    ("", "false", f"-m pip install -q -e {REPO}"),
+    ("0.2.0", "true", "-m pip install -q semula[analysis]==0.2.0"),
+    ("semula>=0.2", "false", "-m pip install -q semula>=0.2"),
+    ("FOLDER", "false", "-m pip install -q -e FOLDER"),
+])
+def test_install_step_installs_what_the_input_names(tmp_path: Path, spec: str, report: str, expected: str) -> None:
+    """What `run.sh install` asks pip for (a stub `python` and `semula` note their arguments), then the setup
+    command in the same shell environment."""
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    calls = tmp_path / "calls.log"
+    stub(stubs, "python", f'echo "python $*" >> {calls}\n')
+    stub(stubs, "semula", f'echo "semula $*" >> {calls}\n')
+    folder = tmp_path / "checkout"
+    folder.mkdir()
+    spec = spec.replace("FOLDER", str(folder))
+    result, _ = run_step("install", tmp_path, tmp_path / "runner", INPUT_SEMULA=spec, INPUT_REPORT=report,
+                         INPUT_SETUP=f"echo setup ran >> {calls}", PATH=f"{stubs}{os.pathsep}{os.environ['PATH']}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert calls.read_text().splitlines() == [f"python {expected.replace('FOLDER', str(folder))}",
+                                              "semula --version", "setup ran"]
 
 
 # ---------------------------------------------------------------------------
