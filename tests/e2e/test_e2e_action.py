@@ -74,9 +74,10 @@ def test_action_yml_is_a_well_formed_composite_action() -> None:
                 assert step_id in ids, f"step {step['name']!r} reads unknown step {step_id}"
     for script in re.findall(r"\$GITHUB_ACTION_PATH/(\S+?)\"", ACTION.read_text()):
         assert (REPO / script).is_file(), script
-    for name, declared in spec["outputs"].items():
-        (step_id,) = re.findall(r"steps\.([\w-]+)\.outputs", declared["value"])
-        assert step_id in ids, name
+    written = set(re.findall(r"^\s*output ([\w-]+) ", SCRIPT.read_text(), re.M))  # the script's step outputs
+    for expression in expressions(spec):
+        for step_id, name in re.findall(r"\bsteps\.([\w-]+)\.outputs\.([\w-]+)", expression):
+            assert step_id in ids and name in written, f"steps.{step_id}.outputs.{name} is never written"
 
 
 def actionlint(folder: Path) -> subprocess.CompletedProcess[str]:
