@@ -306,10 +306,32 @@ def test_diff_step_posts_one_comment_and_updates_it(tmp_path: Path) -> None:
     assert body.startswith("<!-- semula-recordings-diff -->") and "1 added" in body
 
 
-def test_diff_step_with_this_semula(tmp_path: Path) -> None:
-    """With the real CLI: its recordings diff is posted, or (a semula without the command) a warning and no
-    comment; either way the step succeeds."""
-    repo, _ = pull_request_checkout(tmp_path)
+def test_diff_step_on_a_pull_request_that_records_a_call(tmp_path: Path, fake_provider: FakeProvider,
+                                                         mitm_confdir: Path) -> None:
+    """End to end with the real CLI: the base branch has one recording, the pull request records another (the
+    action's test step in auto mode against the fake provider), and the diff step on the merge commit posts
+    the diff naming the added recording; a semula without `recordings diff` warns and posts nothing."""
+    repo = tmp_path / "pr"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+
+    def record(name: str) -> None:
+        (repo / name).write_text(PROJECT_TEST.format(prompt=uniq(f"action diff {name}")))
+        result, outputs = run_step("test", repo, tmp_path / f"runner-{name}", INPUT_MODE="auto", INPUT_REPORT="false",
+                                   INPUT_RECORDINGS="semula-recordings",
+                                   INPUT_COMMAND=f"{sys.executable} -m pytest -q -p no:cacheprovider {name}",
+                                   INPUT_EXEC_ARGS="\n".join(proxy_test_args(mitm_confdir, fake_provider.port)))
+        assert outputs.get("exit-code") == "0", result.stdout + result.stderr
+        git(repo, "add", name, "semula-recordings")
+        git(repo, "commit", "-qm", f"record {name}")
+
+    record("test_base.py")
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-qb", "feature")
+    record("test_feature.py")
+    git(repo, "checkout", "-q", "--detach", base)
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge", "feature")
+
     stubs = tmp_path / "bin"
     stubs.mkdir()
     calls = tmp_path / "gh.log"
@@ -322,6 +344,9 @@ def test_diff_step_with_this_semula(tmp_path: Path) -> None:
                               capture_output=True).returncode == 0
     if has_diff:
         assert "diff" in outputs and "POST" in calls.read_text(), result.stdout + result.stderr
-        assert "added" in Path(outputs["diff"]).read_text().lower()
+        body = Path(outputs["diff"]).read_text()
+        assert body.startswith("<!-- semula-recordings-diff -->") and "1 added" in body, body
+        assert "action-diff-test-feature" in body and "action-diff-test-base" not in body, body
+        assert "sk-test-action" not in body
     else:
         assert "no 'semula recordings diff'" in result.stdout and not calls.exists(), result.stdout
