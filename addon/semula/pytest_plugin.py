@@ -61,7 +61,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}(name): send this test's calls to semula project NAME "
-                                       "(clients it creates; see the README's pytest section)")
+                                       "(clients it creates; see docs/pytest.md)")
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:  # a pytest-xdist worker: the controller's proxy is shared
         if "semula" in workerinput:

@@ -26,7 +26,7 @@ def test_an_unreachable_provider_is_named_on_the_console_and_in_the_log(proxy_fa
     client = openai_client(proxy.proxy_url, proxy.ca_path, max_retries=0)
     with pytest.raises(openai.InternalServerError) as failed:
         ask(client, f"Is anyone there {uniq('gone')}")
-    assert failed.value.status_code == 502  # mitmproxy's own answer: README says why it can't be the provider's
+    assert failed.value.status_code == 502  # mitmproxy's own answer: docs/troubleshooting.md says why it can't be the provider's
     line = proxy.pump.wait_for(lambda s: "unreachable" in s, 20)
     assert line is not None, proxy.describe()
     assert f"upstream api.openai.com (sent to 127.0.0.1:{dead_port}) unreachable" in line, line

@@ -2,7 +2,7 @@
 
 The documented form is `http://P:semula@host:port` (what `semula env --project P` writes): every
 client that sends proxy credentials sends it. The user-only form `http://P@host:port` is pinned here
-as the README describes it: some clients send it (curl, httpx), `requests` drops a user name without a
+as docs/recordings.md describes it: some clients send it (curl, httpx), `requests` drops a user name without a
 password, so its calls land in the proxy's default project. A client that sends no credentials at all
 (the JVM) reaches a project through the `x-semula-project` header or a proxy started with `--project P`.
 """
@@ -69,7 +69,7 @@ def test_user_and_password_form_reaches_the_project_from_every_client(auto: Prox
 
 @pytest.mark.parametrize(("client", "project"), [("curl", "alpha"), ("httpx", "alpha"), ("requests", "default")])
 def test_user_only_form_is_dropped_by_some_clients(auto: ProxyHandle, client: str, project: str) -> None:
-    """As the README says: `http://P@host` is not enough for requests (and Node's undici)."""
+    """As docs/recordings.md says: `http://P@host` is not enough for requests (and Node's undici)."""
     url = f"http://alpha@127.0.0.1:{auto.port}"
     assert landed_in(auto, lambda: call_with(client, auto, url, uniq(client), {})) == project
 

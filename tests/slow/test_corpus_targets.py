@@ -56,7 +56,7 @@ def test_embedding_serving_at_09_refuses_multilingual_negations(monkeypatch: pyt
     """The guard's language tables through the embedding tier: a negation added in any of the
     sixteen languages scores ≥ 0.9 and must still not be served. Two pairs per language keep the
     model's cost small; the guard itself is checked on every class in test_guard_languages.py
-    (`semula eval` on the whole file is in the README's table)."""
+    (`semula eval` on the whole file is in docs/matching.md's table)."""
     import json
 
     picked: dict[str, int] = {}

@@ -147,7 +147,7 @@ class ParquetLog:
         final = folder / f"part-{stamp}-{uuid.uuid4().hex[:8]}.parquet"
         temp = folder / f".{final.name}.tmp"
         try:
-            # 0600 from the start: the log holds prompts' metadata and errors (README: file modes).
+            # 0600 from the start: the log holds prompts' metadata and errors (docs/security.md: file modes).
             with os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
                 pq.write_table(table, out)
             os.replace(temp, final)

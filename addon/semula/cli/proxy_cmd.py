@@ -41,7 +41,7 @@ def proxy_options(func: Callable[..., Any]) -> Callable[..., Any]:
                           "API, or a CDN a test needs offline (recorded by exact match); repeatable"),
         click.option("--mcp-server", "mcp_servers", multiple=True, metavar="HOST[:PORT][/PATH]",
                      help="record and replay this MCP server's Streamable HTTP traffic (JSON-RPC calls matched by "
-                          "method and params; README \"MCP servers\"); repeatable"),
+                          "method and params; docs/mcp.md); repeatable"),
         click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
                      help="any mitmproxy or semula_* option, e.g. --set confdir=/tmp/conf"),
     ]
@@ -93,15 +93,21 @@ class WithSemulaOptions(click.Command):
     """A command whose help ends with the addon's semula_* options, read from their declarations."""
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        from semula.proxy.run.options import declared
-
         rows = []
-        for option in declared():
+        for option in declared_options():
             choices = f" ({'|'.join(option.choices)})" if option.choices else ""
             rows.append((f"{option.name}={_shown_default(option.default)}", f"{option.help}{choices}"))
         with formatter.section("semula options (--set semula_NAME=VALUE, e.g. --set semula_record_errors=true)"):
             formatter.write_dl(rows)
         super().format_epilog(ctx, formatter)
+
+
+def declared_options() -> list[Any]:
+    """The addon's semula_* options as it declares them (name, default, help, choices): this help and the
+    docs site's option reference (scripts/docs/reference.py) read them here."""
+    from semula.proxy.run.options import declared
+
+    return list(declared())
 
 
 def _shown_default(value: object) -> str:

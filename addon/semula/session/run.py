@@ -36,7 +36,7 @@ LOG_FILE = "proxy.log"
 # A reused proxy writes its call log every second: wait that long before reading this run's rows.
 FLUSH_WAIT_S = 1.5
 # A run's identical requests get their answers in order, as vcrpy, mitmproxy's server replay and
-# LiteLLM's test cache play them (README: "Repeated identical requests"); `--set semula_repeats=one` keeps one.
+# LiteLLM's test cache play them (docs/recordings.md: "Repeated identical requests"); `--set semula_repeats=one` keeps one.
 RUN_DEFAULTS = ("semula_repeats=sequence",)
 # How often the run looks for the proxy's ready line: a tenth of a second was a twentieth of the start-up.
 READY_POLL_S = 0.01
