@@ -7,7 +7,7 @@ explanation. Without `--semula` the plugin only registers its options and marker
 
 Each session's calls carry a tag of their own (the proxy password `semula-<tag>`; an xdist worker's
 is `<tag>.gw0`), and at each test's start and end the plugin tells the proxy which test the tag is in
-(proxy/scopes.py). So a refusal is the test's that made it — one made between tests, or after its
+(proxy/run/scopes.py). So a refusal is the test's that made it — one made between tests, or after its
 test ended, fails no test and is listed in the session summary —; repeats (`semula_repeats=sequence`,
 the plugin's default) count from 1 in each test of each session, also on a reused proxy; and
 `--semula-scope=test` keeps each test's recordings apart (core/scope.py).
@@ -101,7 +101,7 @@ class SemulaPlugin:
     proxy: Proxy
     tag: str = ""  # this process's calls' tag: the session's, or its xdist worker's
     worker: bool = False  # an xdist worker: the controller prints the summary
-    tracking: bool = False  # the proxy is told which test runs (`tests.enter`, proxy/scopes.py)
+    tracking: bool = False  # the proxy is told which test runs (`tests.enter`, proxy/run/scopes.py)
     no_test: list[dict[str, Any]] = field(default_factory=list)  # refusals of calls made outside any test
     session: Any = None  # a ProxySession in the process that started or reused the proxy
     saved: dict[str, str | None] = field(default_factory=dict)
@@ -218,8 +218,8 @@ class SemulaPlugin:
 
     def _enter(self, test: str | None) -> bool:
         """Tell the proxy which test this tag's calls now belong to (None: none); False if it cannot be told."""
-        from semula.proxy.admin import AdminError, NoProxy
-        from semula.proxy.scopes import CurrentTests
+        from semula.admin.protocol import AdminError, NoProxy
+        from semula.proxy.run.scopes import CurrentTests
 
         if not self.tracking:
             return False
@@ -260,7 +260,7 @@ class SemulaPlugin:
         return answer["refusals"]
 
     def _refusals_since(self, after: int | None) -> dict[str, Any]:
-        from semula.proxy.admin import AdminError, NoProxy
+        from semula.admin.protocol import AdminError, NoProxy
 
         # The session's tag also finds its workers' calls; untagged calls (a client given another proxy URL)
         # belong to no test, and the process that prints the summary lists them.
@@ -273,7 +273,8 @@ class SemulaPlugin:
             return {"last": None, "refusals": []}
 
     def _admin(self) -> Any:
-        from semula.proxy.admin import AdminClient, NoProxy, read_admin_info
+        from semula.admin.client import AdminClient
+        from semula.admin.protocol import NoProxy, read_admin_info
 
         if self.admin is None:
             self.admin_info = self.admin_info or read_admin_info(self.proxy.data_dir)

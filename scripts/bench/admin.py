@@ -1,6 +1,6 @@
 """The admin endpoint's cost per call: a fresh connection against the plugin's kept-alive client.
 
-A fresh urllib connection (`proxy.admin.call`) against the kept-alive `AdminClient` the pytest plugin
+A fresh urllib connection (`admin.client.call`) against the kept-alive `AdminClient` the pytest plugin
 uses (3-4 calls per test), side by side in each round.
 
     .venv/bin/python scripts/bench.py admin [--calls N] [--rounds R]    # writes benchmark/results/admin.md
@@ -22,7 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
-    from semula.proxy.admin import AdminClient, AdminServer, call
+    from semula.admin.client import AdminClient, call
+    from semula.admin.server import AdminServer
 
     data_dir = Path(tempfile.mkdtemp(prefix="semula-bench-admin-"))
     server = AdminServer(data_dir, lambda method, params: {"last": 1, "refusals": []}, {})

@@ -44,7 +44,8 @@ def run(work: Path, suite: Path, variant: list[str], run_id: str) -> float:
 def question_latency(work: Path, questions: int) -> list[float]:
     """Seconds per `refusals.since` question to a running replay proxy, as the plugin asks it."""
     from semula.session.run import open_session
-    from semula.proxy.admin import call, read_admin_info
+    from semula.admin.client import call
+    from semula.admin.protocol import read_admin_info
 
     data_dir = work / "data-latency"
     session = open_session("replay", "127.0.0.1", 0, data_dir, "default",

@@ -248,8 +248,8 @@ def hook_breakdown(data_dir: Path, flows_path: Path, bodies: list[bytes], answer
     from semula.core.request.canonical import normalised_fingerprint, request_fingerprint
     from semula.core.decision import Decision
     from semula.proxy.addon import SemulaAddon
-    from semula.proxy.answer import answer_response
-    from semula.proxy.fastpath import FAST_PATH_ENTRIES
+    from semula.proxy.call.answer import answer_response
+    from semula.proxy.call.fastpath import FAST_PATH_ENTRIES
 
     with open(flows_path, "rb") as f:
         template = next(fl for fl in io.FlowReader(f).stream() if isinstance(fl, http.HTTPFlow))

@@ -256,7 +256,8 @@ def warm_up(load: Load, data_dir: Path, started: float, at_least: float, at_most
     holds. Before that, RSS rises while the cache's preloaded entries give way to recorded ones, which
     hold more objects per counted byte (in-process, 20k seeded entries then 8k new at a time: RSS 456 ->
     480 -> 508 -> 502 -> 512 MB), and says nothing about a leak."""
-    from semula.proxy.admin import AdminError, NoProxy, call
+    from semula.admin.client import call
+    from semula.admin.protocol import AdminError, NoProxy
 
     while time.monotonic() - started < at_most:
         time.sleep(5.0)
@@ -271,7 +272,8 @@ def warm_up(load: Load, data_dir: Path, started: float, at_least: float, at_most
 
 def held_mb(data_dir: Path) -> dict[str, float]:
     """What the proxy says it holds (admin operation `memory`), in MB."""
-    from semula.proxy.admin import AdminError, NoProxy, call
+    from semula.admin.client import call
+    from semula.admin.protocol import AdminError, NoProxy
 
     try:
         held = call(data_dir, "memory", timeout=30)
@@ -399,7 +401,7 @@ def render(facts: dict[str, str], report: dict[str, object]) -> str:
               "state too, though it grows with the store. What grows per recording is the fingerprint index",
               "(~0.23 KB), the full-text postings, and, up to 32,768 entries, the fast path's map (~0.45 KB an",
               "entry: every new recording's repeats are fast hits). The proxy caps",
-              "glibc's malloc arenas at 2 and trims the heap every 30 s (`semula.proxy.malloc`). RSS swings with",
+              "glibc's malloc arenas at 2 and trims the heap every 30 s (`semula.proxy.run.malloc`). RSS swings with",
               "what is in flight, so flat is judged on medians: the last third's within 5 % of the first third's",
               "plus the growth of what the proxy counts it holds (the store grows by the new recordings).",
               "The last six columns are what the proxy counts it holds (admin operation `memory`).", "",

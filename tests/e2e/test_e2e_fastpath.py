@@ -14,8 +14,8 @@ import pytest
 from conftest import ProxyFactory
 from e2e_helpers import ProxyHandle, openai_client, read_call_log, semula_meta, uniq
 
-from semula.proxy.admin import call
-from semula.proxy.fastpath import FAST_ENTRY_BYTES
+from semula.admin.client import call
+from semula.proxy.call.fastpath import FAST_ENTRY_BYTES
 
 pytestmark = pytest.mark.e2e
 

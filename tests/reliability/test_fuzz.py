@@ -31,7 +31,7 @@ from semula.core.modes import Mode
 from semula.core.settings import ProjectSettings
 from semula.providers import AdapterError, adapter_for
 from semula.providers.base import RawRequest
-from semula.proxy.bodies import decode_capped
+from semula.proxy.call.bodies import decode_capped
 
 SEED = int(os.environ.get("SEMULA_FUZZ_SEED", "20240611"))
 MUTATED = int(os.environ.get("SEMULA_FUZZ_BODIES", "2400"))

@@ -73,7 +73,7 @@ def test_a_planted_admin_link_is_replaced_not_written_through(proxy_factory: Pro
 
 def test_a_data_dir_others_can_write_is_served_read_only_with_one_line(proxy_factory: ProxyFactory,
                                                                        tmp_path: Path) -> None:
-    from semula.proxy.admin import fallback_admin_dir
+    from semula.admin.protocol import fallback_admin_dir
 
     data_dir = proxy_factory.new_data_dir()
     data_dir.mkdir()
@@ -101,7 +101,7 @@ def test_a_data_dir_others_can_write_is_served_read_only_with_one_line(proxy_fac
 
 
 def test_untrusted_data_dir_reasons(tmp_path: Path) -> None:
-    from semula.proxy.lifecycle import _untrusted_data_dir
+    from semula.proxy.run.lifecycle import _untrusted_data_dir
 
     path = tmp_path / "d"
     path.mkdir()

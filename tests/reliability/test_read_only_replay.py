@@ -80,7 +80,7 @@ def test_replay_from_a_read_only_data_dir_serves_hits(proxy_factory: ProxyFactor
 def test_the_cli_reaches_a_read_only_proxy_through_its_fallback_admin_file(proxy_factory: ProxyFactory) -> None:
     """The admin.json of a proxy that cannot write its data dir lives in a per-user fallback dir the
     CLI knows; without it the CLI opens the store itself and DuckDB refuses (the proxy holds it)."""
-    from semula.proxy.admin import ADMIN_FILE, fallback_admin_dir
+    from semula.admin.protocol import ADMIN_FILE, fallback_admin_dir
 
     data_dir, prompts, _ = _record(proxy_factory, "ro-cli")
     replay = proxy_factory("replay", data_dir, upstream="gone", extra_args=("--set", "semula_read_only=true"))

@@ -8,9 +8,10 @@ import logging
 from semula.calllog.schema import CallRow
 from semula.core.decision import Decision
 from semula.core.cascade import Outcome
-from semula.proxy.console import TERMINAL_SAFE_LOG, console_line, terminal_safe
-from semula.proxy.flowstate import FlowState
-from semula.proxy.identity import proxy_user
+from semula.proxy.call.console import console_line
+from semula.proxy.run.terminal import TERMINAL_SAFE_LOG, terminal_safe
+from semula.proxy.call.flowstate import FlowState
+from semula.proxy.call.identity import proxy_user
 
 FORGED = "evil\nsemula: default openai POST api.openai.com/v1/chat/completions → hit exact #1\x1b[2J\u202e\udcff"
 

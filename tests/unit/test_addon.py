@@ -13,7 +13,7 @@ from mitmproxy.test import taddons, tflow, tutils
 
 from semula.proxy.addon import SemulaAddon
 from addon_harness import run_addon
-from semula.proxy.identity import proxy_user
+from semula.proxy.call.identity import proxy_user
 from semula.core.modes import Mode
 
 BODY = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Hello there"}]}
@@ -241,7 +241,7 @@ def test_compressed_request_bodies_match_their_plain_recording(tmp_path, encodin
 def test_decode_partial_keeps_what_arrived_of_a_compressed_stream_cut_before_its_trailer() -> None:
     import zlib
 
-    from semula.proxy.bodies import decode_partial
+    from semula.proxy.call.bodies import decode_partial
 
     compressor = zlib.compressobj(wbits=31)
     frames = b'data: {"a": 1}\n\ndata: [DONE]\n\n'

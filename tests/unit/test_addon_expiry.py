@@ -11,7 +11,7 @@ from mitmproxy.test import tflow, tutils
 
 from addon_harness import run_addon
 from semula.core.modes import Mode
-from semula.proxy import expiry
+from semula.proxy.run import expiry
 
 BODY = {"model": "gpt-4o", "messages": [{"role": "user", "content": "How old is this answer?"}]}
 

@@ -10,7 +10,7 @@ from mitmproxy.http import Headers
 from test_addon import call, provider_flow, run
 
 from semula.proxy.addon import SemulaAddon
-from semula.proxy.flowstate import header_dict
+from semula.proxy.call.flowstate import header_dict
 
 VOLATILE = {"ts", "decision_ms", "fast"}
 
@@ -201,7 +201,7 @@ def test_the_per_call_console_line_can_be_silenced(tmp_path, capsys):
 def test_the_map_is_bounded_least_recently_used_out_and_belongs_to_one_store():
     from semula.core.decision import Match
     from semula.core.fasthit import FastHit
-    from semula.proxy.fastpath import FastPath
+    from semula.proxy.call.fastpath import FastPath
 
     fast, store, reopened = FastPath(max_entries=2), object(), object()
     hit = FastHit(Match("exact", 1), "fp2:a", None, (), "openai", None)

@@ -66,5 +66,6 @@ def _reads_ctx_options(path: Path) -> list[str]:
 
 def test_only_configure_reads_ctx_options() -> None:
     folder = Path(proxy_package.__file__).parent
-    readers = {path.name: names for path in folder.glob("*.py") if (names := _reads_ctx_options(path))}
+    readers = {path.relative_to(folder).as_posix(): names for path in folder.rglob("*.py")
+               if (names := _reads_ctx_options(path))}
     assert readers == {"addon.py": ["configure"]}

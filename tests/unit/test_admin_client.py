@@ -1,4 +1,4 @@
-"""proxy/admin: the kept-alive client the pytest plugin uses, against a real in-process admin server."""
+"""admin/client: the kept-alive client the pytest plugin uses, against a real in-process admin server."""
 
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from semula.proxy import admin
-from semula.proxy.admin import AdminClient, AdminError, AdminServer, NoProxy, call
+from semula.admin import server as admin_server
+from semula.admin.client import AdminClient, call
+from semula.admin.protocol import AdminError, NoProxy
+from semula.admin.server import AdminServer
 
 
 @pytest.fixture
 def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(admin, "IDLE_SECONDS", 0.2)  # the server closes an idle connection quickly
+    monkeypatch.setattr(admin_server, "IDLE_SECONDS", 0.2)  # the server closes an idle connection quickly
     calls: list[str] = []
 
     def dispatch(method: str, params: dict) -> dict:

@@ -1,4 +1,4 @@
-"""A hit's response (`proxy.answer`): the same response `Response.make` builds, its per-entry work done once."""
+"""A hit's response (`proxy.call.answer`): the same response `Response.make` builds, its per-entry work done once."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from mitmproxy import http
 
 from semula.core.decision import Decision
-from semula.proxy.answer import answer_response
-from semula.proxy.headers import semula_headers
+from semula.proxy.call.answer import answer_response
+from semula.proxy.call.headers import semula_headers
 from semula.store.types import Entry
 
 BODY = b'{"choices": [{"message": {"content": "hi \\u00e9"}}]}'

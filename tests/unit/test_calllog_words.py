@@ -7,9 +7,9 @@ from semula.calllog.schema import CallRow
 from semula.core.cascade import Candidate, NearSearch, Outcome
 from semula.core.decision import Decision
 from semula.core.nearmatch import Verdict
-from semula.proxy.console import console_line
-from semula.proxy.headers import flow_comment
-from semula.proxy.flowstate import FlowState
+from semula.proxy.call.console import console_line
+from semula.proxy.call.headers import flow_comment
+from semula.proxy.call.flowstate import FlowState
 
 VERDICT = Verdict("lexical", 0.8, serve=False, review=True, reason="below the serve threshold")
 ROW = CallRow(provider="openai", method="POST", path="/v1/chat/completions")

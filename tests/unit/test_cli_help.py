@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from semula.cli import main
 from semula.core.settings import SETTING_HELP, SETTING_KEYS
-from semula.proxy.options import declared
+from semula.proxy.run.options import declared
 from semula.calllog.reader import hit_rates
 from semula.calllog.schema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION
 from semula.calllog.writer import ParquetLog

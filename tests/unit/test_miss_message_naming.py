@@ -17,7 +17,7 @@ from semula.core.decision import Decision
 from semula.core.explain import NEAREST_FLOOR, Nearest, approve_command, differences, miss_message, nearest_recordings
 from semula.core.jsondiff import first_difference
 from semula.core.nearmatch import Verdict
-from semula.proxy.headers import semula_headers
+from semula.proxy.call.headers import semula_headers
 
 # ---------------------------------------------------------------- first_difference
 

@@ -36,7 +36,7 @@ def test_an_unset_or_empty_listen_variable_keeps_listening(monkeypatch: pytest.M
 
 
 def test_the_help_documents_off_only() -> None:
-    from semula.proxy.options import declared
+    from semula.proxy.run.options import declared
 
     helps = " ".join(option.help for option in declared())
     assert "'off'" in helps

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from semula.proxy.options import declared
+from semula.proxy.run.options import declared
 from semula.session.clientenv import (
     PLACEHOLDER_KEY, missing_placeholders, placeholder_keys, shadowed_placeholders,
 )

@@ -1,4 +1,4 @@
-"""proxy/realtime: the WebSocket hooks on mitmproxy's own test flows (no process, no network)."""
+"""proxy/realtime/hooks: the WebSocket hooks on mitmproxy's own test flows (no process, no network)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from wsproto.frame_protocol import Opcode
 from semula.core.conversation import Message, ReplaySession
 from semula.core.modes import Mode
 from semula.proxy.addon import SemulaAddon
-from semula.proxy.realtime import Realtime, is_upgrade
-from semula.proxy.realtime_answerer import TOKEN_HEADER
+from semula.proxy.realtime.hooks import Realtime, is_upgrade
+from semula.proxy.realtime.answerer import TOKEN_HEADER
 
 KEY = "sk-hooks-planted-00112233445566778899aabbccdd"
 

@@ -1,4 +1,4 @@
-"""proxy/realtime_limits and a conversation's entry (`recordings/conversations.new_entry`): a message over
+"""proxy/realtime/limits and a conversation's entry (`recordings/conversations.new_entry`): a message over
 the cap fails at its frame header, and a conversation the loader would refuse is never recorded."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from wsproto.connection import Connection
 from wsproto.events import CloseConnection, TextMessage
 from wsproto.frame_protocol import CloseReason
 
-from semula.proxy.realtime_limits import Cap, MessageCap
+from semula.proxy.realtime.limits import Cap, MessageCap
 from semula.core.conversation import Conversation, Message
 from semula.recordings.conversations import new_entry
 from semula.recordings.format import RecordingFileError

@@ -6,8 +6,8 @@ import base64
 
 import pytest
 
-from semula.proxy.identity import proxy_credentials, proxy_user
-from semula.proxy.refusals import Refusals, tag_of
+from semula.proxy.call.identity import proxy_credentials, proxy_user
+from semula.proxy.run.refusals import Refusals, tag_of
 
 
 def basic(text: str) -> str:

@@ -19,7 +19,7 @@ from semula.core.cascade import Candidate
 from semula.core.nearmatch import Verdict
 from semula.engine.engine import Engine
 from semula.engine.operations import run_operation
-from semula.proxy.admin import dumps
+from semula.admin.protocol import dumps
 from semula.review_web.highlight import ABSENT, FieldChange, Segment, field_changes, side_by_side, tokens, word_segments
 from semula.review_web.page import Filters, QueuePage, candidate_html, queue_html, shell_html
 from semula.review_web.server import ReviewWeb, parse_filters

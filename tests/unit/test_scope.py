@@ -1,4 +1,4 @@
-"""Answers scoped per test (core/scope.py, proxy/scopes.py): the scoped project's name, its settings,
+"""Answers scoped per test (core/scope.py, proxy/run/scopes.py): the scoped project's name, its settings,
 the proxy's record of which test each tag is in, and the addon keying, counting and blaming by it."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from test_addon import call, provider_flow, run
 from semula.core.scope import base_project, scope_problem, scoped_project
 from semula.core.settings import PROJECT_NAME, ProjectSettings
 from semula.engine.index import FingerprintIndex
-from semula.proxy.refusals import Refusals
-from semula.proxy.scopes import CurrentTests
+from semula.proxy.run.refusals import Refusals
+from semula.proxy.run.scopes import CurrentTests
 
 
 @pytest.mark.parametrize(("project", "scope", "expected"), [

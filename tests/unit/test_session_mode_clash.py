@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from semula.proxy.admin import ADMIN_FILE
+from semula.admin.protocol import ADMIN_FILE
 from semula.session.run import SessionError, open_session
 
 

@@ -29,7 +29,7 @@ from semula.providers.base import RawRequest
 from semula.providers.sidepaths import compile_side_paths
 from semula.proxy.addon import SemulaAddon
 from addon_harness import run_addon
-from semula.proxy.options import host_list
+from semula.proxy.run.options import host_list
 
 KEY = FingerprintKey(b"k" * 32)
 

@@ -29,7 +29,7 @@ def loaded_after(imports: str) -> dict[str, bool]:
 
 
 def test_the_addon_and_the_proxy_command_load_none_of_the_heavy_libraries() -> None:
-    loaded = loaded_after("import semula.mitm_addon, semula.cli.proxy_cmd, semula.proxy.lifecycle")
+    loaded = loaded_after("import semula.mitm_addon, semula.cli.proxy_cmd, semula.proxy.run.lifecycle")
     assert not any(loaded.values()), loaded
 
 

@@ -14,7 +14,7 @@ from entries import chat, new_entry
 from semula.core.decision import Match
 from semula.core.fasthit import FastHit, fast_key
 from semula.engine.index import FINGERPRINT_BYTES, FingerprintIndex, _key
-from semula.proxy.fastpath import FAST_ENTRY_BYTES, FastPath
+from semula.proxy.call.fastpath import FAST_ENTRY_BYTES, FastPath
 from semula.store.duckdb import store as duckdb_store
 from semula.store.duckdb.connect import MEMORY_ENV
 from semula.store.duckdb.errors import describe_duckdb_error
@@ -138,7 +138,7 @@ def test_the_memory_operation_counts_what_the_proxy_holds(duckdb_engine):
 
 
 def test_malloc_arenas_are_capped_unless_the_user_chose(monkeypatch):
-    from semula.proxy.malloc import limit_arenas
+    from semula.proxy.run.malloc import limit_arenas
 
     monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
     assert limit_arenas() is False  # the user's setting stands
@@ -147,7 +147,7 @@ def test_malloc_arenas_are_capped_unless_the_user_chose(monkeypatch):
 
 
 def test_the_heap_is_trimmed_on_one_thread_and_freed_pages_go_back():
-    from semula.proxy.malloc import start_trimming, trim
+    from semula.proxy.run.malloc import start_trimming, trim
 
     thread = start_trimming()
     assert thread is not None and thread.daemon and thread.is_alive()

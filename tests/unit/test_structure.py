@@ -148,8 +148,36 @@ def test_nothing_below_the_cli_imports_it() -> None:
     """The commands sit on top: the session, the proxy and the plugin never import `cli` (it imports them)."""
     graph = import_graph(PACKAGE)
     found = [f"{name} imports {t}" for name, targets in sorted(graph.items())
-             if name.startswith(("semula.session", "semula.proxy", "semula.pytest_plugin", "semula.engine"))
+             if name.startswith(("semula.session", "semula.proxy", "semula.pytest_plugin", "semula.engine",
+                                  "semula.admin"))
              for t in sorted(targets) if t == "semula.cli" or t.startswith("semula.cli.")]
+    assert not found, "\n".join(found)
+
+
+def inside(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def imports_upward(graph: dict[str, set[str]], below: str, above: tuple[str, ...]) -> list[str]:
+    """The imports from the modules in package `below` of a module in one of the packages `above`."""
+    return [f"{name} imports {t}" for name, targets in sorted(graph.items()) if inside(name, below)
+            for t in sorted(targets) if any(inside(t, package) for package in above)]
+
+
+def test_the_admin_endpoint_sits_below_its_users() -> None:
+    """`admin` (protocol, server, client) is used by the proxy, the CLI, the session and the plugin: it imports none."""
+    found = imports_upward(import_graph(PACKAGE), "semula.admin",
+                           ("semula.proxy", "semula.session", "semula.cli", "semula.pytest_plugin", "semula.engine"))
+    assert not found, "\n".join(found)
+
+
+def test_the_proxy_folders_point_down() -> None:
+    """Inside `proxy/`: the hooks on top, then `realtime/`, then `call/`, then `run/`; no folder imports one above it."""
+    graph = import_graph(PACKAGE)
+    top = tuple(f"semula.proxy.{m}" for m in ("addon", "commands"))
+    found = (imports_upward(graph, "semula.proxy.realtime", top)
+             + imports_upward(graph, "semula.proxy.call", (*top, "semula.proxy.realtime"))
+             + imports_upward(graph, "semula.proxy.run", (*top, "semula.proxy.realtime", "semula.proxy.call")))
     assert not found, "\n".join(found)
 
 

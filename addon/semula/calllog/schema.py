@@ -68,7 +68,7 @@ def arrow_schema(row: type[LogRow]) -> pa.Schema:
 
 @dataclass(frozen=True, kw_only=True)
 class CallRow(LogRow):
-    """One intercepted provider call (`proxy.calllog.call_row`, and a Realtime conversation's)."""
+    """One intercepted provider call (`proxy.call.calllog.call_row`, and a Realtime conversation's)."""
 
     ts: datetime = _timestamp()  # when the request arrived (not when its flow ended)
     project: str | None = _optional("string")

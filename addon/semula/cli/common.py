@@ -11,7 +11,9 @@ from typing import Any
 
 import click
 
-from semula.proxy.admin import AdminError, NoProxy, call, dumps, read_admin_info
+from semula.admin.client import call
+
+from semula.admin.protocol import AdminError, NoProxy, dumps, read_admin_info
 from semula.session.run import default_data_dir
 from semula.store.selection import masked, open_store, server_url, store_spec
 from semula.store.types import StoreError

@@ -9,7 +9,7 @@ from typing import Any
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from semula.proxy.admin import read_admin_info
+from semula.admin.protocol import read_admin_info
 from semula.cli.common import console, data_dir_option
 from semula.embeddings.model import Embedder, EmbeddingsUnavailable, config_from_env, embedding_text, fetch
 from semula.store.base import RecordingStore

@@ -93,7 +93,7 @@ class WithSemulaOptions(click.Command):
     """A command whose help ends with the addon's semula_* options, read from their declarations."""
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        from semula.proxy.options import declared
+        from semula.proxy.run.options import declared
 
         rows = []
         for option in declared():
@@ -139,7 +139,7 @@ def proxy(mode: str, listen_host: str, listen_port: int, data_dir: Path, project
         raise click.ClickException(f"cannot write the proxy's CA into {ca_dir}: {e}") from None
     from mitmproxy.tools import main as mitm_main
 
-    from semula.proxy import runinfo
+    from semula.proxy.run import runinfo
 
     runinfo.publish(runinfo.requested(mode, sets, parent_pid))
     if parent_pid:

@@ -3,7 +3,7 @@
 A Realtime session (OpenAI `/v1/realtime`, Azure `/openai/realtime`) is not one request and one answer
 but a conversation: client and server messages in order. It is the second kind of recording: its file is
 `recordings/conversation_file.py`, its store row `recordings/conversations.py`; the mitmproxy hooks and
-the local answerer are `proxy/realtime.py` and `proxy/realtime_answerer.py`.
+the local answerer are `proxy/realtime/hooks.py` and `proxy/realtime/answerer.py`.
 
 A replay session starts with every recording made on the same URL (path and query, credentials
 dropped). Each client message narrows them to those whose next client message is the same after

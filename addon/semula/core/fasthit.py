@@ -22,7 +22,7 @@ Why it never serves what the canonical tiers would not:
   to the canonical tiers (which refill the map). So no invalidation message has to reach it.
 
 Pure: plain values in and out; the map and the hashing of a live request are at the edge
-(`semula.proxy.fastpath`).
+(`semula.proxy.call.fastpath`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ params in canonical form, never by what belongs to one connection: the JSON-RPC 
 requests are not calls: they are answered as a server would (202), never recorded or missed.
 
 Pure: bytes and strings in, values out. The proxy's side (local answers, ids rewritten in replay)
-is `proxy/mcp.py`; the answer bodies' framing is `providers/mcpwire.py`.
+is `proxy/call/mcp.py`; the answer bodies' framing is `providers/mcpwire.py`.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ so recording them only grows the folder, and refusing them in replay fails which
 to be running. Each adapter declares its side paths with the answer its server gives on success;
 a project adds its own patterns with the ``semula_side_paths`` option.
 
-Pure: plain strings in, a :class:`SideCall` out. The proxy's handling is in ``proxy/sidecalls.py``.
+Pure: plain strings in, a :class:`SideCall` out. The proxy's handling is in ``proxy/call/sidecalls.py``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The mitmproxy addon: the thin edge between mitmproxy's hooks and semula's core.
 
 Hooks only. Hooks run in mitmproxy's asyncio loop. Each call is decided once by
-`core.cascade.cascade()` (the same function `semula eval` runs) and answered in `proxy/call.py`;
-a forwarded answer is recorded in `proxy/recorder.py`; the parts they share (mode, settings, store
+`core.cascade.cascade()` (the same function `semula eval` runs) and answered in `proxy/call/call.py`;
+a forwarded answer is recorded in `proxy/call/recorder.py`; the parts they share (mode, settings, store
 thread, fast path, logs) are one `ProxyParts`, which the commands and Realtime read too. Hits are
 dictionary lookups on the loop, everything that touches the store runs on the store thread
 (`StoreThread`), and the call log is written by a background thread. Whatever goes wrong with the
@@ -21,18 +21,18 @@ from mitmproxy import ctx, http
 from semula.core.redact import redact_text
 from semula.providers import host_matches
 from semula.providers.mcp import mcp_server_for
-from semula.proxy import options
-from semula.proxy.call import Responder
-from semula.proxy.caller import caller_of
+from semula.proxy.run import options
+from semula.proxy.call.call import Responder
+from semula.proxy.call.caller import caller_of
 from semula.proxy.commands import SemulaCommands
-from semula.proxy.flowstate import FlowState
-from semula.proxy.identity import proxy_credentials
-from semula.proxy.lifecycle import Lifecycle
-from semula.proxy.malloc import limit_arenas, start_trimming
-from semula.proxy.parts import ProxyParts
-from semula.proxy.realtime import Realtime, is_upgrade as is_realtime_upgrade
-from semula.proxy.recorder import Recorder
-from semula.proxy.refusals import tag_of
+from semula.proxy.call.flowstate import FlowState
+from semula.proxy.call.identity import proxy_credentials
+from semula.proxy.run.lifecycle import Lifecycle
+from semula.proxy.run.malloc import limit_arenas, start_trimming
+from semula.proxy.call.parts import ProxyParts
+from semula.proxy.realtime.hooks import Realtime, is_upgrade as is_realtime_upgrade
+from semula.proxy.call.recorder import Recorder
+from semula.proxy.run.refusals import tag_of
 
 log = logging.getLogger("semula")
 

@@ -11,7 +11,7 @@ from typing import Any
 from mitmproxy import command, exceptions
 
 from semula.engine.operations import run_operation
-from semula.proxy.parts import ProxyParts
+from semula.proxy.call.parts import ProxyParts
 
 
 class SemulaCommands:

@@ -30,7 +30,7 @@ def mcp_server_sets(servers: tuple[str, ...]) -> tuple[str, ...]:
 def intercepted_hosts(sets: tuple[str, ...]) -> tuple[str, ...]:
     """The hosts the proxy will intercept: semula_hosts (else the defaults) plus semula_extra_hosts and the
     MCP servers' hosts (semula_mcp_servers)."""
-    from semula.proxy.options import host_list, mcp_hosts, split_items
+    from semula.proxy.run.options import host_list, mcp_hosts, split_items
 
     hosts = [s.split("=", 1)[1] for s in sets if s.startswith("semula_hosts=")] or list(DEFAULT_PROVIDER_HOSTS)
     servers = tuple(split_items([s.split("=", 1)[1] for s in sets if s.startswith("semula_mcp_servers=")]))

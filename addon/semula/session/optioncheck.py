@@ -2,7 +2,7 @@
 
 mitmproxy defers an option it does not know (an addon may declare it later) and then ignores it, so
 `--set semula_mdoe=replay` would run in auto mode: in CI, misses forwarded and recorded where replay
-was meant. semula knows its own names — `proxy/options.py` declares them, the one list — and checks
+was meant. semula knows its own names — `proxy/run/options.py` declares them, the one list — and checks
 every place a run takes them: `--set` (`semula proxy`, `semula exec`), the plugin's `--semula-set`,
 and the environment, whose `SEMULA_*` variables are all listed here (`ENVIRONMENT`). Values are
 checked as the proxy will read them (mitmproxy's parser, then `options.read`), so a bad value says
@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 __all__ = ["ENVIRONMENT", "OPTION_VARIABLES", "OptionError", "check_environment", "check_run_options", "check_sets"]
 
-# The variables that give a semula_* option its default (`proxy/options.py`, `store/selection.py`).
+# The variables that give a semula_* option its default (`proxy/run/options.py`, `store/selection.py`).
 OPTION_VARIABLES: dict[str, str] = {
     "SEMULA_DATA_DIR": "semula_data_dir",
     "SEMULA_RECORDINGS": "semula_recordings",
@@ -47,7 +47,7 @@ class OptionError(ValueError):
 
 
 def option_names() -> tuple[str, ...]:
-    from semula.proxy.options import declared
+    from semula.proxy.run.options import declared
 
     return tuple(option.name for option in declared())
 
@@ -90,7 +90,7 @@ def _check_values(items: Sequence[str], where: str) -> None:
         return
     from mitmproxy import exceptions, optmanager
 
-    from semula.proxy.options import MITMPROXY_OPTIONS, declare, declared, read
+    from semula.proxy.run.options import MITMPROXY_OPTIONS, declare, declared, read
 
     manager = optmanager.OptManager()
     declare(manager)

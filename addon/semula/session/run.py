@@ -1,7 +1,7 @@
 """One proxy around a run — `semula exec` and the pytest plugin share it.
 
 Start `semula proxy` (its console in <data dir>/proxy.log) or reuse the one already running on the
-data dir in the same mode and asked for the same options (proxy/runinfo.py) — never another —, give the
+data dir in the same mode and asked for the same options (proxy/run/runinfo.py) — never another —, give the
 run's clients their environment, and at the end stop the proxy (its call log flushed) and say what the
 run did, from the call log.
 """
@@ -25,9 +25,9 @@ import click
 
 from semula.calllog.tally import Tally
 from semula.core.modes import Mode
-from semula.proxy.admin import read_admin_info
+from semula.admin.protocol import read_admin_info
 from semula.session.optioncheck import OptionError, check_sets
-from semula.proxy.runinfo import differences, requested
+from semula.proxy.run.runinfo import differences, requested
 from semula.session.ca import DEFAULT_CONFDIR, confdir_of, ensure_ca, key_size_of
 from semula.session.clientenv import client_env, namespace_by_key, placeholder_keys, port_hint, port_in_use
 from semula.session.google_env import google_placeholder_env

@@ -4,7 +4,7 @@ found printed, the memory frozen for the collector.
 The store thread runs `EngineStart.open` (at start-up, and again after a failure drops the engine) and
 keeps only its own policy: when to retry, the fail-open, the store file's identity. What to open is
 fixed when the proxy starts (`Lifecycle.running`): the options that choose it need a restart
-(`proxy/options.RESTART_OPTIONS`).
+(`proxy/run/options.RESTART_OPTIONS`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from semula.calllog.schema import ReviewEvent
 from semula.engine.engine import Engine
-from semula.proxy.console import terminal_safe
+from semula.proxy.run.terminal import terminal_safe
 from semula.recordings.folder import RecordingsFolder
 from semula.store.base import RecordingStore
 from semula.store.selection import StoreSpec, open_store_with

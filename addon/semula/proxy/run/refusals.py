@@ -32,7 +32,7 @@ class Refusals:
         self._recent: deque[dict[str, Any]] = deque(maxlen=keep)
 
     def add(self, tag: str, project: str, message: str, test: str = "") -> None:
-        """`test`: the test current for the tag when the call came (proxy/scopes.py); "" for none."""
+        """`test`: the test current for the tag when the call came (proxy/run/scopes.py); "" for none."""
         with self._lock:
             self._last += 1
             self._recent.append({"seq": self._last, "tag": tag, "project": project, "message": message,

@@ -18,8 +18,8 @@ from semula.core.decision import Action, Decision, Kind
 from semula.core.modes import Mode
 from semula.providers import ADAPTERS, GENERIC, SideCall, SidePath, side_call_for
 from semula.providers.sidepaths import compile_side_paths
-from semula.proxy.headers import semula_headers
-from semula.proxy.flowstate import FlowState
+from semula.proxy.call.headers import semula_headers
+from semula.proxy.call.flowstate import FlowState
 
 __all__ = ["ANSWER", "side_outcome"]
 

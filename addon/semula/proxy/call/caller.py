@@ -2,7 +2,7 @@
 
 Read from the CONNECT's proxy user (noted per client connection), the control headers and the
 test scopes; the control headers are stripped here, before the call goes on, so they never reach a
-provider. The HTTP hooks (`addon.py`) and the Realtime upgrade (`realtime.py`) both ask this.
+provider. The HTTP hooks (`addon.py`) and the Realtime upgrade (`realtime/hooks.py`) both ask this.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from mitmproxy import http
 
 from semula.core.bypass import NO_CACHE_HEADER
 from semula.core.scope import scoped_project
-from semula.proxy.identity import proxy_credentials
-from semula.proxy.refusals import tag_of
-from semula.proxy.runs import RUN_HEADER
-from semula.proxy.scopes import SCOPE_HEADER, CurrentTests, FlowTest
+from semula.proxy.call.identity import proxy_credentials
+from semula.proxy.run.refusals import tag_of
+from semula.proxy.run.runs import RUN_HEADER
+from semula.proxy.run.scopes import SCOPE_HEADER, CurrentTests, FlowTest
 
 PROJECT_HEADER = "x-semula-project"
 # The headers semula reads and strips before the call goes on (as raw lower-case names).

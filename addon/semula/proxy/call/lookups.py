@@ -18,8 +18,8 @@ from semula.core.cascade import Answered, Candidate, NearQuery, NearSearch
 from semula.core.decision import Match
 from semula.engine.engine import Engine
 from semula.engine.near import Where
-from semula.proxy import expiry
-from semula.proxy.storethread import StoreThread
+from semula.proxy.run import expiry
+from semula.proxy.run.storethread import StoreThread
 
 log = logging.getLogger("semula")
 

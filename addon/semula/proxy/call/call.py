@@ -3,7 +3,7 @@
 The decision is `core.cascade.cascade()` (or, for a repeat of raw bytes it already matched, the fast
 path's remembered hit settled by `core.cascade.settle`); what it returns is final and carries the
 recording to serve. This module only carries it out: it builds the response from the recording, or
-the refusal that says why, and hands a forwarded call to the recorder (`proxy/recorder.py`).
+the refusal that says why, and hands a forwarded call to the recorder (`proxy/call/recorder.py`).
 """
 
 from __future__ import annotations
@@ -32,16 +32,16 @@ from semula.core.settings import ProjectSettings, SettingsError, validate_projec
 from semula.providers import adapter_for
 from semula.providers.base import Adapter, AdapterError, RawRequest
 from semula.providers.mcp import MCP
-from semula.proxy import mcp
-from semula.proxy.answer import answer_response
-from semula.proxy.bodies import BodyTooLarge, decode_capped
-from semula.proxy.calllog import finish, release
-from semula.proxy.flowstate import FlowState, raw_request
-from semula.proxy.headers import semula_headers
-from semula.proxy.identity import keyed_project
-from semula.proxy.lookups import ProxyAnswers, ProxyLookups
-from semula.proxy.parts import ProxyParts
-from semula.proxy.sidecalls import side_outcome
+from semula.proxy.call import mcp
+from semula.proxy.call.answer import answer_response
+from semula.proxy.call.bodies import BodyTooLarge, decode_capped
+from semula.proxy.call.calllog import finish, release
+from semula.proxy.call.flowstate import FlowState, raw_request
+from semula.proxy.call.headers import semula_headers
+from semula.proxy.call.identity import keyed_project
+from semula.proxy.call.lookups import ProxyAnswers, ProxyLookups
+from semula.proxy.call.parts import ProxyParts
+from semula.proxy.call.sidecalls import side_outcome
 
 log = logging.getLogger("semula")
 

@@ -25,8 +25,8 @@ from semula.core.decision import Action, Decision, Kind
 from semula.core.modes import Mode
 from semula.providers.mcp import MCP, McpServer, message_kind, target_of
 from semula.providers.mcpwire import error_body, with_request_ids
-from semula.proxy.flowstate import FlowState
-from semula.proxy.headers import semula_headers
+from semula.proxy.call.flowstate import FlowState
+from semula.proxy.call.headers import semula_headers
 
 __all__ = ["SESSION_HEADER", "local_outcome", "mcp_message", "refused", "served"]
 

@@ -2,7 +2,7 @@
 
 A run is this proxy process, or, when a call carries the `x-semula-run` header, the run it names
 (a test id, say): parallel tests that each name their own run never interleave their sequences.
-A call tagged by the pytest plugin (proxy/scopes.py) counts in its session's current test: each test
+A call tagged by the pytest plugin (proxy/run/scopes.py) counts in its session's current test: each test
 of each session counts from 1, also when a new session reuses a running proxy.
 """
 

@@ -1,6 +1,6 @@
 """What each call leaves in the call log: one row (decision, tier, score, entry, why) for the notebooks.
 
-The same call's console line is `proxy/console.py`, its headers and mitmweb comment `proxy/headers.py`.
+The same call's console line is `proxy/call/console.py`, its headers and mitmweb comment `proxy/call/headers.py`.
 `finish` ends a call, whoever ends it (the call answered or refused; the recorder; the error hook).
 """
 
@@ -14,10 +14,10 @@ from mitmproxy import http
 from semula.calllog.schema import CallRow
 from semula.core.redact import redact_text
 from semula.providers.base import Usage
-from semula.proxy.console import console_line
-from semula.proxy.flowstate import FlowState
-from semula.proxy.headers import flow_comment
-from semula.proxy.parts import ProxyParts
+from semula.proxy.call.console import console_line
+from semula.proxy.call.flowstate import FlowState
+from semula.proxy.call.headers import flow_comment
+from semula.proxy.call.parts import ProxyParts
 
 
 def release(parts: ProxyParts, state: FlowState) -> None:

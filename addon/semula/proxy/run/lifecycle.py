@@ -15,26 +15,30 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mitmproxy import ctx
 
 from semula.core.modes import Mode
 from semula.core.settings import AddonSettings
-from semula.proxy.admin import AdminServer, fallback_admin_dir, read_admin_info
-from semula.proxy.console import TERMINAL_SAFE_LOG
-from semula.proxy.expiry import StaleWarnings
-from semula.proxy import runinfo
-from semula.proxy.refusals import Refusals
-from semula.proxy.scopes import CurrentTests
+from semula.admin.protocol import fallback_admin_dir, read_admin_info
+from semula.admin.server import AdminServer
+from semula.proxy.run.terminal import TERMINAL_SAFE_LOG
+from semula.proxy.run.expiry import StaleWarnings
+from semula.proxy.run import runinfo
+from semula.proxy.run.refusals import Refusals
+from semula.proxy.run.scopes import CurrentTests
 from semula.recordings.files import remember_user_umask
-from semula.proxy.startup import EngineStart
-from semula.proxy.storethread import StoreThread
+from semula.proxy.run.startup import EngineStart
+from semula.proxy.run.storethread import StoreThread
 from semula.calllog.schema import CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA_VERSION, CallRow, ReviewEvent
 from semula.store.datadir import make_data_dir
 from semula.store.selection import StoreSpec
 from semula.calllog.writer import ParquetLog
 from semula.calllog.tally import STOPPED, Tally
+
+if TYPE_CHECKING:  # fastembed (behind the model) is loaded only when the tier is on
+    from semula.embeddings.model import Embedder
 
 log = logging.getLogger("semula")
 
@@ -49,7 +53,7 @@ class Lifecycle:
         self.calls: ParquetLog | None = None
         self.tally = Tally()  # this proxy's calls by outcome, said when it stops
         self.reviews: ParquetLog | None = None
-        self.embedder: Any = None
+        self.embedder: Embedder | None = None  # the embedding tier's model, once loaded (`_load_embedder`)
         self.admin: AdminServer | None = None
         self.refusals = Refusals()  # replay refusals, numbered: the pytest plugin asks for them
         self.tests = CurrentTests()  # the test each run tag is in: the pytest plugin says so

@@ -1,7 +1,7 @@
 """What the addon knows about one intercepted provider call, between mitmproxy's hooks.
 
-Written by: the hooks (who is calling, at `requestheaders`), the call (`proxy/call.py`: the decision
-and what it learnt on the way), the fast path (`fast_key`) and the recorder (`proxy/recorder.py`: the
+Written by: the hooks (who is calling, at `requestheaders`), the call (`proxy/call/call.py`: the decision
+and what it learnt on the way), the fast path (`fast_key`) and the recorder (`proxy/call/recorder.py`: the
 streamed answer, why it was not whole or not recorded). A served recording is read from
 `outcome.answer`, not copied here.
 """
@@ -42,16 +42,16 @@ class FlowState:
     cut: bool = False  # the answer broke off: the client did not get it whole
     pending_key: tuple[str, str] | None = None
     run: str = ""  # the x-semula-run header: the run whose repeats are counted (sequence mode)
-    tag: str = ""  # the proxy password's run tag (proxy/refusals.py)
-    test: str = ""  # the test current for the tag, or the x-semula-scope header (proxy/scopes.py)
+    tag: str = ""  # the proxy password's run tag (proxy/run/refusals.py)
+    test: str = ""  # the test current for the tag, or the x-semula-scope header (proxy/run/scopes.py)
     fast_key: FastKey | None = None  # set when the raw-request fast path may serve this request
     fast: FastHit | None = None  # set when it did (then `canonical` is None: nothing was parsed)
-    # what the call log names when no request is parsed (a Realtime conversation: `proxy/realtime.py`)
+    # what the call log names when no request is parsed (a Realtime conversation: `proxy/realtime/hooks.py`)
     provider: str | None = None
     model: str | None = None
     # auto mode: the review queue's write for this miss, left to run while the call is forwarded
     queueing: asyncio.Future[NearSearch | None] | None = None
-    mcp: McpServer | None = None  # the MCP server it goes to (semula_mcp_servers; proxy/mcp.py)
+    mcp: McpServer | None = None  # the MCP server it goes to (semula_mcp_servers; proxy/call/mcp.py)
 
     @property
     def decision(self) -> Decision | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from semula.core.decision import Decision
-from semula.proxy.flowstate import FlowState
+from semula.proxy.call.flowstate import FlowState
 
 COMMENT_ERROR_CHARS = 300
 

@@ -15,11 +15,11 @@ from semula.core.errorpolicy import unrecordable_answer
 from semula.core.provenance import provenance_of
 from semula.providers import adapter_for, stream_frames, stream_framer
 from semula.providers.base import Adapter, Usage
-from semula.proxy.bodies import decode_partial
-from semula.proxy.calllog import finish
-from semula.proxy.flowstate import FlowState
-from semula.proxy.headers import semula_headers
-from semula.proxy.parts import ProxyParts
+from semula.proxy.call.bodies import decode_partial
+from semula.proxy.call.calllog import finish
+from semula.proxy.call.flowstate import FlowState
+from semula.proxy.call.headers import semula_headers
+from semula.proxy.call.parts import ProxyParts
 from semula.recordings.entry import Answer, recording_of, semula_version
 
 

@@ -21,8 +21,8 @@ from semula.core.redact import clean_query
 from semula.core.settings import AddonSettings, ProjectSettings
 from semula.engine.engine import Engine
 from semula.providers import ADAPTERS, GENERIC
-from semula.proxy.flowstate import FlowState, raw_request
-from semula.proxy.identity import keyed_project
+from semula.proxy.call.flowstate import FlowState, raw_request
+from semula.proxy.call.identity import keyed_project
 
 # The canonical path parses larger bodies off the event loop; they are not worth a fast path.
 FAST_BODY_BYTES = 256 * 1024

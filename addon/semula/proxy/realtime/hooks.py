@@ -6,11 +6,11 @@ upstream and, when it ends cleanly, is recorded through the engine on the store 
 answer is (store first, then its file in `_realtime/`); a conversation cannot be matched before it
 starts (its first client message comes after the handshake). In replay the store thread reads the
 project's conversations of that URL and the upgrade goes to the local answerer
-(`realtime_answerer.py`), never upstream. Each conversation ends in the call log and on the console
+(`answerer.py`), never upstream. Each conversation ends in the call log and on the console
 through the same code as an HTTP call (`calllog.finish`), its decision made by `core.decision.decide`.
 
 Bounded like an HTTP body: a message over `semula_realtime_max_message_mb` closes its connection as
-its first frame header arrives (`realtime_limits.py`); a conversation over
+its first frame header arrives (`limits.py`); a conversation over
 `semula_realtime_max_session_mb` (or the loader's file cap) or `conversation_file.MAX_MESSAGES` stops
 being recorded, with one log line, and goes on being relayed. Hooks here only keep a message's bytes
 (mitmproxy keeps only the last): decoding, redaction and the file are built off the event loop when
@@ -40,12 +40,13 @@ from semula.core.modes import Mode
 from semula.core.redact import redact_text
 from semula.core.tiers import Tier
 from semula.providers import host_matches
-from semula.proxy import calllog, realtime_limits
-from semula.proxy.caller import caller_of
-from semula.proxy.flowstate import FlowState
-from semula.proxy.parts import ProxyParts
-from semula.proxy.realtime_answerer import TOKEN_HEADER, Answerer, Played
-from semula.proxy.realtime_limits import MB, Cap
+from semula.proxy.call import calllog
+from semula.proxy.realtime import limits
+from semula.proxy.call.caller import caller_of
+from semula.proxy.call.flowstate import FlowState
+from semula.proxy.call.parts import ProxyParts
+from semula.proxy.realtime.answerer import TOKEN_HEADER, Answerer, Played
+from semula.proxy.realtime.limits import MB, Cap
 from semula.recordings.conversation_file import MAX_MESSAGES
 from semula.recordings.conversations import new_entry
 from semula.recordings.files import max_file_bytes
@@ -101,14 +102,14 @@ class Realtime:
         self.parts = parts
         self.live: dict[str, Live] = {}
         self.answerer = Answerer()
-        if not realtime_limits.install():
+        if not limits.install():
             log.warning("semula: this mitmproxy has no WebsocketConnection: Realtime messages are capped only "
                         "once complete")
 
     def done(self) -> None:
         self.answerer.close()
         for live in self.live.values():
-            realtime_limits.release(live.connections)
+            limits.release(live.connections)
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         host = flow.request.pretty_host.lower()  # before map_remote rewrites it
@@ -181,7 +182,7 @@ class Realtime:
         reason = f"semula: message over the {limit / MB:g} MB cap (semula_realtime_max_message_mb)"
         live.connections = (flow.client_conn.id, flow.server_conn.id)
         for side, connection in zip(("client", "server"), live.connections):
-            realtime_limits.guard([connection], Cap(limit, reason, partial(self._too_big, live, side, limit=limit)))
+            limits.guard([connection], Cap(limit, reason, partial(self._too_big, live, side, limit=limit)))
 
     def _too_big(self, live: Live, side: str, size: int, limit: int) -> None:
         live.unrecorded = f"a {side} message over the {limit / MB:g} MB cap"
@@ -218,7 +219,7 @@ class Realtime:
         live = self.live.pop(flow.id, None)
         if live is None or flow.websocket is None:
             return
-        realtime_limits.release(live.connections)
+        limits.release(live.connections)
         if live.played is not None:
             await self._replayed(flow, live, live.played)
         elif live.record:
@@ -229,7 +230,7 @@ class Realtime:
     def error(self, flow: http.HTTPFlow) -> None:
         live = self.live.pop(flow.id, None)
         if live is not None:
-            realtime_limits.release(live.connections)
+            limits.release(live.connections)
         if live is not None and flow.websocket is None:  # the handshake failed (upstream unreachable…)
             self.answerer.sessions.pop(live.token, None)
             self._finish(flow, live, error=redact_text(str(flow.error)) if flow.error else "connection error")

@@ -13,7 +13,7 @@ from mitmproxy import http
 from mitmproxy.net.http.status_codes import RESPONSES
 
 from semula.core.decision import Decision
-from semula.proxy.headers import wire_semula_headers
+from semula.proxy.call.headers import wire_semula_headers
 from semula.store.types import Entry
 
 

@@ -1,7 +1,7 @@
 """Which test each run tag is in: the pytest plugin says so at each test's start and end.
 
 Clients are often created before a test runs (at module level), so a per-test environment variable
-would not reach them; the proxy password the plugin already sends (`semula-<tag>`, proxy/refusals.py)
+would not reach them; the proxy password the plugin already sends (`semula-<tag>`, proxy/run/refusals.py)
 does. At each test's setup the plugin calls the admin method `tests.enter` ("tag T is now in test X",
 with the session's scope mode); at its end, with no test. A call then carries the test that was current
 for its tag: its refusal is that test's (or no test's, between tests), its repeats are counted within

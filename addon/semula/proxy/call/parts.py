@@ -14,13 +14,13 @@ from semula.calllog.writer import ParquetLog
 from semula.core.modes import Mode
 from semula.core.settings import AddonSettings
 from semula.providers import DEFAULT_PROVIDER_HOSTS
-from semula.proxy.console import CallLines
-from semula.proxy.fastpath import FastPath
-from semula.proxy.lifecycle import Lifecycle
-from semula.proxy.refusals import Refusals
-from semula.proxy.runs import RunCounters
-from semula.proxy.scopes import CurrentTests
-from semula.proxy.storethread import StoreThread
+from semula.proxy.call.console import CallLines
+from semula.proxy.call.fastpath import FastPath
+from semula.proxy.run.lifecycle import Lifecycle
+from semula.proxy.run.refusals import Refusals
+from semula.proxy.run.runs import RunCounters
+from semula.proxy.run.scopes import CurrentTests
+from semula.proxy.run.storethread import StoreThread
 
 
 @dataclass(eq=False)

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 
 from semula.core.redact import FingerprintKey
 from semula.engine.engine import Engine
-from semula.proxy.folderwatch import FolderWatch
-from semula.proxy.startup import EngineStart
+from semula.proxy.run.folderwatch import FolderWatch
+from semula.proxy.run.startup import EngineStart
 from semula.store.types import StoreError
 
 log = logging.getLogger("semula")
@@ -58,7 +58,7 @@ class StoreThread:
         return engine.fingerprint_key if engine is not None else self._unstored_key
 
     def configure(self, start: EngineStart, load_wait: float = LOAD_WAIT_SECONDS) -> None:
-        """What to open (`proxy/startup.py`); the opening itself runs on this thread (`ensure_open`)."""
+        """What to open (`proxy/run/startup.py`); the opening itself runs on this thread (`ensure_open`)."""
         self.load_wait = load_wait
         self._start = start
         if start.recordings and self._watch is None:
