@@ -30,17 +30,28 @@ from pathlib import Path
 from bench.common import REPO, RESULTS, ensure_ca, free_port, machine, pct
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO / "addon")}
-STAMP = "import time; print('STAMP', time.time(), flush=True)"
-TEST_FILE = "import time\n\ndef test_one():\n    print('STAMP', time.time(), flush=True)\n"
+# The child stamps when it starts (ready), then waits as a first call would for the store to be open
+# (the line the proxy prints then, in its console file) and stamps again: its exit is the stop's start.
+STORE_OPEN = ("semula: store open", "semula: recordings ", "semula: NOT recording")
+WAIT_STORE = (f"import os, pathlib, time\nprint('STAMP', time.time(), flush=True)\n"
+              f"log = pathlib.Path(os.environ['SEMULA_BENCH_DATA'], 'proxy.log')\n"
+              f"while not (log.exists() and any(m in log.read_text() for m in {STORE_OPEN!r})):\n"
+              f"    time.sleep(0.005)\n"
+              f"print('OPENED', time.time(), flush=True)\n")
+STAMP = WAIT_STORE
+OPEN_AFTER_READY: list[float] = []  # proxy rounds: ready line → store-open line (what a first call may wait)
+TEST_FILE = "def test_one():\n" + "".join(f"    {line}\n" for line in WAIT_STORE.splitlines())
 
 
-def _wait_line(proc: subprocess.Popen, marker: str, timeout: float = 60.0) -> tuple[float, str]:
-    """Read the child's merged output until a line containing `marker`; its arrival time and the line."""
+def _wait_line(proc: subprocess.Popen, marker: str | tuple[str, ...], timeout: float = 60.0) -> tuple[float, str]:
+    """Read the child's merged output until a line containing `marker` (or one of them); its arrival
+    time and the line."""
     deadline = time.monotonic() + timeout
+    markers = (marker,) if isinstance(marker, str) else marker
     assert proc.stdout is not None
     for raw in proc.stdout:
         line = raw.decode(errors="replace")
-        if marker in line:
+        if any(m in line for m in markers):
             return time.time(), line
         if time.monotonic() > deadline:
             break
@@ -68,6 +79,8 @@ def proxy_round(data_dir: Path, confdir: Path) -> tuple[float, float]:
         while not _port_answers(port):
             time.sleep(0.005)
         ready = time.time() - started
+        opened, _ = _wait_line(proc, STORE_OPEN)
+        OPEN_AFTER_READY.append(opened - started - ready)
         stopping = time.time()
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=60)
@@ -78,17 +91,21 @@ def proxy_round(data_dir: Path, confdir: Path) -> tuple[float, float]:
             proc.wait()
 
 
-def _stamped(argv: list[str], cwd: Path) -> tuple[float, float]:
-    """Spawn argv whose child prints STAMP <time> at its start or body: (spawn → stamp, stamp → exit)."""
+def _stamped(argv: list[str], cwd: Path, data_dir: Path) -> tuple[float, float]:
+    """Spawn argv whose child prints STAMP <time> at its start or body, then OPENED <time> once the
+    store is open: (spawn → stamp, opened → exit)."""
     started = time.time()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=ENV, cwd=cwd)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env={**ENV, "SEMULA_BENCH_DATA": str(data_dir)}, cwd=cwd)
     try:
         _, line = _wait_line(proc, "STAMP ")
         stamp = float(line.split("STAMP ", 1)[1].split()[0])
+        _, line = _wait_line(proc, "OPENED ")
+        opened = float(line.split("OPENED ", 1)[1].split()[0])
         out, _ = proc.communicate(timeout=60)
         if proc.returncode:
             raise RuntimeError(f"{argv[:6]} exited {proc.returncode}: {out.decode(errors='replace')[-2000:]}")
-        return stamp - started, time.time() - stamp
+        return stamp - started, time.time() - opened
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -97,7 +114,7 @@ def _stamped(argv: list[str], cwd: Path) -> tuple[float, float]:
 
 def exec_round(data_dir: Path, confdir: Path) -> tuple[float, float]:
     return _stamped([sys.executable, "-m", "semula", "exec", "--mode", "replay", "--data-dir", str(data_dir),
-                     "--set", f"confdir={confdir}", "--", sys.executable, "-c", STAMP], data_dir.parent)
+                     "--set", f"confdir={confdir}", "--", sys.executable, "-c", STAMP], data_dir.parent, data_dir)
 
 
 def plugin_round(data_dir: Path, confdir: Path, plugin: bool = True) -> tuple[float, float]:
@@ -105,7 +122,7 @@ def plugin_round(data_dir: Path, confdir: Path, plugin: bool = True) -> tuple[fl
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-s", str(test)]
     if plugin:
         argv += ["--semula=replay", f"--semula-data-dir={data_dir}", f"--semula-set=confdir={confdir}"]
-    return _stamped(argv, data_dir.parent)
+    return _stamped(argv, data_dir.parent, data_dir)
 
 
 def measure(name: str, rounds: int, work: Path, confdir: Path) -> dict[str, list[float]]:
@@ -131,7 +148,10 @@ def measure(name: str, rounds: int, work: Path, confdir: Path) -> dict[str, list
 
 def baselines(rounds: int, work: Path) -> dict[str, tuple[float, float]]:
     """What the child alone costs: Python's start for exec, pytest's start and end without the plugin."""
-    python = [_stamped([sys.executable, "-c", STAMP], work) for _ in range(rounds)]
+    opened = work / "data"  # no proxy: its console file says the store is open from the start
+    opened.mkdir(exist_ok=True)
+    (opened / "proxy.log").write_text(STORE_OPEN[0] + "\n")
+    python = [_stamped([sys.executable, "-c", STAMP], work, opened) for _ in range(rounds)]
     (work / "test_one.py").write_text(TEST_FILE)
     pytest_only = [plugin_round(work / "data", work, plugin=False) for _ in range(rounds)]
     median = statistics.median
@@ -166,6 +186,11 @@ def render(figures: dict[str, dict[str, list[float]]], base: dict[str, tuple[flo
             values = [v - (start_base if "ready" in key else stop_base) for v in out[key]]
             cells += [f"{statistics.median(values):.3f}", f"{pct(values, 90):.3f}"]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    if OPEN_AFTER_READY:
+        lines += ["", f"The store opens {statistics.median(OPEN_AFTER_READY):.3f} s (median; p90 "
+                      f"{pct(OPEN_AFTER_READY, 90):.3f}) after the proxy's ready line, beside the client's own start; "
+                      "a call that comes first waits for it. Each stop is timed once the store is open, as at the "
+                      "end of a real run: a stop sent while it still opens waits for it."]
     if base:
         lines += ["", "Subtracted (median s, start · end): " + "; ".join(
             f"{k} {a:.3f} · {b:.3f}" for k, (a, b) in base.items())]

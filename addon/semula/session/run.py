@@ -23,6 +23,7 @@ from typing import Any
 
 import click
 
+from semula.calllog.tally import Tally
 from semula.core.modes import Mode
 from semula.admin.protocol import read_admin_info
 from semula.session.optioncheck import OptionError, check_sets
@@ -94,6 +95,7 @@ class ProxySession:
 
     def stop(self) -> str:
         """Stop the proxy this run started (its call log flushed); return the run's summary line."""
+        final: Tally | None = None
         if self.process is not None:
             stop_process(self.process)
             self.process = None
@@ -101,8 +103,9 @@ class ProxySession:
             time.sleep(FLUSH_WAIT_S)
         if self.console is not None:
             self.console.close()
+            final = self.console.final  # the proxy this run started counted its calls
             self.console = None
-        return run_summary(self.data_dir, self.started)
+        return summary_line(final) if final is not None else run_summary(self.data_dir, self.started)
 
 
 def run_env(mode: str, sets: tuple[str, ...], host: str, port: int, confdir: Path,
@@ -229,6 +232,7 @@ class ProxyConsole:
         self.echo = echo
         self.offset = 0
         self.ready = False
+        self.final: Tally | None = None  # the proxy's calls by outcome, from its last line
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -242,7 +246,9 @@ class ProxyConsole:
             complete = chunk[:chunk.rfind(b"\n") + 1]
             self.offset += len(complete)
             for line in complete.decode(errors="replace").splitlines():
-                if line.startswith("semula ready"):
+                if (tally := Tally.parse(line)) is not None:
+                    self.final = tally  # the run's summary says it: not echoed twice
+                elif line.startswith("semula ready"):
                     self.ready = True
                     self.echo(f"{line} · console in {self.path}")
                 elif line.startswith("semula") and " → " not in line and not line.startswith(HARNESS_ONLY):
@@ -265,33 +271,28 @@ class ProxyConsole:
 
 
 def run_summary(data_dir: Path, since: datetime) -> str:
-    """One line: this run's calls by outcome, or a warning when none went through semula."""
+    """One line from the call log: the calls since `since` by outcome (a proxy this run reused, or one
+    that stopped before it could say its own tally)."""
     import duckdb
 
     from semula.calllog.reader import load_log
     from semula.calllog.schema import CALL_LOG_SCHEMA
 
     con = duckdb.connect()
-    rows: tuple[Any, ...] | None = None
+    tally = Tally()
     if load_log(con, "calls", data_dir / "calls", CALL_LOG_SCHEMA):
-        rows = con.execute(
-            "SELECT count(*), count(*) FILTER (decision = 'hit'), "
-            "count(*) FILTER (decision = 'miss' AND mode <> 'replay'), "
-            "count(*) FILTER (mode = 'replay' AND decision <> 'hit' AND coalesce(bypass_reason, '') NOT LIKE "
-            "'side call:%') FROM calls WHERE ts >= ?", [since]).fetchone()  # a side call is answered, not refused
-    calls, hits, misses, refused = rows or (0, 0, 0, 0)
-    if not calls:
+        for row in con.execute("SELECT decision, mode, bypass_reason FROM calls WHERE ts >= ?", [since]).fetchall():
+            tally.add(*row)
+    return summary_line(tally)
+
+
+def summary_line(tally: Tally) -> str:
+    """The run's calls by outcome, or a warning when none went through semula."""
+    if not tally.calls:
         return ("semula: WARNING: the command made no calls through semula — nothing was recorded or replayed. "
                 "Do its clients honour HTTPS_PROXY (Node 20 needs undici's dispatcher, a JVM `semula exec --java`: "
                 "certs_readme.md), or do they call a host semula does not intercept?")
-    other = calls - hits - misses - refused
-    other_text = f" · {other} other (bypass/passthrough/error)" if other else ""
-    return (f"semula: {_count(calls, 'call', 'calls')} · {_count(hits, 'hit', 'hits')} · "
-            f"{_count(misses, 'miss', 'misses')} · {refused} refused{other_text}")
-
-
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
+    return f"semula: {tally.text()}"
 
 
 def stop_process(process: subprocess.Popen) -> None:

@@ -37,6 +37,7 @@ def finish(parts: ProxyParts, flow: http.HTTPFlow, state: FlowState, upstream_ms
     status = flow.response.status_code if flow.response is not None and not state.cut else None
     row = call_row(state, flow.request.method, parts.mode.value, status, upstream_ms=upstream_ms, usage=usage,
                    entry_id=entry, recorded=recorded)
+    parts.life.tally.add(row.decision, row.mode, row.bypass_reason)
     if (calls := parts.calls) is not None:
         calls.append(row.as_dict(run_id=parts.run_id))
     flow.comment = flow_comment(decision, entry, state)

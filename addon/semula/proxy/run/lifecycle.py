@@ -35,6 +35,7 @@ from semula.calllog.schema import CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA_VER
 from semula.store.datadir import make_data_dir
 from semula.store.selection import StoreSpec
 from semula.calllog.writer import ParquetLog
+from semula.calllog.tally import STOPPED, Tally
 
 if TYPE_CHECKING:  # fastembed (behind the model) is loaded only when the tier is on
     from semula.embeddings.model import Embedder
@@ -50,6 +51,7 @@ class Lifecycle:
         log.addFilter(TERMINAL_SAFE_LOG)
         self.store = StoreThread()
         self.calls: ParquetLog | None = None
+        self.tally = Tally()  # this proxy's calls by outcome, said when it stops
         self.reviews: ParquetLog | None = None
         self.embedder: Embedder | None = None  # the embedding tier's model, once loaded (`_load_embedder`)
         self.admin: AdminServer | None = None
@@ -183,6 +185,7 @@ class Lifecycle:
                       f" ({log_writer.last_error or 'see the errors above'})", flush=True)
         self.calls = self.reviews = None
         self.store.close()
+        print(f"{STOPPED}{self.tally.text()}", flush=True)
 
 
 def _is_loopback(url: str) -> bool:
