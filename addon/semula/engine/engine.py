@@ -266,7 +266,7 @@ class Engine:
         if not verdict.review:
             return None
         try:
-            queued = self.review.queue(project, request, request_fingerprint(request), normalised_fp,
+            queued = self.review.queue(project, request, request_fingerprint(request, settings.ignore), normalised_fp,
                                        [Candidate(best.entry_id, verdict)], paired)
         except StoreError as e:  # the miss stands; only the queueing is lost
             log.warning("semula: could not queue the nearest recording for review (%s)", e)

@@ -19,6 +19,7 @@ from semula.core.settings import (
     FINGERPRINT_KEYS,
     ProjectSettings,
     parse_setting,
+    setting_json,
     settings_from_mapping,
     settings_to_json,
     validate_project,
@@ -146,7 +147,7 @@ class Recordings:
         """Validate and store one setting; fingerprint inputs re-fingerprint the project."""
         validate_project(project)
         parsed = parse_setting(key, value)
-        self.store.set_project_setting(project, key, list(parsed) if isinstance(parsed, tuple) else parsed)
+        self.store.set_project_setting(project, key, setting_json(parsed))
         new = replace(self.index.settings_for(project), **{key: parsed})
         self.index.set_settings(project, new)
         if self.folder is not None:  # teammates and CI get the project's settings with its recordings
@@ -157,17 +158,20 @@ class Recordings:
         return {"project": project, "key": key, "value": settings_to_json(new)[key], "refingerprinted": changed}
 
     def refingerprint(self, project: str, settings: ProjectSettings, reload: bool = True) -> int:
-        """Recompute normalised fingerprints (and the aliases pointing at them) from stored requests."""
+        """Recompute a project's fingerprints (and the aliases and review candidates keyed by them) from
+        stored requests: the normalised ones, and the exact ones too (the project's `ignore` feeds both)."""
         rows = {row.id: (row.request_fp, row.normalised_fp)
                 for row in self.store.index_rows() if row.project == project}
-        old_fps = {entry_id: fp for entry_id, (_, fp) in rows.items()}
         updates = []
         for entry_id, _, canonical in each_canonical(self.store, project):
-            fp = sequenced(normalised_fingerprint(CanonicalRequest.from_json(canonical), *settings.fingerprint_inputs),
-                           occurrence_of(rows.get(entry_id, ("", ""))[0]))  # a sequence's n-th answer keeps #n
-            if fp != old_fps.get(entry_id):
-                updates.append((entry_id, fp))
-        self.store.set_normalised_fps(updates)
+            old = rows.get(entry_id, ("", ""))
+            n = occurrence_of(old[0])  # a sequence's n-th answer keeps #n
+            new = tuple(sequenced(fp, n) for fp in fingerprints_of(CanonicalRequest.from_json(canonical), settings))
+            if new != old:
+                updates.append((entry_id, new[0], new[1]))
+        candidates = [(c.id, *fingerprints_of(CanonicalRequest.from_json(c.request_canonical), settings))
+                      for c in self.store.candidates(project, status=None, limit=10**9)]
+        self.store.set_fingerprints(updates, [c for c in candidates if c])
         self._refingerprint_aliases(project, settings)
         if reload:
             self.reload()

@@ -24,7 +24,8 @@ from typing import Any
 
 from semula.core.request.canonical import CanonicalRequest
 from semula.core.tiers import Tier
-from semula.core.settings import FINGERPRINT_KEYS, ProjectSettings, SettingsError, parse_setting, validate_project
+from semula.core.settings import (FINGERPRINT_KEYS, ProjectSettings, SettingsError, parse_setting, setting_json,
+                                  validate_project)
 from semula.recordings.entry import fingerprints_of
 from semula.recordings.files import read_inside
 from semula.recordings.format import slug
@@ -153,7 +154,7 @@ def load_settings(root: Path, store: RecordingStore, report: SharedReport) -> No
             current = store.project_settings(project)
             for key, value in values.items():
                 parsed = parse_setting(key, value)
-                stored = list(parsed) if isinstance(parsed, tuple) else parsed
+                stored = setting_json(parsed)
                 if current.get(key) != stored:
                     store.set_project_setting(project, key, stored)
                     if key in FINGERPRINT_KEYS:
