@@ -12,6 +12,7 @@ import pytest
 from entries import chat, fingerprints, new_entry
 
 from semula.core.explain import ignore_note, miss_message, nearest_recordings
+from semula.core.nearmatch import near_match, review_score
 from semula.core.request.canonical import CanonicalRequest, Message, ignored, normalised_fingerprint, request_fingerprint
 from semula.core.request.ignore import (IGNORED, MAX_PATTERN_CHARS, MAX_PATTERNS, NO_IGNORE, IgnoreError,
                                         IgnoreRules, parse_ignore)
@@ -182,7 +183,7 @@ def test_the_miss_explanation_names_what_was_ignored_and_only_what_still_differs
     assert "temperature" in said and "seed" not in said and "run_tag" not in said, said
     note = ignore_note(incoming, RULES)
     assert note == r"ignored by semula_ignore: run_tag.id, /seed=\d+/ (not found in this request: " \
-                   "metadata.run_id, trace[*].span)"
+                   "trace[*].span) (metadata.run_id: never counted anyway)"
     message = miss_message("p", "replay", [nearest], [], ignore=note)
     assert r"Ignored by semula_ignore: run_tag.id, /seed=\d+/" in message and "every other field counts" in message
     assert ignore_note(incoming, NO_IGNORE) is None
@@ -212,3 +213,14 @@ def test_changing_the_setting_refingerprints_existing_recordings(tmp_path):
         assert match(incoming) is None and match(again).tier == "exact"
     finally:
         engine.close()
+
+
+def test_the_near_tiers_see_the_same_placeholders():
+    stored = ask("Please list three quiet hotels near the old harbour, seed=1", run_tag={"id": "A"})
+    incoming = ask("Please list three calm hotels near the old harbour, seed=2", run_tag={"id": "B"})
+    plain = near_match(incoming, stored, ProjectSettings())
+    assert "run_tag" in (plain.reason or ""), plain
+    verdict = near_match(incoming, stored, ProjectSettings(ignore=RULES))
+    assert verdict.review and "run_tag" not in (verdict.reason or "") and "seed" not in (verdict.guard_reason or "")
+    assert not verdict.serve and verdict.score < 1, verdict  # the reworded prompt still counts
+    assert review_score(incoming, stored, ProjectSettings(ignore=RULES)) is not None

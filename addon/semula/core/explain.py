@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from semula.core.request.canonical import CanonicalRequest, canonical_json, ignored
+from semula.core.request.canonical import NEVER_MATTERS, CanonicalRequest, canonical_json, ignored
 from semula.core.request.ignore import IgnoreRules
 from semula.core.checks import MISS_CHECKS
 from semula.core.nearmatch import review_score
@@ -67,10 +67,13 @@ def ignore_note(request: CanonicalRequest, rules: IgnoreRules) -> str | None:
     if not rules:
         return None
     used = ignore_taken(request, rules=rules)
-    unused = [name for name in declared_rules(rules) if name not in used]
+    never = [path for path in rules.paths if path.split(".", 1)[0].split("[", 1)[0] in NEVER_MATTERS]
+    unused = [name for name in declared_rules(rules) if name not in used and name not in never]
     note = f"ignored by semula_ignore: {', '.join(used)}" if used else "nothing ignored by semula_ignore"
     if unused:
         note += f" (not found in this request: {', '.join(unused)})"
+    if never:
+        note += f" ({', '.join(never)}: never counted anyway)"
     return note
 
 
