@@ -12,6 +12,8 @@ long prompt is answered.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ import openai
 import pytest
 
 from conftest import ProxyFactory
-from e2e_helpers import FakeProvider, ProxyHandle, openai_client, run_semula, uniq
+from e2e_helpers import FakeProvider, ProxyHandle, clean_env, openai_client, run_semula, semula_cmd, uniq
 
 pytestmark = pytest.mark.e2e
 
@@ -71,6 +73,7 @@ def test_declared_fields_replay_and_anything_else_misses_naming_the_rule(
         assert "no recording matches this request" in message, message
         assert r"Ignored by semula_ignore: run_tag.id, /seed=\d+/" in message, message
         assert "every other field counts" in message, message
+        assert "differ: run_tag" not in message and "seed=4" not in message, message  # near tiers see placeholders
     sibling = client.chat.completions.with_raw_response
     with pytest.raises(openai.NotFoundError):
         sibling.create(model=MODEL, messages=[{"role": "user", "content": f"Pick a colour at random, seed=1 ({tag})"}],
@@ -127,6 +130,42 @@ def test_a_pathological_pattern_on_a_long_prompt_is_answered(module_proxy_factor
     assert headers["x-semula-decision"] == "miss", headers
     headers, _ = ask(client, text, "A")
     assert headers["x-semula-decision"] == "hit", headers
+
+
+def test_the_option_sets_the_project_setting_at_start(proxy_factory: ProxyFactory, fake_provider: FakeProvider,
+                                                      tmp_path: Path) -> None:
+    """`--set semula_ignore=…` (semula proxy, exec, the plugin's --semula-set) sets the project's setting
+    as `semula config set` does: a later run without the option keeps it (the recordings are keyed by it)."""
+    data_dir = tmp_path / "data"
+    option = ("--set", f"semula_ignore={json.dumps(RULES)}")
+    laptop = proxy_factory("auto", data_dir, extra_args=option)
+    client = openai_client(laptop.proxy_url, laptop.ca_path)
+    tag = uniq("option")
+    ask(client, f"Name a river, seed=1 ({tag})", "A")
+    laptop.stop()
+    assert "semula_ignore: project 'default' ignores" in laptop.output(), laptop.output()
+
+    again = proxy_factory("replay", data_dir, upstream="gone")  # no option: the setting stays
+    client = openai_client(again.proxy_url, again.ca_path)
+    headers, _ = ask(client, f"Name a river, seed=2 ({tag})", "B")
+    assert headers["x-semula-tier"] == "exact", headers
+    shown = json.loads(run_semula("config", "show", "--json", "--data-dir", str(data_dir)).stdout)
+    assert shown["ignore"] == RULES, shown
+
+
+@pytest.mark.parametrize("command", ["proxy", "exec"])
+def test_a_bad_option_stops_the_run_before_anything_starts(tmp_path: Path, mitm_confdir: Path, command: str) -> None:
+    data_dir, marker = tmp_path / "data", tmp_path / "ran"
+    argv = [*semula_cmd(), command, "--data-dir", str(data_dir), "--recordings", "off", "--listen-port", "0",
+            "--set", 'semula_ignore={"paths": ["model"]}', "--set", f"confdir={mitm_confdir}"]
+    if command == "exec":
+        argv += ["--", sys.executable, "-c", "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text('ran')",
+                 str(marker)]
+    result = subprocess.run(argv, capture_output=True, text=True, env=clean_env(), timeout=60)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "semula_ignore: path 'model' reaches into the model" in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert not data_dir.exists() and not marker.exists()
 
 
 _PROXIES: dict[int, ProxyHandle] = {}

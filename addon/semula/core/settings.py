@@ -308,3 +308,4 @@ class AddonSettings:
     confdir: str = "~/.mitmproxy"
     listen_host: str = ""
     listen_port: int | None = None
+    ignore: IgnoreRules | None = None  # semula_ignore: the default project's `ignore` to set at start; None: leave it
