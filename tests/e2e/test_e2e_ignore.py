@@ -81,8 +81,9 @@ def test_declared_fields_replay_and_anything_else_misses_naming_the_rule(
 
 
 def test_recordings_made_before_the_setting_match_once_it_is_set(proxy_factory: ProxyFactory,
-                                                                 fake_provider: FakeProvider) -> None:
-    proxy = proxy_factory("auto")
+                                                                 fake_provider: FakeProvider, tmp_path: Path) -> None:
+    folder = tmp_path / "semula-recordings"
+    proxy = proxy_factory("auto", extra_args=("--recordings", str(folder)))
     client = openai_client(proxy.proxy_url, proxy.ca_path)
     tag = uniq("weather")
     _, recorded = ask(client, f"Describe tomorrow's weather, seed=7 ({tag})", "A")
@@ -96,6 +97,10 @@ def test_recordings_made_before_the_setting_match_once_it_is_set(proxy_factory: 
     headers, answer = ask(client, f"Describe tomorrow's weather, seed=9 ({tag})", "C")
     assert headers["x-semula-decision"] == "hit" and headers["x-semula-tier"] == "exact", headers
     assert fake_provider.count() == before  # answered from a recording made before the setting existed
+
+    # The two files recorded before the setting now record one request: the check names the second.
+    check = run_semula("recordings", "check", str(folder))
+    assert check.returncode == 1 and "records the same request as" in check.stdout + check.stderr, check
 
     assert config_set(proxy.data_dir, "ignore", "null").returncode == 0
     headers, _ = ask(client, f"Describe tomorrow's weather, seed=10 ({tag})", "E")

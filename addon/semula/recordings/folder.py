@@ -52,7 +52,7 @@ from semula.recordings.files import (
 from semula.recordings import conversations, sidecars
 from semula.recordings.format import Recording, RecordingFileError, dumps_with_sidecars, loads, request_path
 from semula.recordings.sidecars import SidecarRef
-from semula.recordings.shared import SharedReport, check_shared, load_settings, load_shared
+from semula.recordings.shared import SharedReport, check_shared, folder_settings, load_settings, load_shared
 from semula.store.base import RecordingStore
 from semula.store.types import Entry, NewEntry, RecordingKind, StoreError
 
@@ -148,7 +148,9 @@ def check(root: Path, settings_for: Callable[[str], ProjectSettings] | None = No
     two files claiming one request included."""
     good, bad = 0, []
     claims: dict[str, str] = {}
-    settings_for = settings_for or (lambda _project: ProjectSettings())
+    if settings_for is None:  # the folder's own `_settings.json`: its `ignore` keys the recordings as the loader does
+        settings = folder_settings(root)
+        settings_for = lambda project: settings.get(project) or ProjectSettings()  # noqa: E731
     key = key or FingerprintKey.generate()  # secrets tagged alike within this check, as the loader tags them
     max_bytes = max_file_bytes()
     for found in scan(root):
