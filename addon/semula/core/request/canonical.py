@@ -252,18 +252,20 @@ def _ignored_joined(text: str, layout: Layout | None, rules: IgnoreRules, taken:
     return "".join(out), tuple(lengths)
 
 
-def ignored(c: CanonicalRequest, rules: IgnoreRules, taken: Taken | None = None) -> CanonicalRequest:
+def ignored(c: CanonicalRequest, rules: IgnoreRules, taken: Taken | None = None, *, body: bool = True
+            ) -> CanonicalRequest:
     """`c` as both fingerprints see it under the project's declared volatile fields (`core.request.ignore`):
     each path in the body and the parameters, each pattern in every text but the model. A path reaches
     only a body parameter (a key the adapter left in `params`), so both fingerprints drop the same values.
-    `taken` collects the rules that changed something (the miss message and `semula eval` name them)."""
+    `taken` collects the rules that changed something (the miss message and `semula eval` name them).
+    `body=False` leaves the body as it is (the normalised view of a parsed request never reads it)."""
     if not rules:
         return c
     parameters = frozenset(c.params)
-    body = (ignore_in_value(c.body, rules, parameters, taken, keep=frozenset({"model"}))
-            if isinstance(c.body, Mapping) else strings_ignored(c.body, rules, taken))
+    if body:
+        c = replace(c, body=_ignored_body(c, rules, taken))
     if not rules.patterns:
-        return replace(c, body=body, params=ignore_in_value(c.params, rules, parameters, taken))
+        return replace(c, params=ignore_in_value(c.params, rules, parameters, taken))
     system, system_layout = (None, c.system_layout) if c.system is None else _ignored_joined(
         c.system, c.system_layout, rules, taken)
     messages = []
@@ -271,15 +273,24 @@ def ignored(c: CanonicalRequest, rules: IgnoreRules, taken: Taken | None = None)
         text, layout = _ignored_joined(m.text, m.layout, rules, taken)
         messages.append(Message(m.role, text, tuple(strings_ignored(list(m.parts), rules, taken)), layout))
     return replace(
-        c, body=body, params=ignore_in_value(c.params, rules, parameters, taken), system=system,
+        c, params=ignore_in_value(c.params, rules, parameters, taken), system=system,
         system_layout=system_layout, messages=tuple(messages), tools=tuple(strings_ignored(list(c.tools), rules, taken)),
         instructions=None if c.instructions is None else ignore_text(c.instructions, rules, taken))
+
+
+def _ignored_body(c: CanonicalRequest, rules: IgnoreRules, taken: Taken | None = None) -> Any:
+    """The body as the exact fingerprint sees it: each path of a body parameter, each pattern in every string
+    but the model."""
+    if not rules:
+        return c.body
+    if isinstance(c.body, Mapping):
+        return ignore_in_value(c.body, rules, frozenset(c.params), taken, keep=frozenset({"model"}))
+    return strings_ignored(c.body, rules, taken)
 
 
 def request_fingerprint(c: CanonicalRequest, ignore: IgnoreRules = NO_IGNORE) -> str:
     """The exact tier's key: the redacted body (secrets as keyed tags) and the request line, key order
     aside; the project's declared volatile fields (`ignore`) as placeholders."""
-    c = ignored(c, ignore)
     return f"{FINGERPRINT_VERSION}:" + _sha256(
         {
             "method": c.method,
@@ -287,7 +298,7 @@ def request_fingerprint(c: CanonicalRequest, ignore: IgnoreRules = NO_IGNORE) ->
             "endpoint": c.endpoint,
             "query": [list(p) for p in c.query],
             "headers": [list(h) for h in c.headers],
-            "body": c.body,
+            "body": _ignored_body(c, ignore),
         }
     )
 
@@ -402,7 +413,7 @@ def normalised_fingerprint(
     """The normalised tier's key: texts normalised and scrubbed (``scrub_keys``' JSON values
     too), params in canonical form minus ``ignore_params``, the declared volatile fields (``ignore``)
     as placeholders before any of that."""
-    view = _normalised_view(ignored(c, ignore), scrub_patterns, ignore_params, False, None, scrub_keys)
+    view = _normalised_view(ignored(c, ignore, body=not c.parsed), scrub_patterns, ignore_params, False, None, scrub_keys)
     return NORMALISED_PREFIX + _sha256(view)
 
 
