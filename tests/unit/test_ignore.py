@@ -224,3 +224,19 @@ def test_the_near_tiers_see_the_same_placeholders():
     assert verdict.review and "run_tag" not in (verdict.reason or "") and "seed" not in (verdict.guard_reason or "")
     assert not verdict.serve and verdict.score < 1, verdict  # the reworded prompt still counts
     assert review_score(incoming, stored, ProjectSettings(ignore=RULES)) is not None
+
+
+def test_a_bad_rule_in_a_settings_file_is_named_and_skipped(tmp_path):
+    """A hand-edited `_settings.json` is untrusted input: named by the check and the loader, never a crash."""
+    from semula.recordings.folder import check
+    from semula.recordings.shared import folder_settings, settings_file
+
+    rel, text = settings_file("p", {"ignore": {"paths": ["model"]}, "bypass_tools": True})
+    (tmp_path / "p").mkdir()
+    (tmp_path / rel).write_text(text, encoding="utf-8")
+    good, bad = check(tmp_path)
+    assert good == 0 and bad == [("p/_settings.json", bad[0][1])] and "reaches into the model" in bad[0][1]
+    assert folder_settings(tmp_path) == {}
+    rel, text = settings_file("p", {"ignore": RULES.to_json()})
+    (tmp_path / rel).write_text(text, encoding="utf-8")
+    assert folder_settings(tmp_path)["p"].ignore == RULES

@@ -179,12 +179,12 @@ def folder_settings(root: Path) -> dict[str, ProjectSettings]:
 def check_shared(root: Path) -> tuple[int, list[tuple[str, str]]]:
     """(good files, [(relative path, problem)]) of the aliases, rejections and settings (`semula recordings check`)."""
     good, bad = 0, []
-    for pattern, fmt in ((f"*/{ALIASES_DIR}/*.json", ALIAS_FORMAT), (f"*/{REJECTIONS_DIR}/*.json", REJECTION_FORMAT),
-                         (f"*/{SETTINGS_FILE}", SETTINGS_FORMAT)):
+    for pattern, fmt in ((f"*/{ALIASES_DIR}/*.json", ALIAS_FORMAT), (f"*/{REJECTIONS_DIR}/*.json", REJECTION_FORMAT)):
         for path in sorted(root.glob(pattern)):
             try:
                 _read(path, fmt, root)
                 good += 1
             except (OSError, ValueError, SettingsError) as e:
                 bad.append((str(path.relative_to(root)), str(e)))
+    good += sum(1 for _ in _settings_files(root, bad))  # their values too, as the loader reads them
     return good, bad
