@@ -24,6 +24,7 @@ from conftest import ProxyFactory
 from e2e_helpers import FakeProvider, ProxyHandle, clean_env, openai_client, run_semula, semula_cmd, uniq
 
 pytestmark = pytest.mark.e2e
+pytest_plugins = ("pytester",)
 
 MODEL = "gpt-4o-mini"
 RULES = {"paths": ["run_tag.id", "metadata.run_id"], "patterns": [r"seed=\d+"]}
@@ -170,6 +171,23 @@ def test_a_bad_option_stops_the_run_before_anything_starts(tmp_path: Path, mitm_
     assert result.returncode == 2, result.stdout + result.stderr
     assert "semula_ignore: path 'model' reaches into the model" in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert not data_dir.exists() and not marker.exists()
+
+
+def test_a_bad_option_stops_the_plugin_before_the_proxy_starts(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    data_dir, marker = tmp_path / "data", tmp_path / "ran"
+    pytester.makepyfile(test_marker=f'''
+import pathlib
+
+def test_runs():
+    pathlib.Path({str(marker)!r}).write_text("ran")
+''')
+    result = pytester.runpytest_subprocess("--semula=replay", f"--semula-data-dir={data_dir}", "--semula-recordings=off",
+                                           '--semula-set=semula_ignore={"patterns": ["(?=x)y"]}', "-p",
+                                           "no:cacheprovider", timeout=120)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
+    assert "not a valid RE2 regular expression" in result.stderr.str(), result.stderr.str()
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
     assert not data_dir.exists() and not marker.exists()
 
 
