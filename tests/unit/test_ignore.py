@@ -240,3 +240,30 @@ def test_a_bad_rule_in_a_settings_file_is_named_and_skipped(tmp_path):
     rel, text = settings_file("p", {"ignore": RULES.to_json()})
     (tmp_path / rel).write_text(text, encoding="utf-8")
     assert folder_settings(tmp_path)["p"].ignore == RULES
+
+
+SCOPED = "p.t-test-one-1a2b3c4d"  # pytest --semula-scope=test: a project of its own, with p's settings
+
+
+def test_a_test_scoped_project_is_keyed_by_its_base_projects_rule(tmp_path):
+    """Set on the base project, the rule re-keys its test-scoped projects' recordings too, and a fresh clone
+    of the folder fingerprints them under it (a scoped project without settings has its base's)."""
+    from semula.recordings.folder import RecordingsFolder
+
+    root, data = tmp_path / "rec", tmp_path / "data"
+    engine = Engine.open(DuckDBStore.open(data), folder=RecordingsFolder(root, data))
+    try:
+        entry = engine.record(new_entry(ask(BASE, run_tag={"id": "A"}), SCOPED))
+        incoming = ask("Pick a colour at random, seed=9", run_tag={"id": "B"})
+        assert engine.match(SCOPED, *fingerprints(incoming, ignore=RULES)) is None
+        result = engine.recordings.config_set("p", "ignore", RULES.to_json())
+        assert result["refingerprinted"] == 1 and engine.settings_for(SCOPED).ignore == RULES
+        assert engine.match(SCOPED, *fingerprints(incoming, ignore=RULES)).entry_id == entry
+    finally:
+        engine.close()
+    clone = tmp_path / "clone"
+    engine = Engine.open(DuckDBStore.open(clone), folder=RecordingsFolder(root, clone))
+    try:
+        assert engine.match(SCOPED, *fingerprints(incoming, ignore=RULES)).tier == "exact"
+    finally:
+        engine.close()

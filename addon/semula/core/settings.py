@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from semula.core.expiry import POLICIES, parse_duration
+from semula.core.scope import base_project
 from semula.core.request.ignore import NO_IGNORE, IgnoreError, IgnoreRules, parse_ignore
 
 PROJECT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -272,6 +273,15 @@ def setting_json(value: Any) -> Any:
     if isinstance(value, IgnoreRules):
         return value.to_json()
     return list(value) if isinstance(value, tuple) else value
+
+
+def settings_in(by_project: Mapping[str, ProjectSettings], project: str) -> ProjectSettings:
+    """A project's settings; a test-scoped project without its own has its base project's (`core.scope`).
+    Every place that fingerprints a project's requests asks this (its `ignore` keys the exact fingerprint)."""
+    found = by_project.get(project)
+    if found is None and (base := base_project(project)) is not None:
+        found = by_project.get(base)
+    return found or ProjectSettings()
 
 
 def settings_to_json(settings: ProjectSettings) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from typing import Any
 from semula.core.request.canonical import CanonicalRequest
 from semula.core.redact import FingerprintKey
 from semula.core.repeats import occurrence_of
-from semula.core.settings import ProjectSettings, SettingsError, validate_project
+from semula.core.settings import ProjectSettings, SettingsError, settings_in, validate_project
 from semula.providers.base import Usage
 from semula.recordings.entry import Answer, recording_of, redacted_request
 from semula.recordings.files import (
@@ -150,7 +150,7 @@ def check(root: Path, settings_for: Callable[[str], ProjectSettings] | None = No
     claims: dict[str, str] = {}
     if settings_for is None:  # the folder's own `_settings.json`: its `ignore` keys the recordings as the loader does
         settings = folder_settings(root)
-        settings_for = lambda project: settings.get(project) or ProjectSettings()  # noqa: E731
+        settings_for = lambda project: settings_in(settings, project)  # noqa: E731
     key = key or FingerprintKey.generate()  # secrets tagged alike within this check, as the loader tags them
     max_bytes = max_file_bytes()
     for found in scan(root):
