@@ -116,7 +116,7 @@ def test_recordings_made_before_the_setting_match_once_it_is_set(proxy_factory: 
     ('{"patterns": ["[^0-9]+"]}', "replaces most of an ordinary prompt"),
     (json.dumps({"patterns": [f"id{i}=\\d+" for i in range(5000)]}), "at most 32 patterns"),
     (json.dumps({"patterns": ["x" * 100_000]}), "at most 500 characters"),
-    ('{"paths": ["a.b"', "must be an object"),  # not JSON at all: read as a plain string
+    ('{"paths": ["a.b"', "is not JSON"),
 ])
 def test_hostile_settings_are_one_line_errors(module_proxy_factory: ProxyFactory, value: str, said: str) -> None:
     proxy = _hostile_proxy(module_proxy_factory)

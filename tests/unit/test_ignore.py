@@ -134,6 +134,8 @@ def test_the_setting_parses(value, expected):
     ('{"paths": "metadata.run_id"}', "paths must be a list of strings"),
     ('{"pattern": ["x"]}', "unknown key"),
     ('["metadata.run_id"]', "must be an object"),
+    ('metadata.run_id', "is not JSON"),
+    ('{"patterns": ["seed=\\d+"]}', "a backslash in a pattern as"),
     ('{"patterns": ["(a)\\\\1"]}', "not a valid RE2 regular expression"),
     ('{"patterns": ["(?<=x)y"]}', "not a valid RE2 regular expression"),
     ('{"patterns": ["("]}', "not a valid RE2 regular expression"),

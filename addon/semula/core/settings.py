@@ -74,7 +74,7 @@ class ProjectSettings:
     # semula_ignore: applied to both fingerprints (core/request/ignore.py says what a rule may reach).
     ignore: IgnoreRules = _setting(
         NO_IGNORE, 'volatile fields (semula_ignore), in both fingerprints: {"paths": ["metadata.run_id"], '
-        '"patterns": ["seed=\\d+"]}')
+        '"patterns": ["seed=\\\\d+"]}')
     bypass_temperature: float = _setting(0.3, "above this temperature the near-match tiers (lexical, embedding) are skipped")
     # The peer gateway's rule.
     bypass_tools: bool = _setting(False, "requests that offer tools skip the near-match tiers")

@@ -83,7 +83,7 @@ def declare(loader: Any) -> None:
     loader.add_option("semula_ignore", str, "",
                       "fields the project declares volatile, left out of both fingerprints: at start-up, sets the "
                       "`ignore` setting of semula_project (as `semula config set ignore` does; kept in its "
-                      '_settings.json): JSON {"paths": ["run_tag.id"], "patterns": ["seed=\\d+"]}; '
+                      '_settings.json): JSON {"paths": ["run_tag.id"], "patterns": ["seed=\\\\d+"]}; '
                       "empty: leave the setting as it is")
     loader.add_option("semula_realtime_max_message_mb", str, "16",
                       "a Realtime WebSocket message over this many MB closes its connection (1009, message too big) "

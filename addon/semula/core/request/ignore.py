@@ -22,6 +22,7 @@ canonical request applies them (`canonical.ignored`).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -156,6 +157,12 @@ def _check_pattern(pattern: str) -> str:
 
 def parse_ignore(value: Any) -> IgnoreRules:
     """The setting from its JSON form: {"paths": [...], "patterns": [...]}; null or {} is none."""
+    if isinstance(value, str) and value.strip():
+        try:
+            value = json.loads(value)
+        except ValueError as e:
+            raise IgnoreError(f"semula_ignore is not JSON ({e}): write it as "
+                              '{"paths": [...], "patterns": [...]}, a backslash in a pattern as \\\\') from None
     if value is None or value == {}:
         return NO_IGNORE
     if isinstance(value, IgnoreRules):
