@@ -147,10 +147,11 @@ def check(root: Path, settings_for: Callable[[str], ProjectSettings] | None = No
     """(good files, [(relative path, problem)]) for `semula recordings check`: what the loader would skip,
     two files claiming one request included."""
     good, bad = 0, []
-    claims: dict[str, str] = {}
     if settings_for is None:  # the folder's own `_settings.json`: its `ignore` keys the recordings as the loader does
         settings = folder_settings(root)
         settings_for = lambda project: settings_in(settings, project)  # noqa: E731
+    claims: dict[str, str] = {}
+    settings_for = settings_for or (lambda _project: ProjectSettings())
     key = key or FingerprintKey.generate()  # secrets tagged alike within this check, as the loader tags them
     max_bytes = max_file_bytes()
     for found in scan(root):
