@@ -34,21 +34,9 @@ from semula.core.repeats import occurrence_of
 from semula.core.settings import ProjectSettings, SettingsError, settings_in, validate_project
 from semula.providers.base import Usage
 from semula.recordings.entry import Answer, recording_of, redacted_request
-from semula.recordings.files import (
-    Found,
-    UnsafePath,
-    contained,
-    directory_times,
-    ensure_ignores,
-    make_directories,
-    max_file_bytes,
-    plain_relative,
-    read_capped,
-    remove_stale_temps,
-    scan,
-    up_to,
-    write_atomically,
-)
+from semula.recordings.files import (Found, UnsafePath, contained, directory_times, ensure_ignores, make_directories,
+                                     max_file_bytes, plain_relative, read_capped, remove_stale_temps, scan, up_to,
+                                     write_atomically)
 from semula.recordings import conversations, sidecars
 from semula.recordings.format import Recording, RecordingFileError, dumps_with_sidecars, loads, request_path
 from semula.recordings.sidecars import SidecarRef
