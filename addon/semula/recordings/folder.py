@@ -31,7 +31,7 @@ from typing import Any
 from semula.core.request.canonical import CanonicalRequest
 from semula.core.redact import FingerprintKey
 from semula.core.repeats import occurrence_of
-from semula.core.settings import ProjectSettings, SettingsError, settings_in, validate_project
+from semula.core.settings import ProjectSettings, SettingsError, validate_project
 from semula.providers.base import Usage
 from semula.recordings.entry import Answer, recording_of, redacted_request
 from semula.recordings.files import (Found, UnsafePath, contained, directory_times, ensure_ignores, make_directories,
@@ -40,7 +40,7 @@ from semula.recordings.files import (Found, UnsafePath, contained, directory_tim
 from semula.recordings import conversations, sidecars
 from semula.recordings.format import Recording, RecordingFileError, dumps_with_sidecars, loads, request_path
 from semula.recordings.sidecars import SidecarRef
-from semula.recordings.shared import SharedReport, check_shared, folder_settings, load_settings, load_shared
+from semula.recordings.shared import SharedReport, check_shared, folder_settings_for, load_settings, load_shared
 from semula.store.base import RecordingStore
 from semula.store.types import Entry, NewEntry, RecordingKind, StoreError
 
@@ -135,9 +135,7 @@ def check(root: Path, settings_for: Callable[[str], ProjectSettings] | None = No
     """(good files, [(relative path, problem)]) for `semula recordings check`: what the loader would skip,
     two files claiming one request included."""
     good, bad = 0, []
-    if settings_for is None:  # the folder's own `_settings.json`: its `ignore` keys the recordings as the loader does
-        settings = folder_settings(root)
-        settings_for = lambda project: settings_in(settings, project)  # noqa: E731
+    settings_for = settings_for or folder_settings_for(root)  # its `ignore` keys the recordings, as when loaded
     claims: dict[str, str] = {}
     settings_for = settings_for or (lambda _project: ProjectSettings())
     key = key or FingerprintKey.generate()  # secrets tagged alike within this check, as the loader tags them

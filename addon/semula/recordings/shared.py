@@ -25,7 +25,7 @@ from typing import Any
 from semula.core.request.canonical import CanonicalRequest
 from semula.core.tiers import Tier
 from semula.core.settings import (FINGERPRINT_KEYS, ProjectSettings, SettingsError, parse_setting, setting_json,
-                                  validate_project)
+                                  settings_in, validate_project)
 from semula.recordings.entry import fingerprints_of
 from semula.recordings.files import read_inside
 from semula.recordings.format import slug
@@ -174,6 +174,13 @@ def folder_settings(root: Path) -> dict[str, ProjectSettings]:
     """Each project's settings as its `_settings.json` holds them: what the loader fingerprints a fresh
     clone's recordings under (`check` uses them too, so it fails where the loader would skip)."""
     return {project: replace(ProjectSettings(), **values) for project, values in _settings_files(root, [])}
+
+
+def folder_settings_for(root: Path) -> Callable[[str], ProjectSettings] | None:
+    """`folder_settings` as a lookup by project (a test-scoped one has its base's); None when the folder
+    declares no settings."""
+    settings = folder_settings(root)
+    return (lambda project: settings_in(settings, project)) if settings else None
 
 
 def check_shared(root: Path) -> tuple[int, list[tuple[str, str]]]:
