@@ -73,7 +73,7 @@ class ProjectSettings:
     ignore_params: tuple[str, ...] = _setting((), "body parameters that never change an answer in this project")
     # semula_ignore: applied to both fingerprints (core/request/ignore.py says what a rule may reach).
     ignore: IgnoreRules = _setting(
-        NO_IGNORE, 'volatile fields (semula_ignore), in both fingerprints: {"paths": ["metadata.run_id"], '
+        NO_IGNORE, 'volatile fields (semula_ignore), in both fingerprints: {"paths": ["run_tag.id"], '
         '"patterns": ["seed=\\\\d+"]}')
     bypass_temperature: float = _setting(0.3, "above this temperature the near-match tiers (lexical, embedding) are skipped")
     # The peer gateway's rule.

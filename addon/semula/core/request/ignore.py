@@ -137,20 +137,25 @@ def _compiled(pattern: str) -> Any:
     return re2.compile(pattern, options=options)
 
 
+def _shown(pattern: str) -> str:
+    """A pattern as messages show it: between slashes, as written (escaped only when not printable)."""
+    return f"/{pattern}/" if pattern.isprintable() else repr(pattern)
+
+
 def _check_pattern(pattern: str) -> str:
     try:
         compiled = _compiled(pattern)
     except re2.error as e:
         reason = e.args[0].decode("utf-8", "replace") if e.args and isinstance(e.args[0], bytes) else str(e)
-        raise IgnoreError(f"semula_ignore: pattern {pattern!r} is not a valid RE2 regular expression: {reason} "
+        raise IgnoreError(f"semula_ignore: pattern {_shown(pattern)} is not a valid RE2 regular expression: {reason} "
                           "(no backreferences or lookarounds)") from None
     if compiled.search("") is not None:
-        raise IgnoreError(f"semula_ignore: pattern {pattern!r} matches the empty text; make it match only "
+        raise IgnoreError(f"semula_ignore: pattern {_shown(pattern)} matches the empty text; make it match only "
                           "the volatile value (e.g. seed=\\d+)")
     for probe in PROBES:
         kept = len("".join(compiled.sub("", probe).split()))
         if kept * 2 < len("".join(probe.split())):
-            raise IgnoreError(f"semula_ignore: pattern {pattern!r} replaces most of an ordinary prompt "
+            raise IgnoreError(f"semula_ignore: pattern {_shown(pattern)} replaces most of an ordinary prompt "
                               f"({probe[:40]!r}…): it would hide differences that matter")
     return pattern
 
