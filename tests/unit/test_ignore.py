@@ -144,6 +144,9 @@ def test_the_setting_parses(value, expected):
     ('{"patterns": ["[\\\\s\\\\S]+"]}', "replaces most of an ordinary prompt"),
     ('{"patterns": ["\\\\w+"]}', "replaces most of an ordinary prompt"),
     ('{"patterns": ["[a-z]+"]}', "replaces most of an ordinary prompt"),
+    ('{"patterns": ["\\\\d+"]}', "matches a plain number (3)"),
+    ('{"patterns": ["[0-9.]+"]}', "matches a plain number (3)"),
+    ('{"patterns": ["\\\\d{4}"]}', "matches a plain number (2024)"),
     ('{"patterns": ["a{1000}{1000}"]}', "not a valid RE2 regular expression"),  # over RE2's program size
 ])
 def test_bad_rules_are_one_clear_error(value, message):

@@ -13,8 +13,8 @@ user names them, and both fingerprints (exact and normalised) see a placeholder 
 - a **pattern** is a regular expression in RE2 syntax (google-re2: linear time, no backreferences or
   lookarounds, so no pattern can hang a request), replaced wherever it matches in the request's text
   (prompt, system, tool arguments and results, string parameters; never a key, never the model).
-  A pattern that matches the empty text, or that would replace most of an ordinary sentence, is
-  refused: it would hide differences the user did not name.
+  A pattern that matches the empty text, would replace most of an ordinary sentence or matches a plain
+  number whole (a bare run of digits) is refused: it would hide differences the user did not name.
 
 Everything else still counts. Pure: the transformations take and return plain values; the
 canonical request applies them (`canonical.ignored`).
@@ -73,6 +73,11 @@ PROBES = (
     "Écris un poème court sur la mer et le vent.",
     "def add(a, b):\n    return a + b",
 )
+
+
+# Plain numbers a pattern may not match whole (`\d+`, `[0-9.]+`): numbers change answers, and the guard
+# compares them; a volatile number is named with its label (`seed=\d+`).
+NUMBER_PROBES = ("3", "42", "120", "2.5", "2024")
 
 
 class IgnoreError(ValueError):
@@ -157,6 +162,9 @@ def _check_pattern(pattern: str) -> str:
         if kept * 2 < len("".join(probe.split())):
             raise IgnoreError(f"semula_ignore: pattern {_shown(pattern)} replaces most of an ordinary prompt "
                               f"({probe[:40]!r}…): it would hide differences that matter")
+    if number := next((n for n in NUMBER_PROBES if compiled.fullmatch(n) is not None), None):
+        raise IgnoreError(f"semula_ignore: pattern {_shown(pattern)} matches a plain number ({number}): numbers "
+                          "change answers; tie it to its label (e.g. seed=\\d+)")
     return pattern
 
 
