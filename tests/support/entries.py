@@ -8,6 +8,7 @@ from typing import Any
 
 from semula.core.request.canonical import CanonicalRequest, normalised_fingerprint, request_fingerprint
 from semula.core.redact import FingerprintKey
+from semula.core.request.ignore import NO_IGNORE, IgnoreRules
 from semula.core.settings import ProjectSettings
 from semula.recordings.entry import Answer, recording_of
 from semula.providers import adapter_for
@@ -26,15 +27,16 @@ def chat(content: Any, key: FingerprintKey = TEST_KEY, **params: Any) -> Canonic
 
 
 def new_entry(c: CanonicalRequest, project: str = "p", scrub_patterns=(), ignore_params=(), scrub_keys=(),
-              body: bytes = b'{"ok": true}', **fields: Any) -> NewEntry:
+              ignore: IgnoreRules = NO_IGNORE, body: bytes = b'{"ok": true}', **fields: Any) -> NewEntry:
     """A recording of ``c``, built as the proxy builds one; ``fields`` override any NewEntry field (e.g. request_fp)."""
     settings = ProjectSettings(scrub_patterns=tuple(scrub_patterns), ignore_params=tuple(ignore_params),
-                               scrub_keys=tuple(scrub_keys))
+                               scrub_keys=tuple(scrub_keys), ignore=ignore)
     answer = Answer(host="api.openai.com", body=body, usage=Usage(1, 2), upstream_ms=3.0)
     entry = recording_of(project, c, settings, answer,
-                         fingerprints=fingerprints(c, scrub_patterns, ignore_params, scrub_keys))
+                         fingerprints=fingerprints(c, scrub_patterns, ignore_params, scrub_keys, ignore))
     return replace(entry, **fields) if fields else entry
 
 
-def fingerprints(c: CanonicalRequest, scrub_patterns=(), ignore_params=(), scrub_keys=()) -> tuple[str, str]:
-    return request_fingerprint(c), normalised_fingerprint(c, scrub_patterns, ignore_params, scrub_keys)
+def fingerprints(c: CanonicalRequest, scrub_patterns=(), ignore_params=(), scrub_keys=(),
+                 ignore: IgnoreRules = NO_IGNORE) -> tuple[str, str]:
+    return request_fingerprint(c, ignore), normalised_fingerprint(c, scrub_patterns, ignore_params, scrub_keys, ignore)

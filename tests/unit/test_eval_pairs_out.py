@@ -71,3 +71,27 @@ def test_the_table_output_writes_the_file_too(tmp_path, pairs_file):
     result = CliRunner().invoke(main, ["eval", str(pairs_file), "--pairs-out", str(out)])
     assert result.exit_code == 0, result.output
     assert len(out.read_text(encoding="utf-8").splitlines()) == len(PAIRS)
+
+
+def test_semula_ignore_shows_in_the_summary_and_each_pairs_line(tmp_path):
+    """`semula eval --set ignore=…` runs the pairs under the declared fields and says what they changed."""
+    pairs = [pair("volatile-001", "same", "seed and run id", chat("Roll a die, seed=1", run_tag={"id": "A"}),
+                  chat("Roll a die, seed=2", run_tag={"id": "B"})),
+             pair("number-002", "different", "outside the rules", chat("Roll a die, seed=1"),
+                  chat("Roll two dice, seed=1"))]
+    path, out = tmp_path / "pairs.jsonl", tmp_path / "out.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in pairs), encoding="utf-8")
+    rules = json.dumps({"paths": ["run_tag.id"], "patterns": ["seed=\\d+"]})
+    result = CliRunner().invoke(main, ["eval", str(path), "--json", "--set", f"ignore={rules}", "--pairs-out", str(out)])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["ignore"] == {"rules": ["run_tag.id", "/seed=\\d+/"], "pairs_affected": 2}
+    volatile, other = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert (volatile["outcome"], volatile["tier"], volatile["ignored"]) == ("served", "exact",
+                                                                             ["run_tag.id", "/seed=\\d+/"])
+    assert other["outcome"] != "served" and other["ignored"] == ["/seed=\\d+/"]
+    table = CliRunner().invoke(main, ["eval", str(path), "--set", f"ignore={rules}"])
+    assert "ignored by semula_ignore: run_tag.id, /seed=\\d+/ · changed the fingerprints of 2 of 2 pairs" \
+        in table.output, table.output
+    bad = CliRunner().invoke(main, ["eval", str(path), "--set", 'ignore={"paths": ["model"]}'])
+    assert bad.exit_code == 2 and "reaches into the model" in bad.output and "Traceback" not in bad.output

@@ -6,6 +6,7 @@ import pytest
 
 from semula.core.cascade import Outcome
 from semula.core.decision import Bypass, Match, decide
+from semula.core.request.ignore import IgnoreRules
 from semula.core.fasthit import FastHit, fast_key, fast_outcome, fast_path_off, remember, still_stands
 from semula.core.modes import Mode
 
@@ -85,16 +86,16 @@ def test_what_is_remembered(mode, outcome, remembered):
     if got is not None:
         assert (got.match.tier, got.match.entry_id, got.request_fp) == (outcome.decision.tier, 7, "fp2:a")
         assert got.normalised_fp == outcome.normalised_fp
-        assert got.fingerprint_inputs == (INPUTS if outcome.normalised_fp else ())
+        assert got.fingerprint_inputs == INPUTS
 
 
-EXACT = FastHit(Match("exact", 7), "fp2:a", None, (), "openai", "gpt-4o")
+EXACT = FastHit(Match("exact", 7), "fp2:a", None, INPUTS, "openai", "gpt-4o")
 NORMALISED = FastHit(Match("normalised", 7), "fp2:a", "nfp2:b", INPUTS, "openai", "gpt-4o")
 
 
 @pytest.mark.parametrize("remembered, current, inputs, stands", [
     (EXACT, Match("exact", 7), INPUTS, True),
-    (EXACT, Match("exact", 7), ((), (), ()), True),  # settings do not feed the exact fingerprint
+    (EXACT, Match("exact", 7), ((), (), (), IgnoreRules(("run.id",))), False),  # `ignore` feeds the exact one
     (EXACT, None, INPUTS, False),  # the entry was deleted
     (EXACT, Match("exact", 8), INPUTS, False),  # re-recorded under a new id
     (NORMALISED, Match("normalised", 7), INPUTS, True),

@@ -15,7 +15,8 @@ from semula.cli.common import console, json_option, print_json, print_table
 @click.argument("pairs", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="override a project setting for the run")
 @click.option("--pairs-out", type=click.Path(dir_okay=False, writable=True, path_type=Path), default=None,
-              help="write one JSON line per pair: id, category, expect, outcome, tier, score, reason, guard_reason")
+              help="write one JSON line per pair: id, category, expect, outcome, tier, score, reason, guard_reason "
+                   "(and ignored: the semula_ignore rules that changed its fingerprints)")
 @click.option("--store", metavar="URL", default=None,
               help="run against a Postgres server (postgresql://…), in a throwaway schema [default: a temporary DuckDB file]")
 @json_option
@@ -58,6 +59,9 @@ def eval_command(pairs: Path, sets: tuple[str, ...], pairs_out: Path | None, as_
     fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
     click.echo(f"pairs {result['pairs']} · hit_rate {fmt(result['hit_rate'])} · false_hit_rate "
                f"{fmt(result['false_hit_rate'])} · review_recall {fmt(result['review_recall'])}")
+    if ignore := result.get("ignore"):
+        click.echo(f"ignored by semula_ignore: {', '.join(ignore['rules'])} · changed the fingerprints of "
+                   f"{ignore['pairs_affected']} of {result['pairs']} pairs (every other field counts)")
     for scope, r in result["by_id_parity"].items():
         click.echo(f"  {scope}: hit_rate {fmt(r['hit_rate'])} · false_hit_rate {fmt(r['false_hit_rate'])} · "
                    f"review_recall {fmt(r['review_recall'])}")

@@ -143,7 +143,7 @@ async def cascade(mode: Mode, project: str, request: CanonicalRequest | None, se
     problem = store_problem if lookups is None else None
     if request is None:
         return Outcome(decide(mode, None, bypass, problem))
-    base_fp = request_fingerprint(request)
+    base_fp = request_fingerprint(request, settings.ignore)
     n = repeats.count(base_fp) if repeats is not None and bypass is None else 1
     request_fp = sequenced(base_fp, n)
     match = lookups.certain(project, request_fp, None) if lookups and bypass is None else None  # exact first

@@ -6,11 +6,12 @@ a failed CI run is built from this, so each difference names the field and both 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from semula.core.request.canonical import CanonicalRequest, canonical_json
+from semula.core.request.canonical import NEVER_MATTERS, CanonicalRequest, canonical_json, ignored
+from semula.core.request.ignore import IgnoreRules
 from semula.core.checks import MISS_CHECKS
 from semula.core.nearmatch import review_score
 from semula.core.request.normalise import words
@@ -52,6 +53,36 @@ def checked_fields(incoming: CanonicalRequest, recorded: CanonicalRequest) -> li
     return [(check.__name__.rsplit("_", 1)[0], check(incoming, recorded, settings)) for check in MISS_CHECKS]
 
 
+def declared_rules(rules: IgnoreRules) -> list[str]:
+    """The rules as messages name them: a path as written, a pattern between slashes."""
+    return [*rules.paths, *(f"/{p}/" for p in rules.patterns)]
+
+
+def ignore_taken(*requests: CanonicalRequest, rules: IgnoreRules) -> list[str]:
+    """The rules that changed something in any of `requests`, in declared order."""
+    taken: set[str] = set()
+    for request in requests:
+        ignored(request, rules, taken)
+    return [name for name in declared_rules(rules) if name in taken]
+
+
+def ignore_note(request: CanonicalRequest, rules: IgnoreRules) -> str | None:
+    """What the project's `ignore` (semula_ignore) left out of this request's fingerprints, for a reader
+    of a miss or of `semula eval`: the rules that took effect, and those declared that found nothing
+    (a misspelt path shows here)."""
+    if not rules:
+        return None
+    used = ignore_taken(request, rules=rules)
+    never = [path for path in rules.paths if path.split(".", 1)[0].split("[", 1)[0] in NEVER_MATTERS]
+    unused = [name for name in declared_rules(rules) if name not in used and name not in never]
+    note = f"ignored by semula_ignore: {', '.join(used)}" if used else "nothing ignored by semula_ignore"
+    if unused:
+        note += f" (not found in this request: {', '.join(unused)})"
+    if never:
+        note += f" ({', '.join(never)}: never counted anyway)"
+    return note
+
+
 def cut(text: str) -> str:
     """`text`'s head and tail, when it is longer than both (what a miss explanation reads of it)."""
     if len(text) <= TEXT_HEAD + TEXT_TAIL:
@@ -88,7 +119,8 @@ def nearest_recordings(incoming: CanonicalRequest, candidates: list[tuple[int, C
         queue_score = None if (recorded.provider, recorded.endpoint) != (incoming.provider, incoming.endpoint) \
             else review_score(whole, recorded, settings)
         recorded = capped(recorded)
-        diffs = differences(incoming, recorded)
+        # What the project declared volatile is no difference: name only what still counts.
+        diffs = differences(ignored(incoming, settings.ignore), ignored(recorded, settings.ignore))
         recorded_words = conversation_words(recorded)
         elsewhere = (recorded.provider, recorded.endpoint) != (incoming.provider, incoming.endpoint)
         # Two bodiless calls to one endpoint (GET /v1/models?…) have no words to compare: they are alike.
@@ -129,13 +161,15 @@ def close_nearest(nearest: list[Nearest]) -> Nearest | None:
 def miss_message(project: str, mode: str, nearest: list[Nearest], other_projects: list[str],
                  problem: str | None = None, candidate: Any = None,
                  fingerprints: tuple[str | None, str | None] = (None, None), *,
-                 request_line: str | None = None, files: Mapping[int, str] | None = None) -> str:
+                 request_line: str | None = None, files: Mapping[int, str] | None = None,
+                 ignore: str | None = None) -> str:
     """The replay-miss error: enough to fix a failed CI run without opening anything else.
 
     `candidate` is the queued review candidate (or the best near-match), `fingerprints` the
     request's normalised fingerprint and the candidate recording's request fingerprint,
     `request_line` the refused call ("POST /v1/chat/completions"), `files` each recording's file
-    in the recordings folder (by entry id), named instead of the store's ids."""
+    in the recordings folder (by entry id), named instead of the store's ids, `ignore` the project's
+    `ignore_note` for this request."""
     files = files or {}
     refused = f": {request_line}" if request_line else ""
     head = f"semula: no recording matches this request (project '{project}', mode {mode}){refused}."
@@ -152,6 +186,8 @@ def miss_message(project: str, mode: str, nearest: list[Nearest], other_projects
                      f"(none shares {NEAREST_FLOOR:.0%} of its words).")
     elif not problem:
         parts.append(f"Project '{project}' has no recordings yet.")
+    if ignore:
+        parts.append(f"{ignore[0].upper()}{ignore[1:]}; every other field counts.")
     if candidate is not None:
         why = candidate.verdict.reason or "not served"
         recording = f"recording {recording_name(candidate.entry_id, files)}"

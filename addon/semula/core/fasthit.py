@@ -16,7 +16,8 @@ Why it never serves what the canonical tiers would not:
   (never a near tier, a bypass, the ordered-repeats mode, or record/passthrough mode).
 - Before each fast hit the remembered lookup is run again on the live index (`certain(project,
   request_fp, normalised_fp)`, the very call the cascade made) and must find the same tier and
-  entry; for a normalised or alias hit the project's fingerprint inputs must be unchanged.
+  entry, and the project's fingerprint inputs must be unchanged (its `ignore` feeds the exact
+  fingerprint too, so this holds for an exact hit as well).
   A deleted or re-recorded entry, a removed alias, a new exact recording that now shadows a
   normalised hit, a settings change: each makes the check fail, and the request falls through
   to the canonical tiers (which refill the map). So no invalidation message has to reach it.
@@ -41,7 +42,7 @@ FAST_TIERS = frozenset(CERTAIN)
 FAST_MODES = frozenset({Mode.AUTO, Mode.REPLAY})
 
 FastKey = tuple[str, bytes]  # (project, digest of the raw request)
-FingerprintInputs = tuple[tuple[str, ...], ...]
+FingerprintInputs = tuple[object, ...]  # `ProjectSettings.fingerprint_inputs`
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +52,7 @@ class FastHit:
     match: Match
     request_fp: str
     normalised_fp: str | None  # as the cascade looked it up: None when the exact tier answered first
-    fingerprint_inputs: FingerprintInputs  # the project's, when the normalised fingerprint was computed
+    fingerprint_inputs: FingerprintInputs  # the project's, when the fingerprints were computed
     provider: str
     model: str | None
 
@@ -98,22 +99,21 @@ def remember(mode: Mode, outcome: Outcome, provider: str, model: str | None,
     assert decision.tier is not None  # a certain tier, checked above
     match = Match(decision.tier, decision.entry_id, decision.score if decision.score is not None else 1.0)
     return FastHit(match, outcome.request_fp, outcome.normalised_fp,  # a model name is held once, not per entry
-                   fingerprint_inputs if outcome.normalised_fp is not None else (), provider,
+                   fingerprint_inputs, provider,
                    sys.intern(model) if model is not None else None)
 
 
-def recorded(mode: Mode, outcome: Outcome, entry_id: int, provider: str, model: str | None) -> FastHit | None:
+def recorded(mode: Mode, outcome: Outcome, entry_id: int, provider: str, model: str | None,
+             fingerprint_inputs: FingerprintInputs) -> FastHit | None:
     """What to remember of a request whose answer was just recorded: its repeats are exact hits on it."""
     as_hit = replace(outcome, decision=decide(mode, Match(Tier.EXACT, entry_id)), normalised_fp=None)
-    return remember(mode, as_hit, provider, model, ())
+    return remember(mode, as_hit, provider, model, fingerprint_inputs)
 
 
 def still_stands(hit: FastHit, current: Match | None, fingerprint_inputs: FingerprintInputs) -> bool:
     """Whether the canonical tiers would answer as they did: the same lookup finds the same match,
-    and a normalised fingerprint was computed with the project's current inputs."""
-    if current != hit.match:
-        return False
-    return hit.normalised_fp is None or fingerprint_inputs == hit.fingerprint_inputs
+    and the fingerprints were computed with the project's current inputs."""
+    return current == hit.match and fingerprint_inputs == hit.fingerprint_inputs
 
 
 def fast_outcome(mode: Mode, hit: FastHit) -> Outcome:

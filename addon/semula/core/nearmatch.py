@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from semula.core.request.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest, ignored
 from semula.core.checks import SHAPE_CHECKS, roles_differ, shape_differs
 from semula.core.guard.check import guard
 from semula.core.guard.edits import edits_change_question, edits_unlisted
@@ -321,6 +321,7 @@ def review_score(incoming: CanonicalRequest, stored: CanonicalRequest, settings:
 
     The one score the review queue, the review page and the replay-miss message show for a
     recording of the same shape: a miss that names one at or above the review threshold queues it."""
+    incoming, stored = ignored(incoming, settings.ignore), ignored(stored, settings.ignore)
     if not reviewable(incoming, stored, settings):
         return None
     score, has_words = lexical_score(incoming.last_user_text(), stored.last_user_text(), settings.scrub_patterns)
@@ -350,6 +351,8 @@ def near_match(
     it back (:func:`_calibrated_reason`).
     """
     tier = near_tier(tier)
+    # What the project declared volatile (semula_ignore) is no difference here either; all else counts.
+    incoming, stored = ignored(incoming, settings.ignore), ignored(stored, settings.ignore)
     serve_threshold, review_threshold = _thresholds(tier, settings)
     incoming_text, stored_text = incoming.last_user_text(), stored.last_user_text()
     lexical, has_words = lexical_score(incoming_text, stored_text, settings.scrub_patterns)

@@ -28,7 +28,7 @@ class PairLookups:
 
     def __init__(self, stored: CanonicalRequest, settings: ProjectSettings):
         self.stored = stored
-        self.request_fp = request_fingerprint(stored)
+        self.request_fp = request_fingerprint(stored, settings.ignore)
         self.normalised_fp = (normalised_fingerprint(stored, *settings.fingerprint_inputs)
                               if stored.parsed else self.request_fp)
 

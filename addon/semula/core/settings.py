@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from semula.core.expiry import POLICIES, parse_duration
+from semula.core.scope import base_project
+from semula.core.request.ignore import NO_IGNORE, IgnoreError, IgnoreRules, parse_ignore
 
 PROJECT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 DEFAULT_PROJECT = "default"
@@ -69,6 +71,10 @@ class ProjectSettings:
     scrub_keys: tuple[str, ...] = _setting(
         (), "JSON keys whose values are generated on each run (e.g. created_at), scrubbed everywhere")
     ignore_params: tuple[str, ...] = _setting((), "body parameters that never change an answer in this project")
+    # semula_ignore: applied to both fingerprints (core/request/ignore.py says what a rule may reach).
+    ignore: IgnoreRules = _setting(
+        NO_IGNORE, 'volatile fields (semula_ignore), in both fingerprints: {"paths": ["run_tag.id"], '
+        '"patterns": ["seed=\\\\d+"]}')
     bypass_temperature: float = _setting(0.3, "above this temperature the near-match tiers (lexical, embedding) are skipped")
     # The peer gateway's rule.
     bypass_tools: bool = _setting(False, "requests that offer tools skip the near-match tiers")
@@ -89,13 +95,14 @@ class ProjectSettings:
     max_age_policy: str = _setting("warn", "an expired recording: warn, fail (refused in replay) or re-record (auto)")
 
     @property
-    def fingerprint_inputs(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    def fingerprint_inputs(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], IgnoreRules]:
         """The settings that feed the normalised fingerprint (changing them re-fingerprints):
-        `normalised_fingerprint(request, *settings.fingerprint_inputs)`."""
-        return self.scrub_patterns, self.ignore_params, self.scrub_keys
+        `normalised_fingerprint(request, *settings.fingerprint_inputs)`. The last, `ignore`, feeds
+        the exact fingerprint too."""
+        return self.scrub_patterns, self.ignore_params, self.scrub_keys, self.ignore
 
 
-FINGERPRINT_KEYS = frozenset({"scrub_patterns", "ignore_params", "scrub_keys"})
+FINGERPRINT_KEYS = frozenset({"scrub_patterns", "ignore_params", "scrub_keys", "ignore"})
 SETTING_KEYS = tuple(f.name for f in fields(ProjectSettings))
 SETTING_HELP = {f.name: f.metadata["help"] for f in fields(ProjectSettings)}
 
@@ -160,6 +167,13 @@ def _scrub_keys(key: str, value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(keys))
 
 
+def _ignore(key: str, value: Any) -> IgnoreRules:
+    try:
+        return parse_ignore(value)
+    except IgnoreError as e:
+        raise SettingsError(str(e)) from None
+
+
 def _duration(key: str, value: Any) -> str:
     text = str(value).strip().lower()
     try:
@@ -216,6 +230,7 @@ PARSERS = {
     "scrub_patterns": _scrub_patterns,
     "scrub_keys": _scrub_keys,
     "ignore_params": _string_list,
+    "ignore": _ignore,
     "bypass_temperature": _float,
     "bypass_tools": _bool,
     "lexical_serve_threshold": _unit_interval,
@@ -253,11 +268,24 @@ def settings_from_mapping(values: dict[str, Any], base: ProjectSettings | None =
     return replace(base or ProjectSettings(), **parsed)
 
 
+def setting_json(value: Any) -> Any:
+    """A parsed setting as the store and `_settings.json` keep it (plain JSON)."""
+    if isinstance(value, IgnoreRules):
+        return value.to_json()
+    return list(value) if isinstance(value, tuple) else value
+
+
+def settings_in(by_project: Mapping[str, ProjectSettings], project: str) -> ProjectSettings:
+    """A project's settings; a test-scoped project without its own has its base project's (`core.scope`).
+    Every place that fingerprints a project's requests asks this (its `ignore` keys the exact fingerprint)."""
+    found = by_project.get(project)
+    if found is None and (base := base_project(project)) is not None:
+        found = by_project.get(base)
+    return found or ProjectSettings()
+
+
 def settings_to_json(settings: ProjectSettings) -> dict[str, Any]:
-    return {
-        key: list(value) if isinstance(value, tuple) else value
-        for key, value in ((f.name, getattr(settings, f.name)) for f in fields(settings))
-    }
+    return {f.name: setting_json(getattr(settings, f.name)) for f in fields(settings)}
 
 
 @dataclass(frozen=True)
@@ -290,3 +318,4 @@ class AddonSettings:
     confdir: str = "~/.mitmproxy"
     listen_host: str = ""
     listen_port: int | None = None
+    ignore: IgnoreRules | None = None  # semula_ignore: the default project's `ignore` to set at start; None: leave it

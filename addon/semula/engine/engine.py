@@ -22,14 +22,14 @@ from semula.core.explain import Nearest, close_nearest, nearest_recordings
 from semula.core.nearmatch import near_match
 from semula.core.redact import FingerprintKey
 from semula.core.repeats import base_of
-from semula.core.settings import ProjectSettings, settings_from_mapping
+from semula.core.settings import ProjectSettings
 from semula.core.tiers import Tier
 from semula.engine.follow import ENTRY_BATCH, RELOAD_KINDS, StoreChange, run_here, start_following
 from semula.engine.index import AnswerCache, FingerprintIndex
 from semula.engine.calibrated import LearntThresholds
 from semula.engine.near import NearSearcher
 from semula.engine.tiers import open_tiers
-from semula.engine.recordings import Recordings
+from semula.engine.recordings import Recordings, stored_settings
 from semula.engine.review import ReviewQueue
 from semula.recordings.conversations import conversation_of
 from semula.recordings.folder import RecordingsFolder, SyncReport
@@ -139,11 +139,11 @@ class Engine:
 
     def _sync_folder(self, folder: RecordingsFolder) -> SyncReport:
         store = self.store
-        report = folder.sync(store, lambda p: settings_from_mapping(store.project_settings(p)),
+        report = folder.sync(store, lambda p: stored_settings(store, p),
                              before_delete=self.review.recording_deleted, key=self.fingerprint_key)
         for project in sorted(report.shared.settings_changed):  # a teammate's fingerprint inputs
-            self.recordings.refingerprint(project, settings_from_mapping(store.project_settings(project)),
-                                          reload=False)
+            for scoped in self.recordings.with_scopes(project):
+                self.recordings.refingerprint(scoped, stored_settings(store, scoped), reload=False)
         return report
 
     def folder_changed_for(self, project: str, request: CanonicalRequest, request_fp: str) -> bool:
@@ -266,7 +266,7 @@ class Engine:
         if not verdict.review:
             return None
         try:
-            queued = self.review.queue(project, request, request_fingerprint(request), normalised_fp,
+            queued = self.review.queue(project, request, request_fingerprint(request, settings.ignore), normalised_fp,
                                        [Candidate(best.entry_id, verdict)], paired)
         except StoreError as e:  # the miss stands; only the queueing is lost
             log.warning("semula: could not queue the nearest recording for review (%s)", e)

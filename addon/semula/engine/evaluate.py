@@ -19,6 +19,7 @@ from typing import Any
 
 from semula.core.request.canonical import CanonicalRequest
 from semula.core.cascade import Answered, NearQuery, NearSearch, cascade, run_now
+from semula.core.explain import declared_rules, ignore_taken
 from semula.core.decision import Match
 from semula.core.modes import Mode
 from semula.core.redact import FingerprintKey
@@ -92,6 +93,8 @@ def decide_pair(engine: Engine, project: str, stored: CanonicalRequest, incoming
                            "score": verdict.score if verdict else None,
                            "reason": verdict.reason if verdict else None,
                            "guard_reason": verdict.guard_reason if verdict else None}
+    if settings.ignore:  # what semula_ignore left out of this pair's fingerprints (either side)
+        row["ignored"] = ignore_taken(stored, incoming, rules=settings.ignore)
     if outcome.decision.action == "serve":
         row.update(outcome="served", tier=outcome.decision.tier_label, score=outcome.decision.score)
     elif outcome.near is not None and outcome.near.queued:
@@ -151,7 +154,8 @@ def pair_line(pair: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
     score = row.get("score")
     return {"id": pair.get("id"), "category": pair.get("category"), "expect": pair.get("expect"),
             "outcome": row["outcome"], "tier": row["tier"], "score": None if score is None else round(score, 4),
-            "reason": row.get("reason"), "guard_reason": row.get("guard_reason"), "note": pair.get("note")}
+            "reason": row.get("reason"), "guard_reason": row.get("guard_reason"), "note": pair.get("note"),
+            **({"ignored": row["ignored"]} if "ignored" in row else {})}
 
 
 def evaluate(path: Path, overrides: dict[str, Any] | None = None,
@@ -167,6 +171,7 @@ def evaluate(path: Path, overrides: dict[str, Any] | None = None,
     pairs = load_pairs(path)
     settings = settings_from_mapping(overrides or {})
     results = []
+    ignored_in = 0  # pairs in which semula_ignore changed a fingerprint
     with (tempfile.TemporaryDirectory(prefix="semula-eval-") as tmp,
           throwaway_store(StoreSpec.parse(store, tmp)) as opened):
         engine = Engine.open(opened, embedder=_embedder_if_on(Path(tmp)))
@@ -184,10 +189,15 @@ def evaluate(path: Path, overrides: dict[str, Any] | None = None,
                 except (KeyError, ValueError) as e:
                     raise ValueError(f"pair {pair.get('id', index)}: {e}") from None
                 results.append((pair, row["outcome"], row["tier"]))
+                if row.get("ignored"):
+                    ignored_in += 1
                 if pairs_out:
                     pairs_out(pair_line(pair, row))
                 if progress:
                     progress(index + 1, len(pairs))
         finally:
             engine.close()
-    return {**summarise(results), "settings": overrides or {}}
+    summary = {**summarise(results), "settings": overrides or {}}
+    if settings.ignore:
+        summary["ignore"] = {"rules": declared_rules(settings.ignore), "pairs_affected": ignored_in}
+    return summary

@@ -13,8 +13,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 
 from semula.core.decision import Match
-from semula.core.scope import base_project
-from semula.core.settings import ProjectSettings
+from semula.core.settings import ProjectSettings, settings_in
 from semula.core.tiers import Tier
 from semula.store.types import AliasRow, Entry, IndexRow
 
@@ -125,10 +124,7 @@ class FingerprintIndex:
 
     def settings_for(self, project: str) -> ProjectSettings:
         """A project's settings; a test-scoped project without its own has its base project's (`core.scope`)."""
-        settings = self._settings.get(project)
-        if settings is None and (base := base_project(project)) is not None:
-            settings = self._settings.get(base)
-        return settings or ProjectSettings()
+        return settings_in(self._settings, project)
 
     def __len__(self) -> int:
         """The exact fingerprints held, over all projects."""

@@ -15,11 +15,14 @@ from typing import Any
 
 from semula.core.request.canonical import FINGERPRINT_VERSION, CanonicalRequest, normalised_fingerprint
 from semula.core.repeats import occurrence_of, sequenced
+from semula.core.scope import base_project
 from semula.core.settings import (
     FINGERPRINT_KEYS,
     ProjectSettings,
     parse_setting,
+    setting_json,
     settings_from_mapping,
+    settings_in,
     settings_to_json,
     validate_project,
 )
@@ -33,6 +36,14 @@ from semula.recordings.shared import settings_file
 from semula.store.types import AliasRequest, Entry, NewEntry, RecordingKind
 
 log = logging.getLogger("semula")
+
+def stored_settings(store: RecordingStore, project: str) -> ProjectSettings:
+    """A project's settings as the store holds them; a test-scoped project without its own has its base's."""
+    own = store.project_settings(project)
+    if not own and (base := base_project(project)) is not None:
+        own = store.project_settings(base)
+    return settings_from_mapping(own)
+
 
 class Recordings:
     def __init__(self, store: RecordingStore, index: FingerprintIndex, answers: AnswerCache,
@@ -146,28 +157,38 @@ class Recordings:
         """Validate and store one setting; fingerprint inputs re-fingerprint the project."""
         validate_project(project)
         parsed = parse_setting(key, value)
-        self.store.set_project_setting(project, key, list(parsed) if isinstance(parsed, tuple) else parsed)
+        self.store.set_project_setting(project, key, setting_json(parsed))
         new = replace(self.index.settings_for(project), **{key: parsed})
         self.index.set_settings(project, new)
         if self.folder is not None:  # teammates and CI get the project's settings with its recordings
             self.folder.write_shared(settings_file(project, self.store.project_settings(project)))
         changed = 0
         if key in FINGERPRINT_KEYS:
-            changed = self.refingerprint(project, new)
+            changed = sum(self.refingerprint(p, new, reload=False) for p in self.with_scopes(project))
+            self.reload()
         return {"project": project, "key": key, "value": settings_to_json(new)[key], "refingerprinted": changed}
 
+    def with_scopes(self, project: str) -> list[str]:
+        """`project` and its test-scoped projects without settings of their own (they are keyed by its)."""
+        own = self.store.all_project_settings()
+        return [project, *(p for p in self.store.projects() if p != project and base_project(p) == project
+                           and p not in own)]
+
     def refingerprint(self, project: str, settings: ProjectSettings, reload: bool = True) -> int:
-        """Recompute normalised fingerprints (and the aliases pointing at them) from stored requests."""
+        """Recompute a project's fingerprints (and the aliases and review candidates keyed by them) from
+        stored requests: the normalised ones, and the exact ones too (the project's `ignore` feeds both)."""
         rows = {row.id: (row.request_fp, row.normalised_fp)
                 for row in self.store.index_rows() if row.project == project}
-        old_fps = {entry_id: fp for entry_id, (_, fp) in rows.items()}
         updates = []
         for entry_id, _, canonical in each_canonical(self.store, project):
-            fp = sequenced(normalised_fingerprint(CanonicalRequest.from_json(canonical), *settings.fingerprint_inputs),
-                           occurrence_of(rows.get(entry_id, ("", ""))[0]))  # a sequence's n-th answer keeps #n
-            if fp != old_fps.get(entry_id):
-                updates.append((entry_id, fp))
-        self.store.set_normalised_fps(updates)
+            old = rows.get(entry_id, ("", ""))
+            n = occurrence_of(old[0])  # a sequence's n-th answer keeps #n
+            new = tuple(sequenced(fp, n) for fp in fingerprints_of(CanonicalRequest.from_json(canonical), settings))
+            if new != old:
+                updates.append((entry_id, new[0], new[1]))
+        candidates = [(c.id, *fingerprints_of(CanonicalRequest.from_json(c.request_canonical), settings))
+                      for c in self.store.candidates(project, status=None, limit=10**9)]
+        self.store.set_fingerprints(updates, [c for c in candidates if c])
         self._refingerprint_aliases(project, settings)
         if reload:
             self.reload()
@@ -197,7 +218,7 @@ class Recordings:
         settings = {p: settings_from_mapping(v) for p, v in self.store.all_project_settings().items()}
 
         def of(project: str, canonical: dict[str, Any], occurrence: int = 1) -> tuple[str, str]:
-            fps = fingerprints_of(CanonicalRequest.from_json(canonical), settings.get(project, ProjectSettings()))
+            fps = fingerprints_of(CanonicalRequest.from_json(canonical), settings_in(settings, project))
             return sequenced(fps[0], occurrence), sequenced(fps[1], occurrence)
 
         projects = self.store.projects()
@@ -208,6 +229,6 @@ class Recordings:
                       for c in self.store.candidates(status=None, limit=10**9)]
         self.store.set_fingerprints(entries, candidates)
         for project in projects:
-            self._refingerprint_aliases(project, settings.get(project, ProjectSettings()))
+            self._refingerprint_aliases(project, settings_in(settings, project))
         self.store.set_fingerprint_version(FINGERPRINT_VERSION)
         return len(entries)

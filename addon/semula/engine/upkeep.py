@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 
 from semula.core.request.canonical import CanonicalRequest
-from semula.core.settings import ProjectSettings, settings_from_mapping
+from semula.core.settings import ProjectSettings, settings_from_mapping, settings_in
 from semula.recordings.entry import searchable_text
 from semula.store.base import RecordingStore, each_canonical
 
@@ -39,7 +39,7 @@ def upgrade(store: RecordingStore, refingerprint: Callable[[str, ProjectSettings
         done["searchable_text"] = _reindex_texts(store, settings)
         store.set_meta("searchable_text", SEARCHABLE_TEXT)
     if store.meta("normalised_view") != NORMALISED_VIEW:
-        done["normalised_fp"] = sum(refingerprint(p, settings.get(p, ProjectSettings())) for p in store.projects())
+        done["normalised_fp"] = sum(refingerprint(p, settings_in(settings, p)) for p in store.projects())
         store.set_meta("normalised_view", NORMALISED_VIEW)
     if any(done.values()):
         log.info("semula: brought the store up to date: %s", done)
@@ -51,7 +51,7 @@ def _reindex_texts(store: RecordingStore, settings: dict[str, ProjectSettings]) 
     updates: list[tuple[int, str]] = []
     for entry_id, project, canonical in each_canonical(store):
         request = CanonicalRequest.from_json(canonical)
-        updates.append((entry_id, searchable_text(request, settings.get(project, ProjectSettings()).scrub_patterns)))
+        updates.append((entry_id, searchable_text(request, settings_in(settings, project).scrub_patterns)))
         if len(updates) == BATCH:
             store.set_last_texts(updates)
             changed, updates = changed + len(updates), []

@@ -45,7 +45,7 @@ def redacted_request(request: dict[str, Any], key: FingerprintKey | None) -> dic
 
 def fingerprints_of(request: CanonicalRequest, settings: ProjectSettings) -> tuple[str, str]:
     """(request_fp, normalised_fp) as a recording keeps them; an unparsed request has only the exact one."""
-    request_fp = request_fingerprint(request)
+    request_fp = request_fingerprint(request, settings.ignore)
     return request_fp, (normalised_fingerprint(request, *settings.fingerprint_inputs) if request.parsed else request_fp)
 
 

@@ -34,25 +34,13 @@ from semula.core.repeats import occurrence_of
 from semula.core.settings import ProjectSettings, SettingsError, validate_project
 from semula.providers.base import Usage
 from semula.recordings.entry import Answer, recording_of, redacted_request
-from semula.recordings.files import (
-    Found,
-    UnsafePath,
-    contained,
-    directory_times,
-    ensure_ignores,
-    make_directories,
-    max_file_bytes,
-    plain_relative,
-    read_capped,
-    remove_stale_temps,
-    scan,
-    up_to,
-    write_atomically,
-)
+from semula.recordings.files import (Found, UnsafePath, contained, directory_times, ensure_ignores, make_directories,
+                                     max_file_bytes, plain_relative, read_capped, remove_stale_temps, scan, up_to,
+                                     write_atomically)
 from semula.recordings import conversations, sidecars
 from semula.recordings.format import Recording, RecordingFileError, dumps_with_sidecars, loads, request_path
 from semula.recordings.sidecars import SidecarRef
-from semula.recordings.shared import SharedReport, check_shared, load_settings, load_shared
+from semula.recordings.shared import SharedReport, check_shared, folder_settings_for, load_settings, load_shared
 from semula.store.base import RecordingStore
 from semula.store.types import Entry, NewEntry, RecordingKind, StoreError
 
@@ -162,6 +150,7 @@ def check(root: Path, settings_for: Callable[[str], ProjectSettings] | None = No
     """(good files, [(relative path, problem)]) for `semula recordings check`: what the loader would skip,
     two files claiming one request included. `each` sees every good one (check lists error answers)."""
     good, bad = 0, []
+    settings_for = settings_for or folder_settings_for(root)  # its `ignore` keys the recordings, as when loaded
     claims: dict[str, str] = {}
     for rel, entry, problem in load_each(root, settings_for, key):
         if entry is None:

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from semula.core.request.canonical import CanonicalRequest
 from semula.core.tiers import Tier
-from semula.core.settings import FINGERPRINT_KEYS, ProjectSettings, SettingsError, parse_setting, validate_project
+from semula.core.settings import (FINGERPRINT_KEYS, ProjectSettings, SettingsError, parse_setting, setting_json,
+                                  settings_in, validate_project)
 from semula.recordings.entry import fingerprints_of
 from semula.recordings.files import read_inside
 from semula.recordings.format import slug
@@ -142,35 +143,55 @@ def _load_rejection(store: ReviewRows, data: dict[str, Any], entry_of: Callable[
     return 1
 
 
-def load_settings(root: Path, store: RecordingStore, report: SharedReport) -> None:
-    """Each `<project>/_settings.json` into the store; the projects whose fingerprint inputs changed go in `report`."""
+def _settings_files(root: Path, bad: list[tuple[str, str]]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(project, {key: parsed value}) of each good `<project>/_settings.json`; a bad one goes in `bad`."""
     for path in sorted(root.glob(f"*/{SETTINGS_FILE}")):
         try:
             data = _read(path, SETTINGS_FORMAT, root)
             project, values = data["project"], data["settings"]
             if not isinstance(values, dict):
                 raise ValueError("settings is not an object")
-            current = store.project_settings(project)
-            for key, value in values.items():
-                parsed = parse_setting(key, value)
-                stored = list(parsed) if isinstance(parsed, tuple) else parsed
-                if current.get(key) != stored:
-                    store.set_project_setting(project, key, stored)
-                    if key in FINGERPRINT_KEYS:
-                        report.settings_changed.add(project)
+            parsed = {key: parse_setting(key, value) for key, value in values.items()}
         except (OSError, ValueError, KeyError, TypeError, SettingsError) as e:
-            report.bad.append((str(path.relative_to(root)), str(e)))
+            bad.append((str(path.relative_to(root)), str(e)))
+            continue
+        yield project, parsed
+
+
+def load_settings(root: Path, store: RecordingStore, report: SharedReport) -> None:
+    """Each `<project>/_settings.json` into the store; the projects whose fingerprint inputs changed go in `report`."""
+    for project, values in _settings_files(root, report.bad):
+        current = store.project_settings(project)
+        for key, parsed in values.items():
+            stored = setting_json(parsed)
+            if current.get(key) != stored:
+                store.set_project_setting(project, key, stored)
+                if key in FINGERPRINT_KEYS:
+                    report.settings_changed.add(project)
+
+
+def folder_settings(root: Path) -> dict[str, ProjectSettings]:
+    """Each project's settings as its `_settings.json` holds them: what the loader fingerprints a fresh
+    clone's recordings under (`check` uses them too, so it fails where the loader would skip)."""
+    return {project: replace(ProjectSettings(), **values) for project, values in _settings_files(root, [])}
+
+
+def folder_settings_for(root: Path) -> Callable[[str], ProjectSettings] | None:
+    """`folder_settings` as a lookup by project (a test-scoped one has its base's); None when the folder
+    declares no settings."""
+    settings = folder_settings(root)
+    return (lambda project: settings_in(settings, project)) if settings else None
 
 
 def check_shared(root: Path) -> tuple[int, list[tuple[str, str]]]:
     """(good files, [(relative path, problem)]) of the aliases, rejections and settings (`semula recordings check`)."""
     good, bad = 0, []
-    for pattern, fmt in ((f"*/{ALIASES_DIR}/*.json", ALIAS_FORMAT), (f"*/{REJECTIONS_DIR}/*.json", REJECTION_FORMAT),
-                         (f"*/{SETTINGS_FILE}", SETTINGS_FORMAT)):
+    for pattern, fmt in ((f"*/{ALIASES_DIR}/*.json", ALIAS_FORMAT), (f"*/{REJECTIONS_DIR}/*.json", REJECTION_FORMAT)):
         for path in sorted(root.glob(pattern)):
             try:
                 _read(path, fmt, root)
                 good += 1
             except (OSError, ValueError, SettingsError) as e:
                 bad.append((str(path.relative_to(root)), str(e)))
+    good += sum(1 for _ in _settings_files(root, bad))  # their values too, as the loader reads them
     return good, bad

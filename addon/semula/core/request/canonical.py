@@ -23,9 +23,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from semula.core.request.ignore import NO_IGNORE, IgnoreRules, Taken, ignore_in_value, ignore_text, strings_ignored
 from semula.core.request.normalise import normalise_text, scrub_volatile
 from semula.core.request.params import canonical_params
 from semula.core.request.scrubkeys import scrub_keys_in_text, scrub_keys_in_value
@@ -40,6 +41,7 @@ __all__ = [
     "Message",
     "canonical_json",
     "content_layout",
+    "ignored",
     "context_fingerprint",
     "joined_layout",
     "normalised_fingerprint",
@@ -228,8 +230,67 @@ def _last_user_index(messages: Sequence[Message]) -> int | None:
     return None
 
 
-def request_fingerprint(c: CanonicalRequest) -> str:
-    """The exact tier's key: the redacted body (secrets as keyed tags) and the request line, key order aside."""
+def _ignored_joined(text: str, layout: Layout | None, rules: IgnoreRules, taken: Taken | None
+                    ) -> tuple[str, Layout | None]:
+    """A joined text with the patterns applied to each of its parts (a match never spans two), its
+    layout's lengths following; a layout whose lengths do not add up is kept, the text done whole."""
+    if layout is None or not any(isinstance(entry, int) for entry in layout):
+        return ignore_text(text, rules, taken), layout
+    out: list[str] = []
+    lengths: list[int | str] = []
+    pos = 0
+    for entry in layout:
+        if isinstance(entry, str):
+            lengths.append(entry)
+            continue
+        piece = ignore_text(text[pos : pos + entry], rules, taken)
+        out.append(piece + text[pos + entry : pos + entry + 1])  # the separator after it, if any
+        lengths.append(len(piece))
+        pos += entry + 1
+    if pos - 1 != len(text):
+        return ignore_text(text, rules, taken), layout
+    return "".join(out), tuple(lengths)
+
+
+def ignored(c: CanonicalRequest, rules: IgnoreRules, taken: Taken | None = None, *, body: bool = True
+            ) -> CanonicalRequest:
+    """`c` as both fingerprints see it under the project's declared volatile fields (`core.request.ignore`):
+    each path in the body and the parameters, each pattern in every text but the model. A path reaches
+    only a body parameter (a key the adapter left in `params`), so both fingerprints drop the same values.
+    `taken` collects the rules that changed something (the miss message and `semula eval` name them).
+    `body=False` leaves the body as it is (the normalised view of a parsed request never reads it)."""
+    if not rules:
+        return c
+    parameters = frozenset(c.params)
+    if body:
+        c = replace(c, body=_ignored_body(c, rules, taken))
+    if not rules.patterns:
+        return replace(c, params=ignore_in_value(c.params, rules, parameters, taken))
+    system, system_layout = (None, c.system_layout) if c.system is None else _ignored_joined(
+        c.system, c.system_layout, rules, taken)
+    messages = []
+    for m in c.messages:
+        text, layout = _ignored_joined(m.text, m.layout, rules, taken)
+        messages.append(Message(m.role, text, tuple(strings_ignored(list(m.parts), rules, taken)), layout))
+    return replace(
+        c, params=ignore_in_value(c.params, rules, parameters, taken), system=system,
+        system_layout=system_layout, messages=tuple(messages), tools=tuple(strings_ignored(list(c.tools), rules, taken)),
+        instructions=None if c.instructions is None else ignore_text(c.instructions, rules, taken))
+
+
+def _ignored_body(c: CanonicalRequest, rules: IgnoreRules, taken: Taken | None = None) -> Any:
+    """The body as the exact fingerprint sees it: each path of a body parameter, each pattern in every string
+    but the model."""
+    if not rules:
+        return c.body
+    if isinstance(c.body, Mapping):
+        return ignore_in_value(c.body, rules, frozenset(c.params), taken, keep=frozenset({"model"}))
+    return strings_ignored(c.body, rules, taken)
+
+
+def request_fingerprint(c: CanonicalRequest, ignore: IgnoreRules = NO_IGNORE) -> str:
+    """The exact tier's key: the redacted body (secrets as keyed tags) and the request line, key order
+    aside; the project's declared volatile fields (`ignore`) as placeholders."""
     return f"{FINGERPRINT_VERSION}:" + _sha256(
         {
             "method": c.method,
@@ -237,7 +298,7 @@ def request_fingerprint(c: CanonicalRequest) -> str:
             "endpoint": c.endpoint,
             "query": [list(p) for p in c.query],
             "headers": [list(h) for h in c.headers],
-            "body": c.body,
+            "body": _ignored_body(c, ignore),
         }
     )
 
@@ -347,10 +408,13 @@ def normalised_fingerprint(
     scrub_patterns: Sequence[str] = (),
     ignore_params: Sequence[str] = (),
     scrub_keys: Sequence[str] = (),
+    ignore: IgnoreRules = NO_IGNORE,
 ) -> str:
     """The normalised tier's key: texts normalised and scrubbed (``scrub_keys``' JSON values
-    too), params in canonical form minus ``ignore_params``."""
-    return NORMALISED_PREFIX + _sha256(_normalised_view(c, scrub_patterns, ignore_params, False, None, scrub_keys))
+    too), params in canonical form minus ``ignore_params``, the declared volatile fields (``ignore``)
+    as placeholders before any of that."""
+    view = _normalised_view(ignored(c, ignore, body=not c.parsed), scrub_patterns, ignore_params, False, None, scrub_keys)
+    return NORMALISED_PREFIX + _sha256(view)
 
 
 def context_fingerprint(

@@ -23,7 +23,7 @@ from semula.core.bypass import NO_CACHE_HEADER, no_cache_header
 from semula.core.cascade import Candidate, NearSearch, Outcome, cascade, settle
 from semula.core.decision import Action, Bypass, internal_error
 from semula.core.errorpolicy import replayed_note
-from semula.core.explain import Nearest, miss_message
+from semula.core.explain import Nearest, ignore_note, miss_message
 from semula.core.fasthit import fast_outcome
 from semula.core.modes import Mode
 from semula.core.redact import FingerprintKey, redact_query, redact_text
@@ -187,7 +187,9 @@ class Responder:
                 others = sorted(engine.projects_with(state.request_fp) - {state.project})
         message = redact_text(miss_message(state.project, self.parts.mode.value, nearest, others, problem, candidate,
                                            (state.normalised_fp, recording_fp), files=files,
-                                           request_line=f"{flow.request.method} {state.path}"))
+                                           request_line=f"{flow.request.method} {state.path}",
+                                           ignore=ignore_note(state.canonical, state.settings.ignore)
+                                           if state.canonical is not None else None))
         adapter = state.adapter or adapter_for(state.host, state.path)
         body = adapter.error_body(REPLAY_REFUSAL_STATUS, message)
         headers = {**adapter.error_headers(REPLAY_REFUSAL_STATUS), **semula_headers(decision)}

@@ -103,7 +103,8 @@ class FastPath:
     def recorded(self, engine: Engine, mode: Mode, state: FlowState, entry_id: int) -> None:
         """After this request's answer was recorded: its repeats are exact hits on the new entry."""
         if state.fast_key is not None and state.canonical is not None and state.outcome is not None and (hit := recorded(
-                mode, state.outcome, entry_id, state.canonical.provider, state.canonical.model)):
+                mode, state.outcome, entry_id, state.canonical.provider, state.canonical.model,
+                state.settings.fingerprint_inputs)):
             self.put(engine, state.fast_key, hit)
 
     def get(self, owner: object, key: FastKey) -> FastHit | None:

@@ -93,8 +93,9 @@ class Lifecycle:
             return
         self.calls = ParquetLog(log_dir / "calls", CallRow, CALL_LOG_SCHEMA_VERSION)
         self.reviews = ParquetLog(log_dir / "reviews", ReviewEvent, REVIEW_LOG_SCHEMA_VERSION)
+        ignore = (settings.default_project, settings.ignore) if settings.ignore is not None else None
         self.store.configure(EngineStart(spec, settings.data_dir, settings.recordings, self._log_review,
-                                         self.embedder), settings.load_timeout)
+                                         self.embedder, ignore), settings.load_timeout)
         # The store opens (DuckDB, its migrations, the index) beside the client's own start-up, not before
         # the ready line: a request that comes first waits for it (`StoreThread.ensure_open`).
         self._store_opening = asyncio.ensure_future(self._open_store())

@@ -15,7 +15,8 @@ from typing import Any
 from mitmproxy import exceptions
 
 from semula.core.modes import Mode
-from semula.core.settings import DEFAULT_PROJECT, AddonSettings, SettingsError, parse_switch, validate_project
+from semula.core.settings import (DEFAULT_PROJECT, AddonSettings, SettingsError, parse_setting, parse_switch,
+                                  validate_project)
 from semula.providers import DEFAULT_PROVIDER_HOSTS
 from semula.recordings.location import DEFAULT_RECORDINGS, recordings_location
 from semula.store.selection import server_url
@@ -79,6 +80,11 @@ def declare(loader: Any) -> None:
                       "a shared Postgres store (postgresql://…); empty: $SEMULA_STORE, else the DuckDB file in the data dir")
     loader.add_option("semula_embeddings", bool, _embeddings_default(),
                       "opt-in embedding tier (fastembed); also SEMULA_EMBEDDINGS=on")
+    loader.add_option("semula_ignore", str, "",
+                      "fields the project declares volatile, left out of both fingerprints: at start-up, sets the "
+                      "`ignore` setting of semula_project (as `semula config set ignore` does; kept in its "
+                      '_settings.json): JSON {"paths": ["run_tag.id"], "patterns": ["seed=\\\\d+"]}; '
+                      "empty: leave the setting as it is")
     loader.add_option("semula_realtime_max_message_mb", str, "16",
                       "a Realtime WebSocket message over this many MB closes its connection (1009, message too big) "
                       "as its first frame header arrives; OpenAI caps a client event at 15 MiB")
@@ -126,6 +132,7 @@ RESTART_OPTIONS: dict[str, str] = {
     "semula_embeddings": "embeddings",
     "semula_read_only": "read_only",
     "semula_admin": "admin",
+    "semula_ignore": "ignore",  # applied to the project's setting once the engine opens
 }
 
 
@@ -144,6 +151,7 @@ def read(options: Any) -> tuple[Mode, AddonSettings]:
     try:
         mode = Mode.parse(options.semula_mode)
         validate_project(options.semula_project)
+        ignore = parse_setting("ignore", options.semula_ignore) if options.semula_ignore.strip() else None
     except (ValueError, SettingsError) as e:
         raise exceptions.OptionsError(f"semula: {e}") from None
     data_dir = str(Path(options.semula_data_dir).expanduser().resolve())
@@ -168,6 +176,7 @@ def read(options: Any) -> tuple[Mode, AddonSettings]:
         realtime_max_message_mb=positive_number("semula_realtime_max_message_mb", options.semula_realtime_max_message_mb),
         realtime_max_session_mb=positive_number("semula_realtime_max_session_mb", options.semula_realtime_max_session_mb),
         confdir=options.confdir, listen_host=options.listen_host, listen_port=options.listen_port,
+        ignore=ignore,
     )
 
 

@@ -10,17 +10,20 @@ fixed when the proxy starts (`Lifecycle.running`): the options that choose it ne
 from __future__ import annotations
 
 import gc
+import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from semula.calllog.schema import ReviewEvent
+from semula.core.request.ignore import IgnoreRules
 from semula.engine.engine import Engine
 from semula.proxy.run.terminal import terminal_safe
 from semula.recordings.folder import RecordingsFolder
 from semula.store.base import RecordingStore
 from semula.store.selection import StoreSpec, open_store_with
+from semula.store.types import StoreError
 
 if TYPE_CHECKING:
     from semula.embeddings.model import Embedder
@@ -31,13 +34,14 @@ __all__ = ["EngineStart", "freeze_when_preloaded"]
 @dataclass(frozen=True)
 class EngineStart:
     """What the proxy's engine opens on: the store, the recordings folder (None: off), the review log
-    and the embedding model (None: the tier is off)."""
+    and the embedding model (None: the tier is off); `ignore`, semula_ignore's (project, rules) to set."""
 
     spec: StoreSpec
     data_dir: str
     recordings: str | None
     review_log: Callable[[ReviewEvent], None]
     embedder: Embedder | None = None
+    ignore: tuple[str, IgnoreRules] | None = None
 
     def open(self) -> Engine:
         """An engine ready to serve (on the store thread); StoreError or the store's own error says why not."""
@@ -51,8 +55,25 @@ class EngineStart:
             print(terminal_safe(engine.sync_report.line(folder.root)), flush=True)
             for rel, problem in engine.sync_report.bad:
                 print(terminal_safe(f"semula: bad recording {folder.root / rel}: {problem}"), flush=True)
+        if self.ignore is not None:
+            declare_ignore(engine, *self.ignore)
         freeze_when_preloaded(engine)
         return engine
+
+
+def declare_ignore(engine: Engine, project: str, rules: IgnoreRules) -> None:
+    """semula_ignore: the project's `ignore` setting made what the option says, as `semula config set`
+    makes it (stored, in the folder's `_settings.json`, the project re-fingerprinted); nothing when it is."""
+    if engine.settings_for(project).ignore == rules:
+        return
+    try:
+        result = engine.recordings.config_set(project, "ignore", rules.to_json())
+    except StoreError as e:  # a read-only store: the project keeps its setting, and says so
+        print(f"semula: semula_ignore not applied to project '{project}' ({e}); its recordings keep their "
+              "fingerprints: set it where the store is writable (`semula config set ignore …`)", flush=True)
+        return
+    print(f"semula: semula_ignore: project '{project}' ignores {json.dumps(rules.to_json())} "
+          f"(re-fingerprinted {result['refingerprinted']} recordings)", flush=True)
 
 
 def freeze_when_preloaded(engine: Engine) -> threading.Thread:
