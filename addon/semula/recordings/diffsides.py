@@ -23,6 +23,7 @@ from pathlib import Path
 from semula.core.redact import FingerprintKey
 from semula.recordings.files import UnsafePath, contained, make_directories, max_file_bytes
 from semula.recordings.folder import load_each
+from semula.recordings.shared import folder_settings_for
 from semula.store.types import NewEntry
 
 DEFAULT_BRANCHES = ("main", "master")
@@ -94,7 +95,8 @@ def folder_in_repository(top: Path, folder: Path) -> str:
 def read_folder(label: str, root: Path, key: FingerprintKey) -> Side:
     entries: dict[str, NewEntry] = {}
     unreadable: list[tuple[str, str]] = []
-    for rel, entry, problem in load_each(root, key=key) if root.is_dir() else ():
+    # Each side keyed by its own folder's settings (`semula_ignore` changes the exact fingerprint), as `check` does.
+    for rel, entry, problem in load_each(root, folder_settings_for(root), key) if root.is_dir() else ():
         if entry is not None:
             entries[rel] = entry
         else:
