@@ -34,7 +34,7 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO / "addon")}
 # (the line the proxy prints then, in its console file) and stamps again: its exit is the stop's start.
 STORE_OPEN = ("semula: store open", "semula: recordings ", "semula: NOT recording")
 WAIT_STORE = (f"import os, pathlib, time\nprint('STAMP', time.time(), flush=True)\n"
-              f"log = pathlib.Path(os.environ['SEMULA_BENCH_DATA'], 'proxy.log')\n"
+              f"log = pathlib.Path(os.environ['BENCH_STARTUP_DATA_DIR'], 'proxy.log')\n"
               f"while not (log.exists() and any(m in log.read_text() for m in {STORE_OPEN!r})):\n"
               f"    time.sleep(0.005)\n"
               f"print('OPENED', time.time(), flush=True)\n")
@@ -96,7 +96,7 @@ def _stamped(argv: list[str], cwd: Path, data_dir: Path) -> tuple[float, float]:
     store is open: (spawn → stamp, opened → exit)."""
     started = time.time()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env={**ENV, "SEMULA_BENCH_DATA": str(data_dir)}, cwd=cwd)
+                            env={**ENV, "BENCH_STARTUP_DATA_DIR": str(data_dir)}, cwd=cwd)
     try:
         _, line = _wait_line(proc, "STAMP ")
         stamp = float(line.split("STAMP ", 1)[1].split()[0])
