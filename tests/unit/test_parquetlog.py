@@ -67,7 +67,8 @@ CALL_COLUMNS = [
     ("request_fp", pa.string()), ("normalised_fp", pa.string()), ("prompt_tokens", pa.int64()),
     ("completion_tokens", pa.int64()), ("candidate_tier", pa.string()), ("candidate_score", pa.float64()),
     ("candidate_entry_id", pa.int64()), ("guard_reason", pa.string()), ("recorded", pa.bool_()),
-    ("error", pa.string()), ("run_id", pa.string()), ("fast", pa.bool_()), ("schema_version", pa.int32()),
+    ("error", pa.string()), ("run_id", pa.string()), ("fast", pa.bool_()), ("mcp_server", pa.string()),
+    ("mcp_tool", pa.string()), ("schema_version", pa.int32()),
 ]
 REVIEW_COLUMNS = [
     ("ts", pa.timestamp("us", tz="UTC")), ("event", pa.string()), ("candidate_id", pa.int64()),
@@ -79,7 +80,7 @@ REVIEW_COLUMNS = [
 def test_the_log_schemas_are_the_published_columns() -> None:
     assert CALL_LOG_SCHEMA.equals(pa.schema(CALL_COLUMNS), check_metadata=True)
     assert REVIEW_LOG_SCHEMA.equals(pa.schema(REVIEW_COLUMNS), check_metadata=True)
-    assert (CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA_VERSION) == (3, 1)
+    assert (CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA_VERSION) == (4, 1)
 
 
 def test_typed_rows_are_written_as_their_columns(tmp_path):
@@ -96,7 +97,7 @@ def test_typed_rows_are_written_as_their_columns(tmp_path):
     assert pq.read_schema(review_file).equals(pa.schema(REVIEW_COLUMNS))
     (call,) = pq.read_table(call_file).to_pylist()
     assert call == {**{name: None for name, _ in CALL_COLUMNS}, "ts": at, "project": "p", "decision": "hit",
-                    "tier": "exact", "entry_id": 7, "status": 200, "fast": True, "schema_version": 3}
+                    "tier": "exact", "entry_id": 7, "status": 200, "fast": True, "schema_version": 4}
     (review,) = pq.read_table(review_file).to_pylist()
     assert review == {"ts": at, "event": "queued", "candidate_id": 1, "project": "p", "tier": "lexical",
                       "score": 0.8, "guard_reason": None, "request_fp": "nfp2:x", "entry_id": 7, "schema_version": 1}
