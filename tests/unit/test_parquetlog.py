@@ -101,3 +101,24 @@ def test_typed_rows_are_written_as_their_columns(tmp_path):
     (review,) = pq.read_table(review_file).to_pylist()
     assert review == {"ts": at, "event": "queued", "candidate_id": 1, "project": "p", "tier": "lexical",
                       "score": 0.8, "guard_reason": None, "request_fp": "nfp2:x", "entry_id": 7, "schema_version": 1}
+
+
+def test_a_log_of_an_older_schema_still_reads_with_the_new_columns_null(tmp_path):
+    """Files written before `mcp_server`/`mcp_tool` (version 3) load beside new ones; theirs are null."""
+    import duckdb
+
+    from semula.calllog.reader import load_log
+
+    at = datetime(2026, 1, 2, tzinfo=UTC)
+    old_columns = [c for c in CALL_COLUMNS if c[0] not in ("mcp_server", "mcp_tool")]
+    old = {**{name: None for name, _ in old_columns}, "ts": at, "project": "p", "decision": "hit", "schema_version": 3}
+    folder = tmp_path / "calls" / "date=2026-01-02"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist([old], schema=pa.schema(old_columns)), folder / "part-old.parquet")
+    calls = ParquetLog(tmp_path / "calls", CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, flush_seconds=60)
+    calls.append(CallRow(ts=at, project="p", decision="miss", mcp_server="mcp.example.com/mcp", mcp_tool="add"))
+    assert calls.close() == 0
+    con = duckdb.connect()
+    assert load_log(con, "calls", tmp_path / "calls", CALL_LOG_SCHEMA) == 2
+    rows = con.execute("SELECT schema_version, decision, mcp_server, mcp_tool FROM calls ORDER BY schema_version").fetchall()
+    assert rows == [(3, "hit", None, None), (4, "miss", "mcp.example.com/mcp", "add")]
