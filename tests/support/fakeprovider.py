@@ -657,6 +657,8 @@ import fake_thirdparty  # noqa: E402 - a redirect and raw text labelled JSON, as
 ROUTES += fake_thirdparty.routes(sys.modules[__name__])
 import fake_drift  # noqa: E402 - answers changed on purpose, for `semula drift` (first: it wraps OpenAI chat)
 ROUTES[:0] = fake_drift.routes(sys.modules[__name__])
+import fake_tools  # noqa: E402 - a Responses model that calls tools (TOOLCALL in the prompt), for agents with MCP tools
+ROUTES[:0] = fake_tools.routes(sys.modules[__name__])
 
 
 def find_route(path: str) -> tuple[Route, dict[str, str]] | None:
