@@ -78,7 +78,7 @@ def test_mcp_calls_carry_their_server_and_tool_and_the_get_stream_is_quiet(
 
     # The run summary counts the one miss as refused, not the GET stream's 405s.
     summary = run_summary(replay.data_dir, since)
-    assert " · 1 refused" in summary and f"{len(calls) - 1} hits" in summary, summary
+    assert summary == f"semula: {len(calls)} calls · {len(calls) - 1} hits · 0 misses · 1 refused", summary
 
     # The report: the overview notebook's numbers and its tables.
     from semula.reporting.report import analysis_dir, execute_notebooks, render_html
