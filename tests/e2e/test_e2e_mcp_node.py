@@ -18,34 +18,20 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import REPO, clean_env, proxy_test_args, read_call_log, semula_cmd
+from e2e_helpers import REPO, clean_env, npm_project, proxy_test_args, read_call_log, semula_cmd
 from test_e2e_mcp import start_mcp_server
 
 pytestmark = pytest.mark.e2e
 
 CLIENT = REPO / "tests" / "clients" / "mcp_tools.mjs"
 HOST = "mcp.semula-test.example"
-MIN_NODE = (20, 18, 1)  # undici 7
 
 
 @pytest.fixture(scope="module")
 def node_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if not node or not npm:
-        pytest.skip("node/npm not installed")
-    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
-    if tuple(int(part) for part in version.lstrip("v").split(".")[:3]) < MIN_NODE:
-        pytest.skip(f"node {version}: undici 7 needs Node >= 20.18.1")
     project = tmp_path_factory.mktemp("node-mcp")
     (project / "package.json").write_text('{"private": true, "type": "module"}')
-    try:
-        res = subprocess.run([npm, "install", "@modelcontextprotocol/sdk", "undici", "--no-audit", "--no-fund",
-                              "--loglevel=error"], cwd=project, capture_output=True, text=True, timeout=300,
-                             env=clean_env())
-    except (OSError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"npm install failed: {e}")
-    if res.returncode != 0 or not (project / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir():
-        pytest.skip(f"npm install failed: {res.stderr[-500:]}")
+    npm_project(project, "@modelcontextprotocol/sdk", "undici")
     shutil.copyfile(CLIENT, project / "mcp_tools.mjs")
     return project
 
