@@ -122,3 +122,11 @@ def test_a_log_of_an_older_schema_still_reads_with_the_new_columns_null(tmp_path
     assert load_log(con, "calls", tmp_path / "calls", CALL_LOG_SCHEMA) == 2
     rows = con.execute("SELECT schema_version, decision, mcp_server, mcp_tool FROM calls ORDER BY schema_version").fetchall()
     assert rows == [(3, "hit", None, None), (4, "miss", "mcp.example.com/mcp", "add")]
+
+
+def test_the_readers_reason_prefixes_are_the_proxys() -> None:
+    """The call log's reader (which imports no other semula package) spells the proxy's bypass-reason openings."""
+    from semula.calllog.schema import NOT_A_CALL_PREFIX, SIDE_CALL_PREFIX
+    from semula.core.decision import NOT_A_CALL, SIDE_CALL
+
+    assert (SIDE_CALL.strip(), NOT_A_CALL.strip()) == (SIDE_CALL_PREFIX, NOT_A_CALL_PREFIX)
