@@ -24,7 +24,7 @@ class Kind(StrEnum):
 
 
 # How the bypass reason of traffic semula answers itself in replay starts: never looked up, never a refusal,
-# never a miss (the run summary and the report leave them out of failures: `calllog.reader.ANSWERED_LOCALLY`).
+# never a miss (the run summary and the report leave them out of failures: `calllog.tally`, `calllog.reader`).
 SIDE_CALL = "side call: "  # a provider's telemetry or trace upload (`providers/sidepaths.py`)
 NOT_A_CALL = "not a call: "  # MCP traffic that is no call: a notification, the GET stream, DELETE (`proxy/call/mcp.py`)
 
