@@ -25,10 +25,10 @@ from typing import Any
 
 import duckdb
 
-from semula.calllog.reader import HIT_RATE_COLUMNS, load_log
+from semula.calllog.reader import ANSWERED_LOCALLY, HIT_RATE_COLUMNS, load_log
 from semula.calllog.schema import CALL_LOG_SCHEMA, REVIEW_LOG_SCHEMA
 
-__all__ = ["HIT_RATE_COLUMNS", "Logs", "Table", "data_dir_from_env", "emit_results", "open_logs", "query",
+__all__ = ["ANSWERED_LOCALLY", "HIT_RATE_COLUMNS", "Logs", "Table", "data_dir_from_env", "emit_results", "open_logs", "query",
            "setup_plots", "show", "time_axis"]
 
 DEFAULT_DATA_DIR = "../.semula"  # relative to analysis/, i.e. the repo's .semula

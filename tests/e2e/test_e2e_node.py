@@ -17,32 +17,16 @@ from pathlib import Path
 import pytest
 
 from conftest import ProxyFactory
-from e2e_helpers import REPO, FakeProvider, ProxyHandle, clean_env, parse_exports, read_call_log, run_semula, uniq
+from e2e_helpers import (REPO, FakeProvider, ProxyHandle, clean_env, npm_project, parse_exports, read_call_log,
+                         run_semula, uniq)
 
 pytestmark = pytest.mark.e2e
 
 CHAT_MJS = REPO / "tests" / "clients" / "chat.mjs"
-# undici 7 (what `npm install undici` gets) needs this Node.
-MIN_NODE = (20, 18, 1)
-
-
 @pytest.fixture(scope="module")
 def node_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A scratch npm project with undici installed, and tests/clients/chat.mjs in it."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if not node or not npm:
-        pytest.skip("node/npm not installed")
-    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
-    if tuple(int(part) for part in version.lstrip("v").split(".")[:3]) < MIN_NODE:
-        pytest.skip(f"node {version}: undici 7 needs Node >= 20.18.1 (certs_readme.md)")
-    project = tmp_path_factory.mktemp("node-undici")
-    try:
-        res = subprocess.run([npm, "install", "undici", "--no-audit", "--no-fund", "--loglevel=error"], cwd=project,
-                             capture_output=True, text=True, timeout=180, env=clean_env())
-    except (OSError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"npm install undici failed: {e}")
-    if res.returncode != 0 or not (project / "node_modules" / "undici").is_dir():
-        pytest.skip(f"npm install undici failed: {res.stderr[-500:]}")
+    project = npm_project(tmp_path_factory.mktemp("node-undici"), "undici")
     # The example a newcomer runs, beside the undici it imports.
     shutil.copyfile(CHAT_MJS, project / "chat.mjs")
     return project

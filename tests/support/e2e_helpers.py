@@ -411,3 +411,30 @@ def parse_exports(text: str) -> dict[str, str]:
 def uniq(label: str) -> str:
     """A prompt prefix unique to this run, so no two tests ever share a recording."""
     return f"{label} {os.getpid()}-{time.monotonic_ns() % 10**9}"
+
+
+# undici 7 (what `npm install undici` gets) needs this Node.
+MIN_NODE = (20, 18, 1)
+
+
+def npm_project(folder: Path, *packages: str) -> Path:
+    """A scratch npm project in `folder` with `packages` installed; skips the test when node or npm is missing,
+    Node is older than undici 7 needs, or the install fails (no registry)."""
+    import shutil
+
+    import pytest
+
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if not node or not npm:
+        pytest.skip("node/npm not installed")
+    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
+    if tuple(int(part) for part in version.lstrip("v").split(".")[:3]) < MIN_NODE:
+        pytest.skip(f"node {version}: undici 7 needs Node >= 20.18.1 (certs_readme.md)")
+    try:
+        res = subprocess.run([npm, "install", *packages, "--no-audit", "--no-fund", "--loglevel=error"], cwd=folder,
+                             capture_output=True, text=True, timeout=300, env=clean_env())
+    except (OSError, subprocess.TimeoutExpired) as e:
+        pytest.skip(f"npm install {' '.join(packages)} failed: {e}")
+    if res.returncode != 0 or not all((folder / "node_modules" / p).is_dir() for p in packages):
+        pytest.skip(f"npm install {' '.join(packages)} failed: {res.stderr[-500:]}")
+    return folder

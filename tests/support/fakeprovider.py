@@ -653,8 +653,12 @@ ROUTES += fake_vertex.routes(sys.modules[__name__]) + fake_audio.routes(sys.modu
 import fake_bedrock  # noqa: E402 - AWS Bedrock Runtime (event-stream answers), in its own module
 import fake_binary  # noqa: E402 - large binary answers (GET file content), for sidecar files
 ROUTES += fake_bedrock.routes(sys.modules[__name__])
+import fake_thirdparty  # noqa: E402 - a redirect and raw text labelled JSON, as a third-party suite met them
+ROUTES += fake_thirdparty.routes(sys.modules[__name__])
 import fake_drift  # noqa: E402 - answers changed on purpose, for `semula drift` (first: it wraps OpenAI chat)
 ROUTES[:0] = fake_drift.routes(sys.modules[__name__])
+import fake_tools  # noqa: E402 - a Responses model that calls tools (TOOLCALL in the prompt), for agents with MCP tools
+ROUTES[:0] = fake_tools.routes(sys.modules[__name__])
 
 
 def find_route(path: str) -> tuple[Route, dict[str, str]] | None:
@@ -789,6 +793,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif m := MEDIA.fullmatch(path):  # counted: a replay from an extra host must not reach here
             self.server.state.next_call({"method": "GET", "path": path, "query": {}, "headers": {}, "body": {}})
             self._send_bytes(200, media_bytes(m.group("name")), "image/png")
+        elif (target := fake_thirdparty.redirect_target(path)) is not None:  # counted, like the media it points to
+            self.server.state.next_call({"method": "GET", "path": path, "query": {}, "headers": {}, "body": {}})
+            self.send_response(302)
+            self.send_header("Location", target)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         elif (big := fake_binary.big_file(path)) is not None:  # a large binary answer (tests/support/fake_binary.py)
             self.server.state.next_call({"method": "GET", "path": path, "query": {}, "headers": {}, "body": {}})
             self._send_bytes(200, big, "application/octet-stream")

@@ -106,8 +106,11 @@ def test_project_header_is_stripped_and_isolates(tmp_path):
 
 def test_unparsable_body_is_forwarded_as_bypass(tmp_path):
     async def scenario(addon, tctx):
-        flow = await call(addon, provider_flow(b"\x00\xffnot json"))
+        flow = await call(addon, provider_flow(b'{"messages": "\\ud800"}'))  # JSON, but not text: cannot be matched
         assert flow.response.headers["x-semula-decision"] == "bypass"
+        # Bytes labelled JSON that are not JSON are matched by their bytes (google-genai's file-search upload).
+        labelled = await call(addon, provider_flow(b"\x00\xffnot json"))
+        assert labelled.response.headers["x-semula-decision"] == "miss"
 
     run(scenario, tmp_path)
 

@@ -15,12 +15,32 @@ from semula.core.errorpolicy import replayed_note, unrecordable_answer, unrecord
         (401, False), (403, False),  # a property of the key
         (408, False), (429, False),  # of the moment
         (500, False), (502, False), (503, False), (529, False),  # of the provider's health
-        (302, False), (409, False), (413, False),
+        (302, False), (409, False), (413, False),  # a redirect without a Location has nowhere to go
     ],
 )
 def test_recorded_statuses(status: int, by_default: bool) -> None:
     assert (unrecordable_status(status, record_errors=False) is None) is by_default
     assert unrecordable_status(status, record_errors=True) is None
+
+
+@pytest.mark.parametrize(
+    ("status", "by_default"),
+    [
+        (301, True), (302, True), (303, True), (307, True), (308, True),  # deterministic: the client follows them
+        (304, False),  # an answer to the client's cache validators, which a recording is not keyed by
+        (300, False), (305, False), (306, False),
+    ],
+)
+def test_redirects_with_a_location_are_recorded(status: int, by_default: bool) -> None:
+    assert (unrecordable_status(status, record_errors=False, location="https://cdn.example/f") is None) is by_default
+    assert unrecordable_status(status, record_errors=False, location="") is not None  # nowhere to follow
+    assert unrecordable_answer(status, False, b"", False, lambda: False, "/next") == \
+        unrecordable_status(status, False, location="/next")
+
+
+def test_why_a_304_and_a_redirect_without_location_are_not_recorded() -> None:
+    assert "cache validators" in (unrecordable_status(304, record_errors=False, location="/x") or "")
+    assert "without a Location" in (unrecordable_status(302, record_errors=False) or "")
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from semula.core.request.canonical import request_fingerprint
 from semula.core.settings import ProjectSettings
 from semula.providers import PROVIDER_NAMES, adapter_for
 from semula.providers.base import RawRequest
-from semula.providers.mcp import MCP, McpServer, mcp_server_for, message_kind, parse_server
+from semula.providers.mcp import MCP, McpServer, call_label, mcp_server_for, message_kind, parse_server, tool_of
 from semula.providers.mcpwire import error_body, has_response, with_request_ids
 from semula.recordings.entry import Answer, recording_of
 from semula.recordings.folder import recording_from_entry
@@ -67,6 +67,24 @@ def test_the_canonical_names_the_method_and_tool() -> None:
     assert canonical.body == {"server": "mcp.example.com", "method": "tools/call",
                               "params": {"name": "add", "arguments": {"a": 1, "b": 2}}}
     assert "mcp" in PROVIDER_NAMES and adapter_for("mcp.example.com", "/mcp").name == "generic"  # never by host
+
+
+@pytest.mark.parametrize(("key", "label", "tool"), [
+    ({"server": "s", "method": "tools/call", "params": {"name": "add", "arguments": {}}}, "tools/call 'add'", "add"),
+    ({"server": "s", "method": "tools/list", "params": None}, "tools/list", None),
+    ({"server": "s", "method": "resources/read", "params": {"uri": "notes://x"}}, "resources/read 'notes://x'", None),
+    ({"server": "s", "method": "tools/call", "params": {"name": 5}}, "tools/call", None),  # hostile: not a name
+    ({"server": "s", "method": "tools/call", "params": ["add"]}, "tools/call", None),
+    ({"server": "s", "method": 7}, None, None), ("tools/call", None, None), (None, None, None),
+])
+def test_the_call_log_and_console_name_the_call(key: Any, label: str | None, tool: str | None) -> None:
+    assert (call_label(key), tool_of(key)) == (label, tool)
+
+
+def test_a_key_in_a_tool_name_never_reaches_the_call_logs_tool_column() -> None:
+    secret = "sk-proj-" + "A1b2C3d4" * 5
+    canonical = MCP.canonicalise(raw({**call(), "params": {"name": f"run {secret}", "arguments": {}}}), None)  # type: ignore[arg-type]
+    assert secret not in (tool_of(canonical.body) or "") and "[REDACTED" in (tool_of(canonical.body) or "")
 
 
 @pytest.mark.parametrize(("message", "kind"), [

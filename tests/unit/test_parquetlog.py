@@ -67,7 +67,8 @@ CALL_COLUMNS = [
     ("request_fp", pa.string()), ("normalised_fp", pa.string()), ("prompt_tokens", pa.int64()),
     ("completion_tokens", pa.int64()), ("candidate_tier", pa.string()), ("candidate_score", pa.float64()),
     ("candidate_entry_id", pa.int64()), ("guard_reason", pa.string()), ("recorded", pa.bool_()),
-    ("error", pa.string()), ("run_id", pa.string()), ("fast", pa.bool_()), ("schema_version", pa.int32()),
+    ("error", pa.string()), ("run_id", pa.string()), ("fast", pa.bool_()), ("mcp_server", pa.string()),
+    ("mcp_tool", pa.string()), ("schema_version", pa.int32()),
 ]
 REVIEW_COLUMNS = [
     ("ts", pa.timestamp("us", tz="UTC")), ("event", pa.string()), ("candidate_id", pa.int64()),
@@ -79,7 +80,7 @@ REVIEW_COLUMNS = [
 def test_the_log_schemas_are_the_published_columns() -> None:
     assert CALL_LOG_SCHEMA.equals(pa.schema(CALL_COLUMNS), check_metadata=True)
     assert REVIEW_LOG_SCHEMA.equals(pa.schema(REVIEW_COLUMNS), check_metadata=True)
-    assert (CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA_VERSION) == (3, 1)
+    assert (CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA_VERSION) == (4, 1)
 
 
 def test_typed_rows_are_written_as_their_columns(tmp_path):
@@ -96,7 +97,36 @@ def test_typed_rows_are_written_as_their_columns(tmp_path):
     assert pq.read_schema(review_file).equals(pa.schema(REVIEW_COLUMNS))
     (call,) = pq.read_table(call_file).to_pylist()
     assert call == {**{name: None for name, _ in CALL_COLUMNS}, "ts": at, "project": "p", "decision": "hit",
-                    "tier": "exact", "entry_id": 7, "status": 200, "fast": True, "schema_version": 3}
+                    "tier": "exact", "entry_id": 7, "status": 200, "fast": True, "schema_version": 4}
     (review,) = pq.read_table(review_file).to_pylist()
     assert review == {"ts": at, "event": "queued", "candidate_id": 1, "project": "p", "tier": "lexical",
                       "score": 0.8, "guard_reason": None, "request_fp": "nfp2:x", "entry_id": 7, "schema_version": 1}
+
+
+def test_a_log_of_an_older_schema_still_reads_with_the_new_columns_null(tmp_path):
+    """Files written before `mcp_server`/`mcp_tool` (version 3) load beside new ones; theirs are null."""
+    import duckdb
+
+    from semula.calllog.reader import load_log
+
+    at = datetime(2026, 1, 2, tzinfo=UTC)
+    old_columns = [c for c in CALL_COLUMNS if c[0] not in ("mcp_server", "mcp_tool")]
+    old = {**{name: None for name, _ in old_columns}, "ts": at, "project": "p", "decision": "hit", "schema_version": 3}
+    folder = tmp_path / "calls" / "date=2026-01-02"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist([old], schema=pa.schema(old_columns)), folder / "part-old.parquet")
+    calls = ParquetLog(tmp_path / "calls", CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, flush_seconds=60)
+    calls.append(CallRow(ts=at, project="p", decision="miss", mcp_server="mcp.example.com/mcp", mcp_tool="add"))
+    assert calls.close() == 0
+    con = duckdb.connect()
+    assert load_log(con, "calls", tmp_path / "calls", CALL_LOG_SCHEMA) == 2
+    rows = con.execute("SELECT schema_version, decision, mcp_server, mcp_tool FROM calls ORDER BY schema_version").fetchall()
+    assert rows == [(3, "hit", None, None), (4, "miss", "mcp.example.com/mcp", "add")]
+
+
+def test_the_readers_reason_prefixes_are_the_proxys() -> None:
+    """The call log's reader (which imports no other semula package) spells the proxy's bypass-reason openings."""
+    from semula.calllog.schema import NOT_A_CALL_PREFIX, SIDE_CALL_PREFIX
+    from semula.core.decision import NOT_A_CALL, SIDE_CALL
+
+    assert (SIDE_CALL.strip(), NOT_A_CALL.strip()) == (SIDE_CALL_PREFIX, NOT_A_CALL_PREFIX)

@@ -154,10 +154,36 @@ def test_which_bodies_are_matched_by_bytes(content_type: str | None, body: bytes
     assert is_raw_body(body, headers) is raw
 
 
-@pytest.mark.parametrize("body", [b"not json", b"\xff\xfe\x00", b"[1]"])
-def test_a_body_that_claims_json_but_is_not_still_says_why(body: bytes) -> None:
+@pytest.mark.parametrize("body", [b"not json", b"\xff\xfe\x00", b"[1]", b"  \n", b'{"cut": '])
+@pytest.mark.parametrize("content_type", ["application/json; charset=utf-8", "application/problem+json"])
+def test_a_body_labelled_json_that_is_not_a_json_object_is_matched_by_its_bytes(body: bytes, content_type: str) -> None:
+    # google-genai's file-search upload sends the file's raw text as application/json
+    c = upload(body, content_type, host="generativelanguage.googleapis.com",
+               path="/upload/v1beta/fileSearchStores/s1:uploadToFileSearchStore")
+    assert c.parsed is False
+    assert c.body == {DESCRIPTOR_KEY: {"media_type": content_type.split(";")[0], "size": len(body),
+                                       "sha256": hashlib.sha256(body).hexdigest()}}
+    other = upload(body + b"!", content_type, host="generativelanguage.googleapis.com",
+                   path="/upload/v1beta/fileSearchStores/s1:uploadToFileSearchStore")
+    assert request_fingerprint(other) != request_fingerprint(c)  # other bytes, another request
+
+
+def test_a_key_in_text_labelled_json_is_hashed_redacted() -> None:
+    body = f"notes: {KEY_TEXT}\n".encode()
+    c = upload(body, "application/json")
+    assert c.body[DESCRIPTOR_KEY]["redacted"] is True and KEY_TEXT not in canonical_json(c.to_json())
+
+
+@pytest.mark.parametrize("body", [b"not json", b"[1]"])
+def test_a_body_without_a_type_that_is_not_json_still_says_why(body: bytes) -> None:
     with pytest.raises(AdapterError, match="body is"):
-        upload(body, "application/json; charset=utf-8")
+        upload(body, None)
+
+
+@pytest.mark.parametrize("body", [b'{"a": "\\ud800"}', b'{"a": ' * 300 + b"1" + b"}" * 300])
+def test_a_json_object_that_cannot_be_matched_still_says_why_whatever_its_label(body: bytes) -> None:
+    with pytest.raises(AdapterError, match="surrogate|nested too deeply"):
+        upload(body, "application/json")
 
 
 def test_media_type_drops_parameters() -> None:

@@ -23,3 +23,13 @@ def test_the_stopped_line_reads_back() -> None:
     assert Tally.parse(STOPPED + "garbage") is None
     assert summary_line(tally) == "semula: 1 call · 1 hit · 0 misses · 0 refused"
     assert "made no calls through semula" in summary_line(Tally())
+
+
+def test_mcp_traffic_that_is_not_a_call_is_not_counted() -> None:
+    """The GET stream (asked for again after replay's 405), notifications and DELETE: never a call, never refused."""
+    tally = Tally()
+    for decision, mode, reason in [("hit", "replay", None), ("miss", "replay", None),
+                                   *[("bypass", "replay", "not a call: MCP server-to-client stream (GET) to h/mcp")] * 2,
+                                   ("bypass", "auto", "not a call: MCP notification to h/mcp; never recorded")]:
+        tally.add(decision, mode, reason)
+    assert tally.text() == "2 calls · 1 hit · 0 misses · 1 refused"

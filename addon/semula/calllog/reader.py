@@ -13,6 +13,8 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from semula.calllog.schema import NOT_A_CALL_PREFIX, SIDE_CALL_PREFIX
+
 
 def _duckdb_type(arrow_type: pa.DataType) -> str:
     if pa.types.is_timestamp(arrow_type):
@@ -65,6 +67,11 @@ def load_log(con: duckdb.DuckDBPyConnection, name: str, folder: Path, schema: pa
     row = con.execute(f"SELECT count(*) FROM {name}").fetchone()
     return row[0] if row is not None else 0
 
+
+# Traffic semula answers itself in replay (side calls, MCP traffic that is not a call): never a refusal, so
+# the run summary and the report's replay failures leave it out.
+ANSWERED_LOCALLY = "(" + " OR ".join(f"coalesce(bypass_reason, '') LIKE '{prefix}%'"
+                                     for prefix in (SIDE_CALL_PREFIX, NOT_A_CALL_PREFIX)) + ")"
 
 # The hit rate, one definition for `semula stats`, the report and the notebooks: hits ÷ lookups,
 # where a lookup is a call that asked the cache (a hit, a miss or an error) outside record mode.

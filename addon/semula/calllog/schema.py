@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pyarrow as pa
 
-CALL_LOG_SCHEMA_VERSION = 3  # 2: run_id; 3: fast
+# How the `bypass_reason` of traffic semula answers itself in replay opens: never looked up, never refused. The
+# proxy's own spelling is `core.decision.SIDE_CALL` / `NOT_A_CALL` (this package imports no other semula package;
+# tests/unit/test_parquetlog.py keeps them equal).
+SIDE_CALL_PREFIX = "side call:"  # a provider's telemetry or trace upload
+NOT_A_CALL_PREFIX = "not a call:"  # MCP traffic that is no call: a notification, the GET stream, DELETE
+
+CALL_LOG_SCHEMA_VERSION = 4  # 2: run_id; 3: fast; 4: mcp_server, mcp_tool
 REVIEW_LOG_SCHEMA_VERSION = 1
 
 _ARROW = "arrow"  # a field's metadata key: its column's Arrow type, by name (`arrow_schema`)
@@ -104,6 +110,10 @@ class CallRow(LogRow):
     run_id: str | None = _optional("string")  # one proxy process: `semula recordings unused` reads the last run
     # a hit served by the raw-request fast path (tier: the one that matched first)
     fast: bool | None = _optional("bool_")
+    # MCP traffic (`semula_mcp_servers`): the server as its recordings are keyed (host and path), and the
+    # tool a `tools/call` names (null for other methods: their method and target are in `model`)
+    mcp_server: str | None = _optional("string")
+    mcp_tool: str | None = _optional("string")
     schema_version: int = _column("int32", CALL_LOG_SCHEMA_VERSION)
 
 

@@ -3,13 +3,16 @@ console line, read back by the run that started it (`semula exec`, the pytest pl
 opening the Parquet log with DuckDB after the proxy stopped (0.2-0.4 s of every stop).
 
 The same outcomes as the call-log query it replaces (`session/run.py run_summary`): a hit; a miss
-recorded outside replay; a call refused in replay (an answered side call is not refused).
+recorded outside replay; a call refused in replay (an answered side call is not refused). MCP traffic that is
+not a call (the GET stream a client reopens after replay's 405, notifications, DELETE) is not counted at all.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from semula.calllog.schema import NOT_A_CALL_PREFIX, SIDE_CALL_PREFIX
 
 STOPPED = "semula: stopped · "  # the proxy's last console line: STOPPED + Tally.text()
 _NUMBERS = re.compile(r"(\d+) calls? · (\d+) hits? · (\d+) miss(?:es)? · (\d+) refused")
@@ -23,11 +26,14 @@ class Tally:
     refused: int = 0
 
     def add(self, decision: str | None, mode: str | None, bypass_reason: str | None) -> None:
+        reason = bypass_reason or ""
+        if reason.startswith(NOT_A_CALL_PREFIX):
+            return
         self.calls += 1
         if decision == "hit":
             self.hits += 1
         elif mode == "replay":
-            if not (bypass_reason or "").startswith("side call:"):
+            if not reason.startswith(SIDE_CALL_PREFIX):
                 self.refused += 1
         elif decision == "miss":
             self.misses += 1

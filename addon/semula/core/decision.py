@@ -23,6 +23,12 @@ class Kind(StrEnum):
     PASSTHROUGH = "passthrough"
 
 
+# How the bypass reason of traffic semula answers itself in replay starts: never looked up, never a refusal,
+# never a miss (the run summary and the report leave them out of failures: `calllog.tally`, `calllog.reader`).
+SIDE_CALL = "side call: "  # a provider's telemetry or trace upload (`providers/sidepaths.py`)
+NOT_A_CALL = "not a call: "  # MCP traffic that is no call: a notification, the GET stream, DELETE (`proxy/call/mcp.py`)
+
+
 class Action(StrEnum):
     """What the proxy does with the call."""
 

@@ -109,8 +109,9 @@ def _rerecord(root: Path, item: Selected, live: Live, streamed: bool, adapter: A
     """Write the live answer over the recording's file; (outcome, reason)."""
     recording = item.recording
     frames = split_frames(live.body) if streamed else []
+    location = next((v for k, v in live.headers if k.lower() == "location"), None)
     if why_not := unrecordable_answer(live.status, False, live.body, streamed,
-                                      lambda: adapter.stream_complete(frames)):
+                                      lambda: adapter.stream_complete(frames), location):
         return "drifted", why_not.replace("--set semula_record_errors=true", "re-record by hand")
     usage = adapter.usage_from_frames(frames) if streamed else adapter.usage_from_body(live.body)
     provenance = provenance_of((recording.provenance or {}).get("user_agent"), live.body, streamed, semula_version())

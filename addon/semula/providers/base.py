@@ -21,9 +21,9 @@ from semula.core.request.canonical import NEVER_MATTERS, CanonicalRequest
 from semula.core.request.params import NO_PARAM_RULES, ParamRules
 from semula.core.redact import FingerprintKey, clean_query, redact_json, redact_query
 from semula.providers.auth import Auth, KeyAuth, bearer_key
-from semula.providers.jsonbody import AdapterError, BodyShapeError, load_json_object
+from semula.providers.jsonbody import AdapterError, BodyShapeError, NotJsonError, load_json_object
 from semula.providers.sidepaths import SidePath
-from semula.providers.rawbody import describe, is_raw_body
+from semula.providers.rawbody import declares_json, describe, is_raw_body
 
 __all__ = ["Adapter", "AdapterError", "BodyShapeError", "RawRequest", "Usage", "bare_host", "host_matches"]
 
@@ -116,12 +116,17 @@ class Adapter:
     def canonicalise(self, raw: RawRequest, key: FingerprintKey) -> CanonicalRequest:
         """The canonical request; each secret in the body becomes a placeholder keyed by ``key``.
 
-        A body that is not JSON (an upload) is kept for the exact tier as a descriptor of its bytes."""
+        A body that is not JSON (an upload, or text labelled `application/json`) is kept for the exact
+        tier as a descriptor of its bytes."""
         raw = replace(raw, query=tuple(redact_query(raw.query, key)))  # a secret in ?q=, as in the body
         if is_raw_body(raw.body, raw.headers):
-            described = describe(raw.body, raw.headers, key)
-            return replace(self.unparsed(raw, described.descriptor), model=described.model, stream=described.stream)
-        data = load_json_object(raw.body)
+            return self._described(raw, key)
+        try:
+            data = load_json_object(raw.body)
+        except NotJsonError:
+            if declares_json(raw.headers):  # the label was wrong: matched by its bytes like any upload
+                return self._described(raw, key)
+            raise
         try:
             body = redact_json({k: v for k, v in data.items() if k not in NEVER_MATTERS}, key)
             try:
@@ -130,6 +135,10 @@ class Adapter:
                 return self.unparsed(raw, body)
         except RecursionError:
             raise AdapterError("body is nested too deeply to match") from None
+
+    def _described(self, raw: RawRequest, key: FingerprintKey) -> CanonicalRequest:
+        described = describe(raw.body, raw.headers, key)
+        return replace(self.unparsed(raw, described.descriptor), model=described.model, stream=described.stream)
 
     def _read(self, raw: RawRequest, body: dict[str, Any]) -> CanonicalRequest:
         raise BodyShapeError("no reader")

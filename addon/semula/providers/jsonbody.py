@@ -1,8 +1,9 @@
 """Reading a request body's JSON the way every adapter needs it: one object, not too deep, real text,
 lists where lists belong, integer token counts and the JSON of stream events.
 
-Pure: bytes in, values out, errors that say why (`AdapterError` for a body that is not a JSON
-object, `BodyShapeError` for an object of the wrong shape). Imports only the SSE frame parser.
+Pure: bytes in, values out, errors that say why (`AdapterError` for a body that cannot be matched,
+`NotJsonError` among them for one that is not a JSON object, `BodyShapeError` for an object of the
+wrong shape). Imports only the SSE frame parser.
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ from semula.providers.sse import SSEEvent, parse_frame
 
 class AdapterError(ValueError):
     """The request body cannot be canonicalised; the message says why."""
+
+
+class NotJsonError(AdapterError):
+    """The body is not a JSON object at all (not text, not JSON, a list): a body labelled JSON that is
+    not is then matched by its bytes (`Adapter.canonicalise`), like any other non-JSON body."""
 
 
 class BodyShapeError(Exception):
@@ -60,19 +66,19 @@ def nesting_depth(value: Any) -> int:
 def load_json_object(body: bytes) -> dict[str, Any]:
     """Parse a request body that must be a JSON object, or say why not."""
     if not body or not body.strip():
-        raise AdapterError("body is empty")
+        raise NotJsonError("body is empty")
     try:
         value = json.loads(body)
     except RecursionError:
         raise AdapterError("body is nested too deeply to match") from None
     except UnicodeDecodeError as e:
-        raise AdapterError(f"body is not UTF-8 text: {e.reason} at byte {e.start}") from None
+        raise NotJsonError(f"body is not UTF-8 text: {e.reason} at byte {e.start}") from None
     except json.JSONDecodeError as e:
-        raise AdapterError(f"body is not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+        raise NotJsonError(f"body is not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
     except ValueError as e:
-        raise AdapterError(f"body is not JSON: {e}") from None
+        raise NotJsonError(f"body is not JSON: {e}") from None
     if not isinstance(value, dict):
-        raise AdapterError(f"body is a JSON {type(value).__name__ if value is not None else 'null'}, not an object")
+        raise NotJsonError(f"body is a JSON {type(value).__name__ if value is not None else 'null'}, not an object")
     if nesting_depth(value) > MAX_DEPTH:
         raise AdapterError(f"body is nested too deeply to match (over {MAX_DEPTH} levels)")
     if _may_hold_surrogates(body):  # usually an escaped emoji (a pair); a lone half is not text

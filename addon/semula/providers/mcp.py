@@ -23,7 +23,8 @@ from semula.core.request.canonical import CanonicalRequest
 from semula.providers.auth import Auth, NotResendable
 from semula.providers.base import Adapter, BodyShapeError, RawRequest, bare_host, host_matches
 
-__all__ = ["MCP", "McpAdapter", "McpServer", "mcp_server_for", "message_kind", "parse_servers", "server_hosts"]
+__all__ = ["MCP", "McpAdapter", "McpServer", "call_label", "mcp_server_for", "message_kind", "parse_servers",
+           "server_hosts", "tool_of"]
 
 NAME = "mcp"
 # Methods whose params name what they act on: the call log and the miss message show it.
@@ -115,6 +116,26 @@ def target_of(method: str, params: Any) -> str | None:
     key = _TARGET_PARAM.get(method)
     value = params.get(key) if key and isinstance(params, dict) else None
     return value if isinstance(value, str) else None
+
+
+def _method_and_target(key: Any) -> tuple[str | None, str | None]:
+    """The method and target of a call's key (`call_key`, a canonical request's body), else (None, None)."""
+    method = key.get("method") if isinstance(key, dict) else None
+    if not isinstance(method, str):
+        return None, None
+    return method, target_of(method, key.get("params"))
+
+
+def call_label(key: Any) -> str | None:
+    """How a call is named to a person (the console, a miss): `tools/call 'add'`, `tools/list`; None if no call."""
+    method, target = _method_and_target(key)
+    return f"{method} {target!r}" if method and target else method
+
+
+def tool_of(key: Any) -> str | None:
+    """The tool a `tools/call` key names, else None (the call log's `mcp_tool`)."""
+    method, target = _method_and_target(key)
+    return target if method == "tools/call" else None
 
 
 class McpAdapter(Adapter):

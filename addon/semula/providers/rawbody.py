@@ -32,7 +32,7 @@ from typing import Any
 
 from semula.core.redact import FingerprintKey, redact_text
 
-__all__ = ["DESCRIPTOR_KEY", "RawBody", "describe", "is_raw_body", "media_type"]
+__all__ = ["DESCRIPTOR_KEY", "RawBody", "declares_json", "describe", "is_raw_body", "media_type"]
 
 DESCRIPTOR_KEY = "semula_raw_body"  # the descriptor's one top-level key: a JSON body never looks like it
 VALUE_CHARS = 256  # a text field (no filename) at most this long is kept as its value
@@ -56,12 +56,21 @@ def media_type(headers: Mapping[str, str]) -> str | None:
     return value.split(";", 1)[0].strip().lower() or None
 
 
-def is_raw_body(body: bytes, headers: Mapping[str, str]) -> bool:
-    """Whether a body is matched by its bytes rather than read as JSON.
+def declares_json(headers: Mapping[str, str]) -> bool:
+    """Whether the request says its body is JSON (`application/json`, `…+json`)."""
+    media = media_type(headers)
+    return media is not None and _JSON_MEDIA.match(media) is not None
 
-    An empty body always is. A body that declares a JSON type, or no type at all, is read as JSON
-    (a broken one stays an error that says why). A body of any other type is read as JSON when it is
-    a JSON object (clients label JSON `text/plain`; curl's `-d` says form-urlencoded), else by bytes.
+
+def is_raw_body(body: bytes, headers: Mapping[str, str]) -> bool:
+    """Whether a body is matched by its bytes rather than read as JSON, judged before parsing it.
+
+    An empty body always is. A body that declares a JSON type, or no type at all, is read as JSON;
+    one that then proves not to be a JSON object is matched by its bytes after all when it declared
+    JSON (google-genai sends a file-search upload's raw text as `application/json`), and stays an
+    error that says why when it declared nothing (`Adapter.canonicalise`). A body of any other type is
+    read as JSON when it is a JSON object (clients label JSON `text/plain`; curl's `-d` says
+    form-urlencoded), else by bytes.
     """
     if not body:
         return True

@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from semula.core.decision import SIDE_CALL
+
 __all__ = ["PROJECT_SIDE_ANSWER", "SideCall", "SidePath", "compile_side_paths", "side_call"]
 
 
@@ -42,7 +44,7 @@ class SideCall:
 
     @property
     def reason(self) -> str:
-        return f"side call: {self.path.what} ({self.provider}); never recorded"
+        return f"{SIDE_CALL}{self.path.what} ({self.provider}); never recorded"
 
 
 # A project's own patterns (semula_side_paths): an empty JSON object, which telemetry clients accept.

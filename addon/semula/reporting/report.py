@@ -301,6 +301,12 @@ def _cards(runs: list[NotebookRun]) -> str:
         cards.append(("calls logged", f"{overview['calls']:,}"))
         if overview.get("hit_rate") is not None:
             cards.append(("hit rate", f"{overview['hit_rate']:.1%}"))
+        tools = overview.get("tool_calls") or {}
+        if tools.get("lookups"):  # an agent's MCP tools beside its model
+            model = overview.get("model_calls") or {}
+            if model.get("lookups"):
+                cards.append(("model hit rate", f"{model['hits'] / model['lookups']:.1%}"))
+            cards.append(("tool-call hit rate", f"{tools['hits'] / tools['lookups']:.1%}"))
         cards.append(("replay-mode failures", f"{overview.get('replay_failures', 0):,}"))
     if savings.get("hits"):
         tokens = savings.get("tokens_saved_prompt", 0) + savings.get("tokens_saved_completion", 0)

@@ -12,8 +12,10 @@ from functools import lru_cache
 from mitmproxy import http
 
 from semula.calllog.schema import CallRow
+from semula.core.decision import NOT_A_CALL
 from semula.core.redact import redact_text
 from semula.providers.base import Usage
+from semula.providers.mcp import tool_of
 from semula.proxy.call.console import console_line
 from semula.proxy.call.flowstate import FlowState
 from semula.proxy.call.headers import flow_comment
@@ -43,7 +45,8 @@ def finish(parts: ProxyParts, flow: http.HTTPFlow, state: FlowState, upstream_ms
     flow.comment = flow_comment(decision, entry, state)
     if decision.action == "refuse":
         parts.refusals.add(state.tag, state.project, state.error or decision.reason or "refused", state.test)
-    if parts.settings.console_calls:
+    if parts.settings.console_calls and not (decision.bypass_reason or "").startswith(NOT_A_CALL):
+        # MCP traffic that is no call (the GET stream a client reopens, a notification) has its row only
         parts.lines.write(console_line(state, row, recorded))
 
 
@@ -64,6 +67,7 @@ def call_row(state: FlowState, method: str, mode: str, status: int | None, *, up
     served = answer.entry if answer is not None else None  # the recording served (`Entry`)
     near = state.outcome.near if state.outcome else None
     best = near.best if near is not None else None
+    mcp_key = canonical.body if state.mcp is not None and canonical is not None else None
     return CallRow(
         # when the request arrived: a stream recorded at its terminal event logs when its flow ends,
         # after the repeats it already served, and the log must still read in the order calls came
@@ -84,6 +88,8 @@ def call_row(state: FlowState, method: str, mode: str, status: int | None, *, up
         recorded=recorded, error=state.error, fast=fast is not None,
         candidate_tier=str(best.verdict.tier) if best else None, candidate_score=best.verdict.score if best else None,
         candidate_entry_id=best.entry_id if best else None, guard_reason=best.verdict.guard_reason if best else None,
+        mcp_server=f"{state.host}{_logged_path(state.path)}" if state.mcp is not None else None,
+        mcp_tool=tool_of(mcp_key),
     )
 
 

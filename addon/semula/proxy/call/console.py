@@ -6,6 +6,7 @@ import asyncio
 import sys
 
 from semula.calllog.schema import CallRow
+from semula.providers.mcp import call_label
 from semula.proxy.call.flowstate import FlowState
 from semula.proxy.call.headers import queued_text
 from semula.proxy.run.terminal import terminal_safe
@@ -31,7 +32,9 @@ def console_line(state: FlowState, row: CallRow, recorded: bool) -> str:
     elif queued := queued_text(state):
         extra += f" · {queued}"
     status = row.status if row.status is not None else ("cut" if state.cut else "no response")
-    return terminal_safe(f"semula: {state.project} {row.provider} {row.method} {state.host}{row.path} → "
+    called = call_label(state.canonical.body) if state.mcp is not None and state.canonical is not None else None
+    target = f"{state.host}{row.path}" + (f" {called}" if called else "")  # an MCP call names its method and tool
+    return terminal_safe(f"semula: {state.project} {row.provider} {row.method} {target} → "
                          f"{decision.decision}{tier}{entry_text}{extra} · {status} · {took}")
 
 

@@ -21,9 +21,9 @@ from typing import Any
 from mitmproxy import http
 
 from semula.core.cascade import Outcome
-from semula.core.decision import Action, Decision, Kind
+from semula.core.decision import NOT_A_CALL, Action, Decision, Kind
 from semula.core.modes import Mode
-from semula.providers.mcp import MCP, McpServer, message_kind, target_of
+from semula.providers.mcp import MCP, McpServer, call_label, message_kind
 from semula.providers.mcpwire import error_body, with_request_ids
 from semula.proxy.call.flowstate import FlowState
 from semula.proxy.call.headers import semula_headers
@@ -71,7 +71,7 @@ def local_outcome(flow: http.HTTPFlow, mode: Mode, state: FlowState, server: Mcp
         kind = found
     state.adapter = MCP
     status, what = _LOCAL[kind]
-    reason = f"{what} to {server}: never recorded"
+    reason = f"{NOT_A_CALL}{what} to {server}; never recorded"
     if mode is Mode.REPLAY:
         decision = Decision(Kind.BYPASS, Action.ANSWER, bypass_reason=reason,
                             reason=f"{reason}; answered by semula ({status}), replay never reaches the network")
@@ -116,10 +116,7 @@ def refused(flow: http.HTTPFlow, state: FlowState, message: str) -> None:
     response = flow.response
     assert response is not None
     request_id, _ = _request_ids(flow.request.content or b"")
-    body = state.canonical.body if state.canonical is not None else None
-    method = body.get("method") if isinstance(body, dict) else None
-    target = target_of(method, body.get("params")) if isinstance(body, dict) and method else None
-    what = f"{method} {target!r}" if target else (method or "this request")
+    what = call_label(state.canonical.body if state.canonical is not None else None) or "this request"
     head = f"semula: MCP {what} on {state.host}{state.path}: "  # the server as the recordings key it
     headers = {k: v for k, v in response.headers.items() if k.lower().startswith("x-semula-")}
     headers["content-type"] = "application/json"

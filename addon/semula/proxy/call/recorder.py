@@ -66,7 +66,7 @@ class Recorder:
         if client_gone and not (state.streamed and adapter.stream_complete(frames)):
             state.error, state.cut = client_gone, True
         elif state.decision.record and state.canonical is not None:
-            why_not = self._unrecordable(adapter, response.status_code, state.streamed, frames, body)
+            why_not = self._unrecordable(adapter, response, state.streamed, frames, body)
             if why_not:
                 state.error = why_not
             else:
@@ -87,10 +87,10 @@ class Recorder:
             state.error = f"upstream {_target(flow, state.host)} unreachable: {message} (mitmproxy answered 502)"
         finish(self.parts, flow, state, upstream_ms=_upstream_ms(state))
 
-    def _unrecordable(self, adapter: Adapter, status: int, streamed: bool, frames: list[bytes],
+    def _unrecordable(self, adapter: Adapter, response: http.Response, streamed: bool, frames: list[bytes],
                       body: bytes) -> str | None:
-        return unrecordable_answer(status, self.parts.settings.record_errors, body, streamed,
-                                   lambda: adapter.stream_complete(frames))
+        return unrecordable_answer(response.status_code, self.parts.settings.record_errors, body, streamed,
+                                   lambda: adapter.stream_complete(frames), response.headers.get("location"))
 
     async def _record(self, state: FlowState, response: http.Response, body: bytes, usage: Usage,
                       upstream_ms: float | None, request_headers: http.Headers) -> int | None:

@@ -136,7 +136,8 @@ def _convert(item: Interaction, options: ImportOptions, key: FingerprintKey, now
     streamed = header(item.response_headers, "content-type").startswith("text/event-stream")
     frames = split_frames(answer_body) if streamed else []
     if why_not := unrecordable_answer(item.status, options.record_errors, answer_body, streamed,
-                                      lambda: adapter.stream_complete(frames)):
+                                      lambda: adapter.stream_complete(frames),
+                                      header(item.response_headers, "location")):
         return Skipped(item.source, why_not.replace("--set semula_record_errors=true", "--record-errors"))
     answer = Answer(host=host, body=answer_body, status=item.status, headers=folded(item.response_headers),
                     streamed=streamed, upstream_ms=item.upstream_ms,

@@ -1,0 +1,99 @@
+"""openai-agents with an MCP server tool (`MCPServerStreamableHttp`), driven by a model call, recorded and then
+replayed offline from a clean copy of the recordings: the model (the fake provider's tool-calling Responses
+route, tests/support/fake_tools.py) and the MCP server (the SDK's own server, tests/support/fake_mcp.py) both
+gone in replay.
+
+The agent asks the model, which calls the server's `add` tool twice (parallel calls, other arguments); the
+agent sends the tools' results back, and the model's final answer quotes them. The tool answers carry the
+server's call counter, so a replay that reached the server, or served the wrong recording, shows in the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ProxyFactory
+from e2e_helpers import FakeProvider, ProxyHandle, clean_env, read_call_log, uniq
+from test_e2e_mcp import proxy_args, start_mcp_server
+
+pytestmark = pytest.mark.e2e
+pytest.importorskip("agents")
+
+AGENT = '''
+import asyncio
+import json
+import os
+import ssl
+import sys
+
+import httpx2
+from agents import Agent, Runner
+from agents.mcp import MCPServerStreamableHttp
+
+
+def through_semula(headers=None, timeout=None, auth=None):
+    verify = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
+    return httpx2.AsyncClient(proxy=os.environ["HTTPS_PROXY"], verify=verify, trust_env=False, headers=headers,
+                              timeout=timeout, auth=auth, follow_redirects=False)
+
+
+async def main(url, prompt):
+    params = {"url": url, "httpx_client_factory": through_semula, "timeout": 30}
+    async with MCPServerStreamableHttp(params=params, name="calc", cache_tools_list=True) as server:
+        agent = Agent(name="Calc", instructions="Use the calc tools.", model="gpt-4o-mini", mcp_servers=[server])
+        result = await Runner.run(agent, prompt)
+    outputs = sorted(str(item.output) for item in result.new_items if item.type == "tool_call_output_item")
+    print("RESULT " + json.dumps({"answer": result.final_output, "tools": outputs}), flush=True)
+
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+'''
+
+
+def run_agent(script: Path, proxy: ProxyHandle, url: str, prompt: str) -> dict[str, object]:
+    env = clean_env(HTTPS_PROXY=proxy.proxy_url, SSL_CERT_FILE=str(proxy.ca_path),
+                    OPENAI_API_KEY="sk-test-agents-not-a-real-key", OPENAI_AGENTS_DISABLE_TRACING="1")
+    done = subprocess.run([sys.executable, str(script), url, prompt], capture_output=True, text=True, env=env,
+                          timeout=120)
+    line = next((line for line in done.stdout.splitlines() if line.startswith("RESULT ")), None)
+    assert done.returncode == 0 and line is not None, f"{done.stdout}\n{done.stderr}\n{proxy.describe()}"
+    return json.loads(line.removeprefix("RESULT "))
+
+
+def test_an_agent_with_an_mcp_tool_replays_offline_from_a_clean_copy(
+        proxy_factory: ProxyFactory, fake_provider: FakeProvider, tmp_path: Path) -> None:
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT)
+    prompt = f'{uniq("agent mcp")} TOOLCALL add {{"a": 3, "b": 4}} TOOLCALL add {{"a": 10, "b": 20}}'
+    server = start_mcp_server(tmp_path / "certs", json_answers=False)
+    recordings = tmp_path / "recordings"
+    try:
+        auto = proxy_factory("auto", extra_args=proxy_args(server, recordings))
+        recorded = run_agent(script, auto, server.url, prompt)
+        auto.stop()
+    finally:
+        server.stop()
+    tools = recorded["tools"]
+    assert isinstance(tools, list) and len(tools) == 2, recorded
+    assert "3 + 4 = 7 (call" in "".join(tools) and "10 + 20 = 30 (call" in "".join(tools), recorded
+    assert "tool results:" in str(recorded["answer"]) and "3 + 4 = 7" in str(recorded["answer"]), recorded
+
+    clean = tmp_path / "clean-clone" / "recordings"
+    shutil.copytree(recordings, clean)
+    model_calls = fake_provider.count()
+    replay = proxy_factory("replay", upstream="gone", extra_args=proxy_args(server, clean))
+    replayed = run_agent(script, replay, server.url, prompt)  # the server is stopped, the provider gone
+    replay.stop()
+    assert replayed == recorded  # every tool result and the final answer, identical
+    assert fake_provider.count() == model_calls
+
+    rows = [r for r in read_call_log(replay.data_dir) if not (r["bypass_reason"] or "").startswith("not a call: ")]
+    assert {r["decision"] for r in rows} == {"hit"}, rows
+    assert sorted(r["mcp_tool"] for r in rows if r["mcp_tool"]) == ["add", "add"], rows
+    assert sum(r["provider"] == "openai" for r in rows) == 2, rows  # the model's two turns
