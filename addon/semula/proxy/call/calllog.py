@@ -6,6 +6,8 @@ The same call's console line is `proxy/call/console.py`, its headers and mitmweb
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import lru_cache
 
@@ -18,6 +20,7 @@ from semula.proxy.call.console import console_line
 from semula.proxy.call.flowstate import FlowState
 from semula.proxy.call.headers import flow_comment
 from semula.proxy.call.parts import ProxyParts
+from semula.proxy.run.spanfacts import CallEnd
 
 
 def release(parts: ProxyParts, state: FlowState) -> None:
@@ -39,11 +42,28 @@ def finish(parts: ProxyParts, flow: http.HTTPFlow, state: FlowState, upstream_ms
                    entry_id=entry, recorded=recorded)
     if (calls := parts.calls) is not None:
         calls.append(row.as_dict(run_id=parts.run_id))
+    if (spans := parts.spans) is not None:
+        spans.submit(call_end(flow, state, row, recorded, run_id=parts.run_id))
     flow.comment = flow_comment(decision, entry, state)
     if decision.action == "refuse":
         parts.refusals.add(state.tag, state.project, state.error or decision.reason or "refused", state.test)
     if parts.settings.console_calls:
         parts.lines.write(console_line(state, row, recorded))
+
+
+def call_end(flow: http.HTTPFlow, state: FlowState, row: CallRow, recorded: bool, run_id: str) -> CallEnd:
+    """What the call's span is made from, on the span thread: references, and the live answer's bytes."""
+    decision = state.decision
+    assert decision is not None
+    served = state.outcome.answer.entry if state.outcome is not None and state.outcome.answer is not None else None
+    answer = None
+    if served is None and flow.response is not None:
+        answer = b"".join(state.chunks) if state.streamed else flow.response.get_content(strict=False)
+    mcp = state.mcp
+    return CallEnd(row=replace(row, run_id=run_id), end_ns=time.time_ns(), refused=decision.action == "refuse",
+                   served=served, canonical=state.canonical, recorded=recorded,
+                   mcp_server=f"{mcp.host}{f':{mcp.port}' if mcp.port else ''}{mcp.path or ''}" if mcp else None,
+                   answer=answer, streamed=row.streamed or False)
 
 
 def call_row(state: FlowState, method: str, mode: str, status: int | None, *, upstream_ms: float | None,

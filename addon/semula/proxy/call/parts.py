@@ -17,6 +17,7 @@ from semula.providers import DEFAULT_PROVIDER_HOSTS
 from semula.proxy.call.console import CallLines
 from semula.proxy.call.fastpath import FastPath
 from semula.proxy.run.lifecycle import Lifecycle
+from semula.proxy.run.otel import CallSpans
 from semula.proxy.run.refusals import Refusals
 from semula.proxy.run.runs import RunCounters
 from semula.proxy.run.scopes import CurrentTests
@@ -54,6 +55,11 @@ class ProxyParts:
     def calls(self) -> ParquetLog | None:
         """The call log, once running."""
         return self.life.calls
+
+    @property
+    def spans(self) -> CallSpans | None:
+        """The OpenTelemetry spans' exporter, when semula_otel is on and the proxy is running."""
+        return self.life.spans
 
     @property
     def run_id(self) -> str:

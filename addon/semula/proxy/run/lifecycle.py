@@ -26,6 +26,7 @@ from semula.admin.server import AdminServer
 from semula.proxy.run.terminal import TERMINAL_SAFE_LOG
 from semula.proxy.run.expiry import StaleWarnings
 from semula.proxy.run import runinfo
+from semula.proxy.run.otel import CallSpans
 from semula.proxy.run.refusals import Refusals
 from semula.proxy.run.scopes import CurrentTests
 from semula.recordings.files import remember_user_umask
@@ -53,6 +54,7 @@ class Lifecycle:
         self.reviews: ParquetLog | None = None
         self.embedder: Embedder | None = None  # the embedding tier's model, once loaded (`_load_embedder`)
         self.admin: AdminServer | None = None
+        self.spans: CallSpans | None = None  # OpenTelemetry, when the user opted in (semula_otel)
         self.refusals = Refusals()  # replay refusals, numbered: the pytest plugin asks for them
         self.tests = CurrentTests()  # the test each run tag is in: the pytest plugin says so
         self.expiry = StaleWarnings()  # a project's max_age on hits: each old one served is warned about once
@@ -90,6 +92,7 @@ class Lifecycle:
         if settings.embeddings and not await self._load_embedder(data_dir):
             return
         self.calls = ParquetLog(log_dir / "calls", CallRow, CALL_LOG_SCHEMA_VERSION)
+        self.spans = CallSpans.start(settings)
         self.reviews = ParquetLog(log_dir / "reviews", ReviewEvent, REVIEW_LOG_SCHEMA_VERSION)
         self.store.configure(EngineStart(spec, settings.data_dir, settings.recordings, self._log_review,
                                          self.embedder), settings.load_timeout)
@@ -182,6 +185,9 @@ class Lifecycle:
                 print(f"semula: {lost} log rows could not be written to {log_writer.directory} and are lost"
                       f" ({log_writer.last_error or 'see the errors above'})", flush=True)
         self.calls = self.reviews = None
+        if self.spans is not None:
+            self.spans.close()
+            self.spans = None
         self.store.close()
 
 

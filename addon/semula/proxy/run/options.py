@@ -85,6 +85,11 @@ def declare(loader: Any) -> None:
     loader.add_option("semula_realtime_max_session_mb", str, "64",
                       "a Realtime conversation over this many MB of messages is relayed but not recorded "
                       "(one log line); never above the loader's cap of a recording file (SEMULA_RECORDING_MAX_MB)")
+    loader.add_option("semula_otel", str, "off",
+                      "OpenTelemetry spans, one per call, sent over OTLP/HTTP: 'on' sends them to "
+                      "OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, or give the collector's URL; needs the otel extra")
+    loader.add_option("semula_otel_content", bool, False,
+                      "with semula_otel: put the prompt and answer text (redacted) in the spans")
 
 
 @dataclass(frozen=True)
@@ -126,6 +131,7 @@ RESTART_OPTIONS: dict[str, str] = {
     "semula_embeddings": "embeddings",
     "semula_read_only": "read_only",
     "semula_admin": "admin",
+    "semula_otel": "otel",
 }
 
 
@@ -167,6 +173,7 @@ def read(options: Any) -> tuple[Mode, AddonSettings]:
         store=store, embeddings=options.semula_embeddings,
         realtime_max_message_mb=positive_number("semula_realtime_max_message_mb", options.semula_realtime_max_message_mb),
         realtime_max_session_mb=positive_number("semula_realtime_max_session_mb", options.semula_realtime_max_session_mb),
+        otel=otel_setting(options.semula_otel), otel_content=options.semula_otel_content,
         confdir=options.confdir, listen_host=options.listen_host, listen_port=options.listen_port,
     )
 
@@ -180,6 +187,16 @@ def positive_number(name: str, value: object) -> float:
     if not number > 0 or number == float("inf"):
         raise exceptions.OptionsError(f"semula: {name}={value!r} is not a number over 0")
     return number
+
+
+def otel_setting(value: str) -> str:
+    """semula_otel checked: off, on (which needs the OTLP endpoint's variable) or an http(s) URL."""
+    from semula.calllog.spans import otel_problem
+
+    setting = value.strip() or "off"
+    if problem := otel_problem(setting, os.environ):
+        raise exceptions.OptionsError(f"semula: semula_otel={value!r:.80}: {problem}")
+    return setting
 
 
 def split_items(values: Sequence[str]) -> list[str]:
