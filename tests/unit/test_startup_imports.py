@@ -18,7 +18,8 @@ from semula.calllog.schema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, Call
 from semula.calllog.writer import ParquetLog
 
 ADDON = Path(__file__).resolve().parents[2] / "addon"
-HEAVY = ("pyarrow", "numpy", "pandas", "duckdb", "fastembed")
+# opentelemetry: the SDK and its exporter load only when semula_otel is on (proxy/run/otel.py)
+HEAVY = ("pyarrow", "numpy", "pandas", "duckdb", "fastembed", "opentelemetry", "google.protobuf")
 
 
 def loaded_after(imports: str) -> dict[str, bool]:
