@@ -195,7 +195,7 @@ def otel_setting(value: str) -> str:
 
     setting = value.strip() or "off"
     if problem := otel_problem(setting, os.environ):
-        raise exceptions.OptionsError(f"semula: semula_otel={value!r:.80}: {problem}")
+        raise exceptions.OptionsError(f"semula: semula_otel: {problem}")  # the value may be a URL with a password
     return setting
 
 
