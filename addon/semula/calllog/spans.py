@@ -40,6 +40,7 @@ class SpanFacts:
     """What a span says beyond the row, gathered where the call ends (cheap references, no work)."""
 
     end_ns: int  # when the call ended (the row's `ts` is when it began)
+    run_id: str | None = None  # the proxy's run (the call log adds it to the row as it writes it)
     refused: bool = False  # replay refused it (or a rule did): the client got semula's error
     recording: str | None = None  # the recording file served or written, relative to the folder
     mcp_server: str | None = None
@@ -147,7 +148,7 @@ def span_attributes(row: CallRow, facts: SpanFacts) -> dict[str, AttributeValue]
         "semula.bypass_reason": row.bypass_reason,
         "semula.decision_ms": row.decision_ms,
         "semula.upstream_ms": row.upstream_ms,
-        "semula.run_id": row.run_id,
+        "semula.run_id": facts.run_id or row.run_id,
         "mcp.method.name": facts.mcp_method,
         "semula.mcp.server": facts.mcp_server,
         "semula.mcp.method": facts.mcp_method,

@@ -7,7 +7,6 @@ The same call's console line is `proxy/call/console.py`, its headers and mitmweb
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from datetime import UTC, datetime
 from functools import lru_cache
 
@@ -52,18 +51,17 @@ def finish(parts: ProxyParts, flow: http.HTTPFlow, state: FlowState, upstream_ms
 
 
 def call_end(flow: http.HTTPFlow, state: FlowState, row: CallRow, recorded: bool, run_id: str) -> CallEnd:
-    """What the call's span is made from, on the span thread: references, and the live answer's bytes."""
+    """What the call's span is made from, on the span thread: references only (a live answer is read there)."""
     decision = state.decision
     assert decision is not None
     served = state.outcome.answer.entry if state.outcome is not None and state.outcome.answer is not None else None
-    answer = None
-    if served is None and flow.response is not None:
-        answer = b"".join(state.chunks) if state.streamed else flow.response.get_content(strict=False)
+    live = served is None and flow.response is not None
     mcp = state.mcp
-    return CallEnd(row=replace(row, run_id=run_id), end_ns=time.time_ns(), refused=decision.action == "refuse",
+    return CallEnd(row=row, run_id=run_id, end_ns=time.time_ns(), refused=decision.action == "refuse",
                    served=served, canonical=state.canonical, recorded=recorded,
                    mcp_server=f"{mcp.host}{f':{mcp.port}' if mcp.port else ''}{mcp.path or ''}" if mcp else None,
-                   answer=answer, streamed=row.streamed or False)
+                   response=flow.response if live and not state.streamed else None,
+                   chunks=tuple(state.chunks) if live and state.streamed else (), streamed=bool(row.streamed))
 
 
 def call_row(state: FlowState, method: str, mode: str, status: int | None, *, upstream_ms: float | None,

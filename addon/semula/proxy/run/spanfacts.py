@@ -12,6 +12,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from mitmproxy import http
+
 from semula.calllog.schema import CallRow
 from semula.calllog.spans import SpanFacts
 from semula.core.provenance import answered_model
@@ -29,22 +31,32 @@ class CallEnd:
     """A finished call as `finish` saw it: references only, so a hit pays for nothing but the enqueue."""
 
     row: CallRow
+    run_id: str
     end_ns: int
     refused: bool
     served: Entry | None  # the recording served
     canonical: CanonicalRequest | None  # the parsed request (None on the fast path)
     recorded: bool
     mcp_server: str | None
-    answer: bytes | None  # a live answer's bytes (a served one is `served.body`)
+    response: http.Response | None  # a live answer, not streamed (its body is decoded on the span thread)
+    chunks: tuple[bytes, ...]  # a live streamed answer's chunks (a served one is `served.body`)
     streamed: bool
+
+    def answer(self) -> bytes | None:
+        """The answer's bytes: the recording served, the live stream's chunks, or the live response's body."""
+        if self.served is not None:
+            return self.served.body
+        if self.chunks:
+            return b"".join(self.chunks)
+        return self.response.get_content(strict=False) if self.response is not None else None
 
 
 def span_facts(end: CallEnd, *, folder: bool, content: bool) -> SpanFacts:
     """The facts of `end`'s span; `folder`: a recordings folder is in use; `content`: semula_otel_content."""
-    body = end.served.body if end.served is not None else end.answer
+    body = end.answer()
     model = answered_model(body, end.streamed) if body else None
     return SpanFacts(
-        end_ns=end.end_ns, refused=end.refused,
+        end_ns=end.end_ns, run_id=end.run_id, refused=end.refused,
         recording=recording_file(end, content) if folder else None,
         mcp_server=end.mcp_server, mcp_method=mcp_method(end),
         response_model=redact_text(model) if model else None,
