@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -189,3 +190,23 @@ def test_a_collector_that_is_down_costs_one_line_and_no_call(proxy_factory: Prox
     assert "Traceback" not in out and "Failed to export" not in out
     assert [r["decision"] for r in read_call_log(data_dir)] == ["miss"] * 3
     print(f"stop with the collector down: {stopped_in:.2f} s")
+
+
+def test_mcp_calls_name_their_server_and_method(proxy_factory: ProxyFactory, receiver: Receiver,
+                                                tmp_path: Path) -> None:
+    from test_e2e_mcp import run_session, start_mcp_server
+
+    server = start_mcp_server(tmp_path / "certs", json_answers=True)
+    try:
+        proxy = proxy_factory("auto", env=otel_env(receiver.url), extra_args=(
+            "--mcp-server", f"127.0.0.1:{server.port}", "--set", "semula_otel=on"))
+        seen = run_session(proxy, server.url, "legacy", [("tool", ("add", {"a": 1, "b": 2}))])
+        assert seen.results and not seen.errors
+        assert proxy.stop() == 0
+    finally:
+        server.stop()
+    [call] = [s for s in receiver.spans() if s["attributes"].get("semula.mcp.method") == "tools/call"]
+    assert call["name"] == "tools/call" and call["attributes"]["gen_ai.operation.name"] == "execute_tool"
+    assert call["attributes"]["semula.mcp.server"] == f"127.0.0.1:{server.port}"
+    assert call["attributes"]["gen_ai.provider.name"] == "mcp" and call["attributes"]["semula.decision"] == "miss"
+    assert b"mcp-secret-token" not in b"".join(receiver.bodies)
