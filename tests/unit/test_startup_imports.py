@@ -34,6 +34,15 @@ def test_the_addon_and_the_proxy_command_load_none_of_the_heavy_libraries() -> N
     assert not any(loaded.values()), loaded
 
 
+def test_the_spans_code_loads_only_when_spans_are_on() -> None:
+    code = ("import semula.mitm_addon, semula.cli.proxy_cmd, semula.proxy.run.lifecycle, sys; "
+            "print(sorted(m for m in sys.modules if m.startswith(('semula.proxy.run.otel', "
+            "'semula.proxy.run.spanfacts', 'semula.calllog.spans'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(ADDON), "PATH": ""})
+    assert out.stdout.strip() == "[]"
+
+
 def test_a_log_given_its_row_type_writes_the_rows_schema(tmp_path: Path) -> None:
     log = ParquetLog(tmp_path / "calls", CallRow, CALL_LOG_SCHEMA_VERSION, flush_seconds=60)
     log.append(CallRow(project="p", decision="hit", status=200))

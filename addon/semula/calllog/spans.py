@@ -8,7 +8,6 @@ and answer text only when the user opted in (`SpanFacts.input_text` is None othe
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -22,14 +21,14 @@ GENAI_PROVIDERS: dict[str, str] = {
     "openai": "openai", "azure": "azure.ai.openai", "anthropic": "anthropic", "gemini": "gcp.gemini",
     "vertex": "gcp.vertex_ai", "vertex-anthropic": "gcp.vertex_ai", "bedrock": "aws.bedrock",
 }
-# (endpoint pattern, gen_ai.operation.name): the first that the call's path matches
-_OPERATIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), op) for p, op in (
-    (r"/chat/completions$|/messages$|/responses$|/converse(-stream)?$", "chat"),
-    (r"/embeddings$|:(batchE|e)mbedContents?$|/embed$", "embeddings"),
-    (r":(stream)?[gG]enerateContent$", "generate_content"),
-    (r"/completions$", "text_completion"),
-    (r"/invoke(-with-response-stream)?$", "chat"),
-))
+# (endings of the call's path, gen_ai.operation.name): the first whose ending the path has
+_OPERATIONS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("/chat/completions", "/messages", "/responses", "/converse", "/converse-stream", "/invoke",
+      "/invoke-with-response-stream"), "chat"),
+    (("/embeddings", ":embedContent", ":batchEmbedContents", "/embed"), "embeddings"),
+    ((":generateContent", ":streamGenerateContent"), "generate_content"),
+    (("/completions",), "text_completion"),
+)
 MCP_PROVIDER = "mcp"
 OFF, ON = "off", "on"
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -91,7 +90,7 @@ def operation_name(row: CallRow, facts: SpanFacts) -> str:
     if row.provider == MCP_PROVIDER:
         return "execute_tool" if facts.mcp_method == "tools/call" else (facts.mcp_method or "mcp")
     path = row.path or ""
-    return next((op for pattern, op in _OPERATIONS if pattern.search(path)), "http")
+    return next((op for endings, op in _OPERATIONS if path.endswith(endings)), "http")
 
 
 def span_name(row: CallRow, facts: SpanFacts) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from mitmproxy import http
 
@@ -19,7 +20,9 @@ from semula.proxy.call.console import console_line
 from semula.proxy.call.flowstate import FlowState
 from semula.proxy.call.headers import flow_comment
 from semula.proxy.call.parts import ProxyParts
-from semula.proxy.run.spanfacts import CallEnd
+
+if TYPE_CHECKING:  # loaded with the spans, when semula_otel is on (the proxy's start-up imports are measured)
+    from semula.proxy.run.spanfacts import CallEnd
 
 
 def release(parts: ProxyParts, state: FlowState) -> None:
@@ -52,6 +55,8 @@ def finish(parts: ProxyParts, flow: http.HTTPFlow, state: FlowState, upstream_ms
 
 def call_end(flow: http.HTTPFlow, state: FlowState, row: CallRow, recorded: bool, run_id: str) -> CallEnd:
     """What the call's span is made from, on the span thread: references only (a live answer is read there)."""
+    from semula.proxy.run.spanfacts import CallEnd
+
     decision = state.decision
     assert decision is not None
     served = state.outcome.answer.entry if state.outcome is not None and state.outcome.answer is not None else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from semula.calllog.writer import ParquetLog
 from semula.core.modes import Mode
@@ -17,11 +18,13 @@ from semula.providers import DEFAULT_PROVIDER_HOSTS
 from semula.proxy.call.console import CallLines
 from semula.proxy.call.fastpath import FastPath
 from semula.proxy.run.lifecycle import Lifecycle
-from semula.proxy.run.otel import CallSpans
 from semula.proxy.run.refusals import Refusals
 from semula.proxy.run.runs import RunCounters
 from semula.proxy.run.scopes import CurrentTests
 from semula.proxy.run.storethread import StoreThread
+
+if TYPE_CHECKING:
+    from semula.proxy.run.otel import CallSpans
 
 
 @dataclass(eq=False)

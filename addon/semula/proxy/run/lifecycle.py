@@ -26,7 +26,6 @@ from semula.admin.server import AdminServer
 from semula.proxy.run.terminal import TERMINAL_SAFE_LOG
 from semula.proxy.run.expiry import StaleWarnings
 from semula.proxy.run import runinfo
-from semula.proxy.run.otel import CallSpans
 from semula.proxy.run.refusals import Refusals
 from semula.proxy.run.scopes import CurrentTests
 from semula.recordings.files import remember_user_umask
@@ -39,6 +38,7 @@ from semula.calllog.writer import ParquetLog
 
 if TYPE_CHECKING:  # fastembed (behind the model) is loaded only when the tier is on
     from semula.embeddings.model import Embedder
+    from semula.proxy.run.otel import CallSpans  # OpenTelemetry's SDK too, only when spans are on
 
 log = logging.getLogger("semula")
 
@@ -92,7 +92,10 @@ class Lifecycle:
         if settings.embeddings and not await self._load_embedder(data_dir):
             return
         self.calls = ParquetLog(log_dir / "calls", CallRow, CALL_LOG_SCHEMA_VERSION)
-        self.spans = CallSpans.start(settings)
+        if settings.otel != "off":
+            from semula.proxy.run.otel import CallSpans
+
+            self.spans = CallSpans.start(settings)
         self.reviews = ParquetLog(log_dir / "reviews", ReviewEvent, REVIEW_LOG_SCHEMA_VERSION)
         self.store.configure(EngineStart(spec, settings.data_dir, settings.recordings, self._log_review,
                                          self.embedder), settings.load_timeout)

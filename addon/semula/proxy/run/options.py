@@ -191,9 +191,11 @@ def positive_number(name: str, value: object) -> float:
 
 def otel_setting(value: str) -> str:
     """semula_otel checked: off, on (which needs the OTLP endpoint's variable) or an http(s) URL."""
-    from semula.calllog.spans import otel_problem
-
     setting = value.strip() or "off"
+    if setting == "off":
+        return setting
+    from semula.calllog.spans import otel_problem  # only when asked for: start-up imports are measured
+
     if problem := otel_problem(setting, os.environ):
         raise exceptions.OptionsError(f"semula: semula_otel: {problem}")  # the value may be a URL with a password
     return setting
