@@ -42,7 +42,7 @@ class CallSpans:
         self._content = settings.otel_content
         self.endpoint = endpoint  # for log lines: scheme, host and port only
         self.dropped = 0
-        self._queue: queue.Queue[object] = queue.Queue(QUEUE_CALLS)
+        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()  # put without a lock: what a call pays
         self._failed = threading.Event()  # the one log line about a failed export or span is written
         self._thread = threading.Thread(target=self._run, name="semula-otel", daemon=True)
         self._thread.start()
@@ -83,9 +83,9 @@ class CallSpans:
 
     def submit(self, end: CallEnd) -> None:
         """Queue a finished call's span; a full queue drops it (counted) rather than make the call wait."""
-        try:
-            self._queue.put_nowait(end)
-        except queue.Full:
+        if self._queue.qsize() < QUEUE_CALLS:
+            self._queue.put(end)
+        else:
             self.dropped += 1
 
     def _run(self) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from mitmproxy import http
 
@@ -26,9 +26,9 @@ CONTENT_CHARS = 16_000  # a span attribute's text is cut here: backends refuse o
 _FILE_NAME = re.compile(r"^(?P<folder>.*/)[^/]*-(?P<digest>[0-9a-f]{12}(?:-\d+)?\.json)$")
 
 
-@dataclass(frozen=True, eq=False)
-class CallEnd:
-    """A finished call as `finish` saw it: references only, so a hit pays for nothing but the enqueue."""
+class CallEnd(NamedTuple):
+    """A finished call as `finish` saw it: references only, so a hit pays for nothing but the enqueue (a
+    NamedTuple: immutable, and made in a third of a frozen dataclass's time)."""
 
     row: CallRow
     run_id: str
