@@ -132,6 +132,7 @@ RESTART_OPTIONS: dict[str, str] = {
     "semula_read_only": "read_only",
     "semula_admin": "admin",
     "semula_otel": "otel",
+    "semula_otel_content": "otel_content",  # the span thread is made with it
 }
 
 
