@@ -9,6 +9,8 @@ then redacted). A receiver that is down costs one line: calls are answered and t
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -23,7 +25,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from conftest import ProxyFactory
-from e2e_helpers import closed_port, openai_client, read_call_log, uniq
+from e2e_helpers import (
+    clean_env, closed_port, openai_client, proxy_test_args, read_call_log, semula_cmd, uniq,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -210,3 +214,37 @@ def test_mcp_calls_name_their_server_and_method(proxy_factory: ProxyFactory, rec
     assert call["attributes"]["semula.mcp.server"] == f"127.0.0.1:{server.port}"
     assert call["attributes"]["gen_ai.provider.name"] == "mcp" and call["attributes"]["semula.decision"] == "miss"
     assert b"mcp-secret-token" not in b"".join(receiver.bodies)
+
+
+EXEC_CALL = """
+import sys, openai
+client = openai.OpenAI(api_key="sk-test-not-a-real-key", max_retries=0)
+print("ANSWER", client.chat.completions.create(model="gpt-4o-mini",
+      messages=[{"role": "user", "content": sys.argv[1]}]).choices[0].message.content)
+"""
+
+
+def test_semula_exec_passes_the_option_to_its_proxy(receiver: Receiver, mitm_confdir: Path,
+                                                    fake_provider: Any, tmp_path: Path) -> None:
+    argv = [*semula_cmd(), "exec", "--mode", "auto", "--data-dir", str(tmp_path / "data"), "--no-recordings",
+            "--set", "semula_otel=on", *proxy_test_args(mitm_confdir, fake_provider.port),
+            "--", sys.executable, "-c", EXEC_CALL, uniq("otel-exec")]
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=180, cwd=tmp_path,
+                         env=clean_env(**otel_env(receiver.url)))
+    assert res.returncode == 0 and "ANSWER " in res.stdout, res.stdout + res.stderr
+    [span] = receiver.spans()  # exec stopped its proxy, which sent the span before it exited
+    assert span["name"] == "chat gpt-4o-mini" and span["attributes"]["semula.decision"] == "miss"
+
+
+@pytest.mark.parametrize(("value", "says"), [
+    ("on", "neither is set"),  # no OTLP endpoint variable
+    ("ftp://user:hunter2@collector", "expected off, on"),
+    ("yes\n\x1b[31m", "expected off, on"),
+])
+def test_a_bad_option_is_one_line_before_anything_starts(tmp_path: Path, value: str, says: str) -> None:
+    env = {k: v for k, v in clean_env().items() if not k.startswith("OTEL_")}
+    res = subprocess.run([*semula_cmd(), "exec", "--data-dir", str(tmp_path / "data"), "--set", f"semula_otel={value}",
+                          "--", sys.executable, "-c", "print('RAN')"], capture_output=True, text=True, timeout=60,
+                         env=env, cwd=tmp_path)
+    assert res.returncode != 0 and "RAN" not in res.stdout and says in res.stderr + res.stdout, res
+    assert "Traceback" not in res.stderr and "hunter2" not in res.stderr + res.stdout
