@@ -248,3 +248,17 @@ def test_a_bad_option_is_one_line_before_anything_starts(tmp_path: Path, value: 
                          env=env, cwd=tmp_path)
     assert res.returncode != 0 and "RAN" not in res.stdout and says in res.stderr + res.stdout, res
     assert "Traceback" not in res.stderr and "hunter2" not in res.stderr + res.stdout
+
+
+def test_a_replay_refusal_is_an_error_span(proxy_factory: ProxyFactory, receiver: Receiver) -> None:
+    import openai
+
+    proxy = proxy_factory("replay", env=otel_env(receiver.url), extra_args=("--set", "semula_otel=on"))
+    with pytest.raises(openai.APIStatusError):
+        ask(proxy, uniq("otel-refused") + " never recorded")
+    assert proxy.stop() == 0
+    [span] = receiver.spans()
+    assert span["status"] == 2  # STATUS_CODE_ERROR
+    attrs = span["attributes"]
+    assert attrs["semula.refused"] is True and attrs["error.type"] == "refused" and attrs["semula.mode"] == "replay"
+    assert attrs["semula.replayed"] is False and "semula.recording" not in attrs
