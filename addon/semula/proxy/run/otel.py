@@ -60,20 +60,20 @@ class CallSpans:
             from opentelemetry.sdk.trace import TracerProvider
             from opentelemetry.sdk.trace.export import BatchSpanProcessor
         except ImportError as e:
-            print(f"semula: OpenTelemetry spans off: semula_otel is on but the SDK is not installed ({e.name}): "
+            print(f"semula: OpenTelemetry spans off: semula_otel is on but the SDK is not installed ({e.name or e}): "
                   "pip install 'semula[otel]'", flush=True)
             return None
         from semula.recordings.entry import semula_version
 
         version = semula_version()
-
         endpoint = traces_endpoint(settings.otel)
         shown = shown_endpoint(endpoint or _variable_endpoint())
         sdk_log = logging.getLogger("opentelemetry")
         sdk_log.propagate = False  # its records repeat per batch and per retry: `_FirstFailure` says it once
         sdk_log.addHandler(_FirstFailure(shown))
         exporter = OTLPSpanExporter(endpoint=endpoint)
-        service = {"service.name": SERVICE_NAME} if not os.environ.get("OTEL_SERVICE_NAME") else {}
+        named = os.environ.get("OTEL_SERVICE_NAME") or "service.name=" in os.environ.get("OTEL_RESOURCE_ATTRIBUTES", "")
+        service = {} if named else {"service.name": SERVICE_NAME}
         resource = Resource.create({**service, "service.version": version})
         provider = TracerProvider(resource=resource, shutdown_on_exit=False)
         provider.add_span_processor(BatchSpanProcessor(exporter))
