@@ -129,10 +129,10 @@ RESTART_OPTIONS: dict[str, str] = {
     "semula_store": "store",
     "semula_recordings": "recordings",
     "semula_embeddings": "embeddings",
-    "semula_read_only": "read_only",
-    "semula_admin": "admin",
     "semula_otel": "otel",
     "semula_otel_content": "otel_content",  # the span thread is made with it
+    "semula_read_only": "read_only",
+    "semula_admin": "admin",
 }
 
 
