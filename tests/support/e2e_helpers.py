@@ -237,11 +237,12 @@ def start_proxy(
     extra_args: Sequence[str] = (),
     timeout: float = 30,
     attempts: int = 3,
+    env: dict[str, str] | None = None,
 ) -> ProxyHandle:
     """Start and wait for `semula ready:`; retry on a port lost to a concurrent process."""
     for attempt in range(attempts):
         handle = _start_proxy_once(mode=mode, data_dir=data_dir, confdir=confdir, upstream_port=upstream_port,
-                                   project=project, extra_args=extra_args)
+                                   project=project, extra_args=extra_args, env=env)
         if handle.pump.wait_for(lambda s: s.startswith(READY_MARKER), timeout) is not None:
             # The store and the recordings folder open beside the ready line (a client's first call waits for
             # them); a test that looks at the folder or the store right after start waits for the opening.
@@ -254,7 +255,7 @@ def start_proxy(
 
 
 def _start_proxy_once(*, mode: str, data_dir: Path, confdir: Path, upstream_port: int, project: str | None,
-                      extra_args: Sequence[str]) -> ProxyHandle:
+                      extra_args: Sequence[str], env: dict[str, str] | None = None) -> ProxyHandle:
     port = free_port()
     argv = [
         *semula_cmd(), "proxy", "--mode", mode, "--listen-host", "127.0.0.1", "--listen-port", str(port),
@@ -263,7 +264,7 @@ def _start_proxy_once(*, mode: str, data_dir: Path, confdir: Path, upstream_port
     ]
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env=clean_env(PYTHONUNBUFFERED="1"), start_new_session=True, cwd=data_dir.parent,
+        env=clean_env(PYTHONUNBUFFERED="1", **(env or {})), start_new_session=True, cwd=data_dir.parent,
     )
     assert proc.stdout is not None
     return ProxyHandle(proc, port, mode, data_dir, confdir, OutputPump(proc.stdout), argv)

@@ -18,7 +18,8 @@ from semula.calllog.schema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, Call
 from semula.calllog.writer import ParquetLog
 
 ADDON = Path(__file__).resolve().parents[2] / "addon"
-HEAVY = ("pyarrow", "numpy", "pandas", "duckdb", "fastembed")
+# opentelemetry: the SDK and its exporter load only when semula_otel is on (proxy/run/otel.py)
+HEAVY = ("pyarrow", "numpy", "pandas", "duckdb", "fastembed", "opentelemetry", "google.protobuf")
 
 
 def loaded_after(imports: str) -> dict[str, bool]:
@@ -31,6 +32,15 @@ def loaded_after(imports: str) -> dict[str, bool]:
 def test_the_addon_and_the_proxy_command_load_none_of_the_heavy_libraries() -> None:
     loaded = loaded_after("import semula.mitm_addon, semula.cli.proxy_cmd, semula.proxy.run.lifecycle")
     assert not any(loaded.values()), loaded
+
+
+def test_the_spans_code_loads_only_when_spans_are_on() -> None:
+    code = ("import semula.mitm_addon, semula.cli.proxy_cmd, semula.proxy.run.lifecycle, sys; "
+            "print(sorted(m for m in sys.modules if m.startswith(('semula.proxy.run.otel', "
+            "'semula.proxy.run.spanfacts', 'semula.calllog.spans'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(ADDON), "PATH": ""})
+    assert out.stdout.strip() == "[]"
 
 
 def test_a_log_given_its_row_type_writes_the_rows_schema(tmp_path: Path) -> None:

@@ -314,6 +314,10 @@ class AddonSettings:
     embeddings: bool = False  # semula_embeddings: the embedding tier is on (a missing model refuses to start)
     realtime_max_message_mb: float = 16.0  # a bigger Realtime message closes its connection (1009)
     realtime_max_session_mb: float = 64.0  # a bigger Realtime conversation is not recorded (and never over the file cap)
+    # semula_otel: "off", "on" (the OTEL_EXPORTER_OTLP_* endpoint) or an endpoint URL; out of repr: a URL
+    # may hold a password. semula_otel_content: prompt and answer text in the spans (redacted).
+    otel: str = field(default="off", repr=False)
+    otel_content: bool = False
     # mitmproxy's own options the addon reads: where its CA is, and the address asked for (the ready line).
     confdir: str = "~/.mitmproxy"
     listen_host: str = ""

@@ -6,8 +6,10 @@ The same call's console line is `proxy/call/console.py`, its headers and mitmweb
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from mitmproxy import http
 
@@ -20,6 +22,9 @@ from semula.proxy.call.console import console_line
 from semula.proxy.call.flowstate import FlowState
 from semula.proxy.call.headers import flow_comment
 from semula.proxy.call.parts import ProxyParts
+
+if TYPE_CHECKING:  # loaded with the spans, when semula_otel is on (the proxy's start-up imports are measured)
+    from semula.proxy.run.spanfacts import CallEnd
 
 
 def release(parts: ProxyParts, state: FlowState) -> None:
@@ -42,12 +47,30 @@ def finish(parts: ProxyParts, flow: http.HTTPFlow, state: FlowState, upstream_ms
     parts.life.tally.add(row.decision, row.mode, row.bypass_reason)
     if (calls := parts.calls) is not None:
         calls.append(row.as_dict(run_id=parts.run_id))
+    if (spans := parts.spans) is not None:
+        spans.submit(call_end(flow, state, row, recorded, run_id=parts.run_id))
     flow.comment = flow_comment(decision, entry, state)
     if decision.action == "refuse":
         parts.refusals.add(state.tag, state.project, state.error or decision.reason or "refused", state.test)
     if parts.settings.console_calls and not (decision.bypass_reason or "").startswith(NOT_A_CALL):
         # MCP traffic that is no call (the GET stream a client reopens, a notification) has its row only
         parts.lines.write(console_line(state, row, recorded))
+
+
+def call_end(flow: http.HTTPFlow, state: FlowState, row: CallRow, recorded: bool, run_id: str) -> CallEnd:
+    """What the call's span is made from, on the span thread: references only (a live answer is read there)."""
+    from semula.proxy.run.spanfacts import CallEnd
+
+    decision = state.decision
+    assert decision is not None
+    served = state.outcome.answer.entry if state.outcome is not None and state.outcome.answer is not None else None
+    live = served is None and flow.response is not None
+    mcp = state.mcp
+    return CallEnd(row=row, run_id=run_id, end_ns=time.time_ns(), refused=decision.action == "refuse",
+                   served=served, canonical=state.canonical, recorded=recorded,
+                   mcp_server=f"{mcp.host}{f':{mcp.port}' if mcp.port else ''}{mcp.path or ''}" if mcp else None,
+                   response=flow.response if live and not state.streamed else None,
+                   chunks=tuple(state.chunks) if live and state.streamed else (), streamed=bool(row.streamed))
 
 
 def call_row(state: FlowState, method: str, mode: str, status: int | None, *, upstream_ms: float | None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from semula.calllog.writer import ParquetLog
 from semula.core.modes import Mode
@@ -21,6 +22,9 @@ from semula.proxy.run.refusals import Refusals
 from semula.proxy.run.runs import RunCounters
 from semula.proxy.run.scopes import CurrentTests
 from semula.proxy.run.storethread import StoreThread
+
+if TYPE_CHECKING:
+    from semula.proxy.run.otel import CallSpans
 
 
 @dataclass(eq=False)
@@ -54,6 +58,11 @@ class ProxyParts:
     def calls(self) -> ParquetLog | None:
         """The call log, once running."""
         return self.life.calls
+
+    @property
+    def spans(self) -> CallSpans | None:
+        """The OpenTelemetry spans' exporter, when semula_otel is on and the proxy is running."""
+        return self.life.spans
 
     @property
     def run_id(self) -> str:

@@ -39,6 +39,7 @@ from semula.calllog.tally import STOPPED, Tally
 
 if TYPE_CHECKING:  # fastembed (behind the model) is loaded only when the tier is on
     from semula.embeddings.model import Embedder
+    from semula.proxy.run.otel import CallSpans  # OpenTelemetry's SDK too, only when spans are on
 
 log = logging.getLogger("semula")
 
@@ -55,6 +56,7 @@ class Lifecycle:
         self.reviews: ParquetLog | None = None
         self.embedder: Embedder | None = None  # the embedding tier's model, once loaded (`_load_embedder`)
         self.admin: AdminServer | None = None
+        self.spans: CallSpans | None = None  # OpenTelemetry, when the user opted in (semula_otel)
         self.refusals = Refusals()  # replay refusals, numbered: the pytest plugin asks for them
         self.tests = CurrentTests()  # the test each run tag is in: the pytest plugin says so
         self.expiry = StaleWarnings()  # a project's max_age on hits: each old one served is warned about once
@@ -92,6 +94,10 @@ class Lifecycle:
         if settings.embeddings and not await self._load_embedder(data_dir):
             return
         self.calls = ParquetLog(log_dir / "calls", CallRow, CALL_LOG_SCHEMA_VERSION)
+        if settings.otel != "off":
+            from semula.proxy.run.otel import CallSpans
+
+            self.spans = CallSpans.start(settings)
         self.reviews = ParquetLog(log_dir / "reviews", ReviewEvent, REVIEW_LOG_SCHEMA_VERSION)
         ignore = (settings.default_project, settings.ignore) if settings.ignore is not None else None
         self.store.configure(EngineStart(spec, settings.data_dir, settings.recordings, self._log_review,
@@ -185,6 +191,9 @@ class Lifecycle:
                 print(f"semula: {lost} log rows could not be written to {log_writer.directory} and are lost"
                       f" ({log_writer.last_error or 'see the errors above'})", flush=True)
         self.calls = self.reviews = None
+        if self.spans is not None:
+            self.spans.close()
+            self.spans = None
         self.store.close()
         print(f"{STOPPED}{self.tally.text()}", flush=True)
 

@@ -91,6 +91,11 @@ def declare(loader: Any) -> None:
     loader.add_option("semula_realtime_max_session_mb", str, "64",
                       "a Realtime conversation over this many MB of messages is relayed but not recorded "
                       "(one log line); never above the loader's cap of a recording file (SEMULA_RECORDING_MAX_MB)")
+    loader.add_option("semula_otel", str, "off",
+                      "OpenTelemetry spans, one per call, sent over OTLP/HTTP: 'on' sends them to "
+                      "OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, or give the collector's URL; needs the otel extra")
+    loader.add_option("semula_otel_content", bool, False,
+                      "with semula_otel: put the prompt and answer text (redacted) in the spans")
 
 
 @dataclass(frozen=True)
@@ -130,6 +135,8 @@ RESTART_OPTIONS: dict[str, str] = {
     "semula_store": "store",
     "semula_recordings": "recordings",
     "semula_embeddings": "embeddings",
+    "semula_otel": "otel",
+    "semula_otel_content": "otel_content",  # the span thread is made with it
     "semula_read_only": "read_only",
     "semula_admin": "admin",
     "semula_ignore": "ignore",  # applied to the project's setting once the engine opens
@@ -175,6 +182,7 @@ def read(options: Any) -> tuple[Mode, AddonSettings]:
         store=store, embeddings=options.semula_embeddings,
         realtime_max_message_mb=positive_number("semula_realtime_max_message_mb", options.semula_realtime_max_message_mb),
         realtime_max_session_mb=positive_number("semula_realtime_max_session_mb", options.semula_realtime_max_session_mb),
+        otel=otel_setting(options.semula_otel), otel_content=options.semula_otel_content,
         confdir=options.confdir, listen_host=options.listen_host, listen_port=options.listen_port,
         ignore=ignore,
     )
@@ -189,6 +197,18 @@ def positive_number(name: str, value: object) -> float:
     if not number > 0 or number == float("inf"):
         raise exceptions.OptionsError(f"semula: {name}={value!r} is not a number over 0")
     return number
+
+
+def otel_setting(value: str) -> str:
+    """semula_otel checked: off, on (which needs the OTLP endpoint's variable) or an http(s) URL."""
+    setting = value.strip() or "off"
+    if setting == "off":
+        return setting
+    from semula.calllog.spans import otel_problem  # only when asked for: start-up imports are measured
+
+    if problem := otel_problem(setting, os.environ):
+        raise exceptions.OptionsError(f"semula: semula_otel: {problem}")  # the value may be a URL with a password
+    return setting
 
 
 def split_items(values: Sequence[str]) -> list[str]:
