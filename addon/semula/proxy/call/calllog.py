@@ -47,13 +47,14 @@ def finish(parts: ProxyParts, flow: http.HTTPFlow, state: FlowState, upstream_ms
     parts.life.tally.add(row.decision, row.mode, row.bypass_reason)
     if (calls := parts.calls) is not None:
         calls.append(row.as_dict(run_id=parts.run_id))
-    if (spans := parts.spans) is not None:
+    # MCP traffic that is no call (the GET stream a client reopens, a notification) has its row only
+    a_call = not (decision.bypass_reason or "").startswith(NOT_A_CALL)
+    if (spans := parts.spans) is not None and a_call:
         spans.submit(call_end(flow, state, row, recorded, run_id=parts.run_id))
     flow.comment = flow_comment(decision, entry, state)
     if decision.action == "refuse":
         parts.refusals.add(state.tag, state.project, state.error or decision.reason or "refused", state.test)
-    if parts.settings.console_calls and not (decision.bypass_reason or "").startswith(NOT_A_CALL):
-        # MCP traffic that is no call (the GET stream a client reopens, a notification) has its row only
+    if parts.settings.console_calls and a_call:
         parts.lines.write(console_line(state, row, recorded))
 
 
