@@ -99,6 +99,18 @@ BINS = ((1, "second"), (10, "10 seconds"), (60, "minute"), (600, "10 minutes"), 
 MAX_BINS = 60
 
 
+def consecutive_runs(points: list[tuple[Any, Any]], seconds: int) -> list[list[tuple[Any, Any]]]:
+    """(bin start, value) points, in order, split where bins with no value lie between: a chart's line
+    then joins neighbouring bins only, and a quiet stretch shows as a gap instead of a slope."""
+    runs: list[list[tuple[Any, Any]]] = []
+    for point in points:
+        if runs and (point[0] - runs[-1][-1][0]).total_seconds() <= seconds:
+            runs[-1].append(point)
+        else:
+            runs.append([point])
+    return runs
+
+
 def choose_bin(span_seconds: float) -> TimeBin:
     """The narrowest bin that shows `span_seconds` in at most MAX_BINS bins."""
     for seconds, label in BINS:

@@ -125,3 +125,16 @@ def test_mitmweb_shows_the_comment_column() -> None:
     args = mitmproxy_args("auto", "127.0.0.1", 8080, Path(".semula"), "default", (), web=True)
     assert "web_columns=comment" in args and "web_columns=comment" not in mitmproxy_args(
         "auto", "127.0.0.1", 8080, Path(".semula"), "default", (), web=False)
+
+
+def test_the_hit_rate_line_joins_neighbouring_bins_only() -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "analysis"))
+    from semula_logs import consecutive_runs
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    minute = [start + timedelta(minutes=n) for n in (0, 1, 2, 7, 9, 10)]
+    runs = consecutive_runs([(t, 0.5) for t in minute], 60)
+    assert [[t for t, _ in run] for run in runs] == [minute[:3], minute[3:4], minute[4:]]
+    assert consecutive_runs([], 60) == []
