@@ -35,6 +35,7 @@ from typing import Any
 
 from semula.core.guard.languages import TABLES
 from semula.core.guard.lexicons import script_of
+from semula.core.text import common_prefix, common_suffix
 
 __all__ = [
     "CONFIDENT",
@@ -74,7 +75,9 @@ UNSURE_FLOOR = 0.25
 UNSURE_MARGIN = 2.0
 UNSURE_MIN_LETTERS = 12
 MIN_LETTERS = 20  # shorter segments are pooled and identified together
-MAX_DIFFERING_CHARS = 50_000  # beyond this the pair is not identified (and so not served)
+# Beyond this many differing characters of prose (or twice as many raw, on both sides) the pair is
+# not identified, and so not served: no near-match the guard lets through differs that widely.
+MAX_DIFFERING_CHARS = 50_000
 
 # Nigerian Pidgin is English-lexified (its negators are English's): the model takes short English
 # questions for it ("How do we deal with depression?": pcm 0.57, en 0.43).
@@ -142,6 +145,9 @@ def segments(text: str) -> tuple[str, ...]:
 
 def languages_of_pair(stored_text: str, incoming_text: str) -> Languages:
     """Every language of the segments the two texts do not share (all segments when they share all)."""
+    stored_text, incoming_text = _middles(stored_text, incoming_text)
+    if len(stored_text) + len(incoming_text) > 2 * MAX_DIFFERING_CHARS:  # before any work on them
+        return Languages((UNIDENTIFIED,), (UNIDENTIFIED,))
     a, b = _segments(stored_text), _segments(incoming_text)
     differing = [s for s in a if s not in b] + [s for s in b if s not in a]
     if not differing:
@@ -151,6 +157,28 @@ def languages_of_pair(stored_text: str, incoming_text: str) -> Languages:
     found = _identify(dict.fromkeys(differing))
     codes = tuple(sorted(found))
     return Languages(codes, tuple(c for c in codes if c not in GUARDED))
+
+
+_TRIM_ABOVE_CHARS = 4096
+_FENCE = "```"
+
+
+def _middles(a: str, b: str) -> tuple[str, str]:
+    """Long texts shrink to the lines where they differ: the shared lines before and after are the
+    same segments on both sides, which never count (so a 1 MB RAG context with one changed sentence
+    costs what that sentence costs). A cut never falls inside a code fence."""
+    if len(a) + len(b) <= _TRIM_ABOVE_CHARS or a == b:
+        return a, b
+    prefix = common_prefix(a, b)
+    suffix = common_suffix(a, b, min(len(a), len(b)) - prefix)
+    head = a.rfind("\n", 0, prefix) + 1
+    if a.count(_FENCE, 0, head) % 2:
+        head = 0
+    newline = a.find("\n", len(a) - suffix)
+    tail = len(a) - newline if newline >= 0 else 0
+    if tail and a.count(_FENCE, len(a) - tail) % 2:
+        tail = 0
+    return a[head:len(a) - tail], b[head:len(b) - tail]
 
 
 @lru_cache(maxsize=4096)
