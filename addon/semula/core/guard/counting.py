@@ -37,25 +37,36 @@ def _after(a: Analysis, end: int) -> list[int]:
     return out
 
 
-def _counted_changes(a: Analysis, changed: frozenset[int]) -> str | None:
+def _counted_changes(a: Analysis, changed: frozenset[int]) -> list[tuple[int, str]]:
+    """(position after the number, the number with its counted words) for each changed counted word."""
     judged = covered(a, ("number", "weak_number", "unit", "date"))  # the number, unit and date checks' own
+    out = []
     for f in a.features["number"]:
         after = _after(a, f.end)
-        if any(i in changed and i not in judged for i in after):
-            return " ".join([f.text, *(a.cores[i] for i in after)])
-    return None
+        for position, i in enumerate(after):
+            if i in changed and i not in judged:
+                out.append((position, " ".join([f.text, *(a.cores[j] for j in after)])))
+    return out
 
 
 def counted_differs(d: TextDiff) -> str | None:
-    """A word changed within two words after a number that is the same on both sides (a changed
-    number is `numbers_differ`'s): the unit or what is counted changed."""
+    """The word right after a number (that is the same on both sides: a changed number is
+    `numbers_differ`'s) changed, or a word was added or dropped right after that one: the unit or
+    what is counted changed ("12 imperial fluid ounces", "300 milhas náuticas"). A word further on
+    replaced on both sides ("13 considered as / unlucky") is the sentence, not the count."""
     stored = _counted_changes(d.stored, d.stored_changed)
     incoming = _counted_changes(d.incoming, d.incoming_changed)
-    if stored is None and incoming is None:
+    first = [t for p, t in stored if p == 0], [t for p, t in incoming if p == 0]
+    second = [t for p, t in stored if p > 0], [t for p, t in incoming if p > 0]
+    if first[0] or first[1]:
+        a, b = (first[0] or [None])[0], (first[1] or [None])[0]
+    elif bool(second[0]) != bool(second[1]):
+        a, b = (second[0] or [None])[0], (second[1] or [None])[0]
+    else:
         return None
-    if stored is not None and incoming is not None:
-        return f"counted: '{stored}'→'{incoming}'"
-    return f"counted: '{stored if stored is not None else incoming}' changed in {'stored' if stored else 'incoming'}"
+    if a is not None and b is not None:
+        return f"counted: '{a}'→'{b}'"
+    return f"counted: '{a if a is not None else b}' changed in {'stored' if a is not None else 'incoming'}"
 
 
 _BULLET = re.compile(r"^[ \t]*(?:[-*+•◦▪]|\d{1,3}[.)])[ \t]+\S", re.M)
@@ -74,11 +85,12 @@ def list_items(text: str) -> tuple[int, tuple[int, ...]]:
 
 
 def list_items_differ(d: TextDiff) -> str | None:
-    """A list with items added or removed: bullet lines, or an inline comma list."""
+    """A list with items added or removed: bullet lines, or an inline comma list. Only a list on both
+    sides counts: a list on one side only is the same items said in prose (other checks see them)."""
     (stored_bullets, stored_inline), (incoming_bullets, incoming_inline) = (
         list_items(d.stored.text), list_items(d.incoming.text))
-    if stored_bullets != incoming_bullets:
+    if stored_bullets and incoming_bullets and stored_bullets != incoming_bullets:
         return f"list: {stored_bullets}≠{incoming_bullets} bullet items"
-    if stored_inline != incoming_inline and sum(stored_inline) != sum(incoming_inline):
+    if stored_inline and incoming_inline and sum(stored_inline) != sum(incoming_inline):
         return f"list: {sum(stored_inline)}≠{sum(incoming_inline)} items"
     return None
