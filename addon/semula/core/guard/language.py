@@ -16,10 +16,15 @@ in the package, no I/O after its one lazy load; ~0.2 ms a sentence):
   changed. When nothing differs segment by segment (sentences reordered), all segments count.
 - A segment counts its best language when the model gives it at least ``CONFIDENT``, and every other
   language at or above ``MIXED_FLOOR`` (a sentence half in one language, half in another).
-- Segments under ``MIN_LETTERS`` letters, and those the model is unsure of, are identified again
-  together; when that is still unsure the script decides: ASCII-only Latin letters count as English
-  (the guard's default word lists; the model is unreliable on "Say hi"), Hangul as Korean, kana as
-  Japanese, Han alone as Chinese; anything else is "an unidentified language", which has no guard.
+- Segments under ``MIN_LETTERS`` letters, and those the model is unsure of, are pooled and identified
+  again together. Still unsure: when the model's best guess is a language without a guard, clearly
+  ahead of any guarded one, that language counts (evidence enough to refuse); otherwise the letters
+  decide. ASCII letters only count as English (the guard's default lists; the model is unreliable on
+  "Say hi": Quechua 0.22); letters all of the guarded languages' alphabets and scripts count as the
+  best guarded language of the model's ranking; anything else is "an unidentified language", which
+  has no guard.
+- Nigerian Pidgin counts as English (the model takes short English questions for it), and a second
+  language that is a close relative the model confuses with the first (Afrikaans in Dutch) is dropped.
 
 Every language found on either side counts: a pair is gated when any of them lacks a table.
 """
