@@ -59,11 +59,12 @@ def counted_differs(d: TextDiff) -> str | None:
     first = [t for p, t in stored if p == 0], [t for p, t in incoming if p == 0]
     second = [t for p, t in stored if p > 0], [t for p, t in incoming if p > 0]
     if first[0] or first[1]:
-        a, b = (first[0] or [None])[0], (first[1] or [None])[0]
+        found = first
     elif bool(second[0]) != bool(second[1]):
-        a, b = (second[0] or [None])[0], (second[1] or [None])[0]
+        found = second
     else:
         return None
+    a, b = (found[0][0] if found[0] else None), (found[1][0] if found[1] else None)
     if a is not None and b is not None:
         return f"counted: '{a}'→'{b}'"
     return f"counted: '{a if a is not None else b}' changed in {'stored' if a is not None else 'incoming'}"
