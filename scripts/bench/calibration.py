@@ -51,29 +51,62 @@ def use_embeddings() -> None:
                       SEMULA_EMBEDDINGS_MODEL_PATH=str(common.shared_path("models", "all-MiniLM-L6-v2-onnx")))
 
 
-def run_rows(path: Path, learnt: dict[str, float] | None = None, only: Any = None) -> list[dict[str, Any]]:
+Thresholds = dict[str, dict[str, float]]  # {tier: {stratum: threshold}}
+
+
+def strata(path: Path) -> list[str]:
+    """Each pair's stratum: the languages of its two last user texts (`core.guard.language`)."""
+    from semula.core.guard.language import languages_of_pair
+    from semula.core.redact import FingerprintKey
+    from semula.engine.evaluate import canonical_of, load_pairs
+
+    key = FingerprintKey(b"calibration-bench-salt")
+    return [languages_of_pair(canonical_of(p["stored"], key).last_user_text(),
+                              canonical_of(p["incoming"], key).last_user_text()).stratum for p in load_pairs(path)]
+
+
+def run_rows(path: Path, learnt: Thresholds | None = None, only: Any = None) -> list[dict[str, Any]]:
     from semula.engine.evaluate import evaluate
 
     rows: list[dict[str, Any]] = []
     evaluate(path, CALIBRATED, pairs_out=rows.append, learnt=learnt or {}, only=only)
+    if learnt is None:
+        for row, stratum in zip(rows, strata(path)):
+            row["stratum"] = stratum
     return rows
 
 
-def verdicts_of(rows: list[dict[str, Any]]) -> list[Any]:
+def stratum_of(row: dict[str, Any], pooled: bool) -> str:
+    return "all" if pooled else row["stratum"]
+
+
+def verdicts_of(rows: list[dict[str, Any]], pooled: bool = False) -> list[Any]:
     from semula.core.calibration import LabelledVerdict, counts_for_calibration
 
-    return [LabelledVerdict(r["tier"], r["score"], r["expect"] == "same") for r in rows
+    return [LabelledVerdict(r["tier"], r["score"], r["expect"] == "same", stratum_of(r, pooled)) for r in rows
             if r["outcome"] == "review" and counts_for_calibration(r["reason"], r["guard_reason"])]
 
 
-def calibrated_outcome(row: dict[str, Any], thresholds: dict[str, float]) -> str:
+def calibrated_outcome(row: dict[str, Any], thresholds: Thresholds, pooled: bool = False) -> str:
     from semula.core.calibration import counts_for_calibration
 
     if row["outcome"] == "review" and counts_for_calibration(row["reason"], row["guard_reason"]):
-        learnt = thresholds.get(row["tier"])
+        learnt = thresholds.get(row["tier"], {}).get(stratum_of(row, pooled))
         if learnt is not None and row["score"] >= learnt:
             return "calibrated"
     return row["outcome"]
+
+
+# The issue-38 scenario: a few rejected near-matches in other languages, scoring high (they passed the
+# guard), pooled with the project's verdicts. Synthetic: (tier, score, stratum).
+FOREIGN_REJECTIONS = (("embedding", 0.97, "pt"), ("embedding", 0.93, "de"), ("lexical", 0.96, "fr"))
+
+
+def foreign_rejections(pooled: bool) -> list[Any]:
+    from semula.core.calibration import LabelledVerdict
+
+    return [LabelledVerdict(tier, score, False, "all" if pooled else stratum)
+            for tier, score, stratum in FOREIGN_REJECTIONS]
 
 
 REVIEWED_SHARE = 0.5
@@ -87,10 +120,10 @@ def halves(n: int, seed: int, name: str) -> tuple[set[int], set[int]]:
     return set(order[:cut]), set(order[cut:])
 
 
-def measure(rows: list[dict[str, Any]], new: set[int], thresholds: dict[str, float]) -> dict[str, Any]:
+def measure(rows: list[dict[str, Any]], new: set[int], thresholds: Thresholds, pooled: bool = False) -> dict[str, Any]:
     same = [i for i in new if rows[i]["expect"] == "same"]
     different = [i for i in new if rows[i]["expect"] == "different"]
-    outcome = {i: calibrated_outcome(rows[i], thresholds) for i in new}
+    outcome = {i: calibrated_outcome(rows[i], thresholds, pooled) for i in new}
     served = lambda ids: sum(1 for i in ids if outcome[i] in ("served", "calibrated"))  # noqa: E731
     lifted = [i for i in new if outcome[i] == "calibrated"]
     return {"same": len(same), "different": len(different),
@@ -101,20 +134,42 @@ def measure(rows: list[dict[str, Any]], new: set[int], thresholds: dict[str, flo
             "calibrated_wrong": sum(1 for i in lifted if rows[i]["expect"] == "different")}
 
 
+# The variants every seed is measured in: (name, verdicts pooled across strata, foreign rejections added,
+# correction). The first is the one the proxy runs.
+VARIANTS = (
+    ("per stratum + foreign rejections", False, True, "fixed-sequence"),
+    ("per stratum", False, False, "fixed-sequence"),
+    ("pooled + foreign rejections", True, True, "fixed-sequence"),
+    ("pooled", True, False, "fixed-sequence"),
+    ("per stratum + foreign rejections, Bonferroni", False, True, "bonferroni"),
+)
+
+
 def one_seed(seed: int, all_rows: dict[str, list[dict[str, Any]]], bound: float) -> dict[str, Any]:
+    splits = {name: halves(len(rows), seed, name) for name, rows in all_rows.items()}
+    out: dict[str, Any] = {"seed": seed}
+    for variant, pooled, foreign, correction in VARIANTS:
+        out[variant] = one_variant(all_rows, splits, bound, pooled, foreign, correction)
+    return out
+
+
+def one_variant(all_rows: dict[str, list[dict[str, Any]]], splits: dict[str, tuple[set[int], set[int]]],
+                bound: float, pooled: bool, foreign: bool, correction: str) -> dict[str, Any]:
     from semula.core.calibration import learn
 
-    splits = {name: halves(len(rows), seed, name) for name, rows in all_rows.items()}
-    pooled = [v for name, rows in all_rows.items() for v in verdicts_of([rows[i] for i in sorted(splits[name][0])])]
-    calibration = learn(pooled, bound)
+    verdicts = [v for name, rows in all_rows.items()
+                for v in verdicts_of([rows[i] for i in sorted(splits[name][0])], pooled)]
+    if foreign:
+        verdicts += foreign_rejections(pooled)
+    calibration = learn(verdicts, bound, correction=correction)
     thresholds = calibration.thresholds()
-    per_set = {name: measure(rows, splits[name][1], thresholds) for name, rows in all_rows.items()}
+    per_set = {name: measure(rows, splits[name][1], thresholds, pooled) for name, rows in all_rows.items()}
     served = sum(m["calibrated_served"] for m in per_set.values())
     wrong = sum(m["calibrated_wrong"] for m in per_set.values())
-    return {"seed": seed, "thresholds": thresholds,
-            "tiers": {t: {k: getattr(v, k) for k in ("threshold", "approved", "rejected", "approved_above",
-                                                      "rejected_above", "estimate", "upper_bound", "reason")}
-                      for t, v in calibration.tiers.items()},
+    return {"thresholds": thresholds,
+            "strata": [{k: getattr(v, k) for k in ("tier", "stratum", "threshold", "approved", "rejected",
+                                                   "approved_above", "rejected_above", "estimate", "upper_bound",
+                                                   "reason")} for v in calibration.strata],
             "sets": per_set, "calibrated_served": served, "calibrated_wrong": wrong,
             "measured_wrong_share": wrong / served if served else None}
 
@@ -123,11 +178,12 @@ def check_seed(seed_result: dict[str, Any], paths: dict[str, Path], all_rows: di
     """The real cascade with the learnt thresholds on the new halves: outcomes must match the replay."""
     agree = disagree = 0
     differing: list[dict[str, Any]] = []
+    thresholds = seed_result[VARIANTS[0][0]]["thresholds"]
     for name, path in paths.items():
         new = halves(len(all_rows[name]), seed_result["seed"], name)[1]
-        rows = run_rows(path, seed_result["thresholds"], only=lambda i, new=new: i in new)
+        rows = run_rows(path, thresholds, only=lambda i, new=new: i in new)
         for index, row in zip(sorted(new), rows):
-            expected = calibrated_outcome(all_rows[name][index], seed_result["thresholds"])
+            expected = calibrated_outcome(all_rows[name][index], thresholds)
             real = "calibrated" if row["outcome"] == "served" and row["tier"].endswith("-calibrated") else row["outcome"]
             agree += real == expected
             disagree += real != expected
@@ -174,37 +230,53 @@ def spread(values: list[float | None]) -> str:
 
 def render(data: dict[str, Any]) -> str:
     seeds = data["seeds"]
+    main_variant = VARIANTS[0][0]
     lines = ["# Calibrated serve mode on held-out verdicts", "",
              "Generated by `scripts/bench/calibration.py` (figures: calibration.json beside this file). "
              "A script, not a test: nothing here is asserted.", "", "## Machine", "", "|  |  |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in data["machine"].items()]
     lines += ["", "## Method", "", data["method"], "",
-              f"Bound: max_false_hit_rate {data['bound']}, one-sided Clopper-Pearson at 95 %; at least "
-              f"{data['min_verdicts']} verdicts at or above a threshold. {len(seeds)} seeds "
-              f"({', '.join(str(s['seed']) for s in seeds)}); figures are mean (min, max) over seeds.", "",
-              "## Learnt thresholds", "", "| tier | threshold | verdicts (approved/rejected) | at or above | "
-              "estimate | upper bound | serves in seeds |", "|---|---|---|---|---|---|---|"]
-    for tier in ("lexical", "embedding"):
-        rows = [s["tiers"][tier] for s in seeds if tier in s["tiers"]]
+              f"Bound: max_false_hit_rate {data['bound']}, one-sided Clopper-Pearson at 95 % for the whole search "
+              f"over a fixed grid of thresholds (1.00 down to 0.50 by 0.01); at least {data['min_verdicts']} "
+              f"verdicts at or above a threshold. Reviewed share {data['reviewed_share']:.0%}. {len(seeds)} seeds; "
+              "figures are mean (min, max) over seeds.", "",
+              "Foreign rejections (the issue-38 scenario): " + ", ".join(
+                  f"a rejected {t} pair at {sc} in `{st}`" for t, sc, st in FOREIGN_REJECTIONS)
+              + ", added to every seed's verdicts (pooled: all in one stratum).", "",
+              "## Variants", "",
+              "| variant | public paraphrases served | false hits, all sets (count) | wrong share of calibrated serves | "
+              "calibrated serves a seed | English embedding stratum serves in seeds |", "|---|---|---|---|---|---|"]
+    for variant, pooled, _foreign, _correction in VARIANTS:
+        vs = [sd[variant] for sd in seeds]
+        english = "all" if pooled else "en"
+        serves = sum(1 for v in vs if english in v["thresholds"].get("embedding", {}))
+        lines.append(f"| {variant} | {spread([v['sets']['public-paraphrase']['hit_rate'] for v in vs])} | "
+                     f"{spread([sum(m['false_hits'] for m in v['sets'].values()) for v in vs])} | "
+                     f"{spread([v['measured_wrong_share'] for v in vs])} | "
+                     f"{spread([v['calibrated_served'] for v in vs])} | {serves}/{len(vs)} |")
+    lines += ["", f"## Learnt thresholds ({main_variant})", "",
+              "| tier | stratum | threshold | verdicts (approved/rejected) | at or above | upper bound | serves in seeds |",
+              "|---|---|---|---|---|---|---|"]
+    keys: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for sd in seeds:
+        for row in sd[main_variant]["strata"]:
+            keys.setdefault((row["tier"], row["stratum"]), []).append(row)
+    for (tier, stratum), rows in sorted(keys.items(), key=lambda kv: -sum(r["approved"] + r["rejected"] for r in kv[1])):
         th = [r["threshold"] for r in rows]
-        lines.append(f"| {tier} | {spread(th)} | {spread([r['approved'] for r in rows])} / "
-                     f"{spread([r['rejected'] for r in rows])} | {spread([r['approved_above'] + r['rejected_above'] for r in rows])} | "
-                     f"{spread([r['estimate'] for r in rows])} | {spread([r['upper_bound'] for r in rows])} | "
-                     f"{sum(t is not None for t in th)}/{len(rows)} |")
-    lines += ["", "## On the new halves", "", "| set | same / different (new half) | hit rate default | "
+        lines.append(f"| {tier} | {stratum} | {spread(th)} | {spread([r['approved'] for r in rows])} / "
+                     f"{spread([r['rejected'] for r in rows])} | "
+                     f"{spread([r['approved_above'] + r['rejected_above'] for r in rows])} | "
+                     f"{spread([r['upper_bound'] for r in rows])} | {sum(t is not None for t in th)}/{len(seeds)} |")
+    lines += ["", f"## On the new halves ({main_variant})", "", "| set | same / different (new half) | hit rate default | "
               "hit rate calibrated | false hits (count) | false-hit rate |", "|---|---|---|---|---|---|"]
-    for name in seeds[0]["sets"]:
-        ms = [s["sets"][name] for s in seeds]
+    for name in seeds[0][main_variant]["sets"]:
+        ms = [sd[main_variant]["sets"][name] for sd in seeds]
         lines.append(f"| {name} | {ms[0]['same']} / {ms[0]['different']} | {spread([m['default_hit_rate'] for m in ms])} | "
                      f"{spread([m['hit_rate'] for m in ms])} | {spread([m['false_hits'] for m in ms])} | "
                      f"{spread([m['false_hit_rate'] for m in ms])} |")
-    lines += ["", "## Estimate against measurement", "",
-              "Among the pairs calibration served on the new halves (beyond the defaults), the share that was "
-              "`different`, against the learnt upper bounds:", "",
-              f"- measured wrong share: {spread([s['measured_wrong_share'] for s in seeds])} "
-              f"({spread([s['calibrated_served'] for s in seeds])} served a seed)",
-              f"- check (seed {seeds[0]['seed']}): the real cascade with the learnt thresholds agreed with the replay "
-              f"on {data['check']['agree']} pairs, disagreed on {data['check']['disagree']}", "",
+    lines += ["", "## Check", "",
+              f"- seed {seeds[0]['seed']}: the real cascade with the learnt thresholds ({main_variant}) agreed with the "
+              f"replay on {data['check']['agree']} pairs, disagreed on {data['check']['disagree']}", "",
               "## What holds the public paraphrases back", "",
               "The first pass's verdict on every public paraphrase pair (all `same`), before any threshold:", "",
               "| what decided it | pairs | share |", "|---|---:|---:|",
@@ -258,5 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     common.write_json(args.out.with_suffix(".json"), data)
     args.out.write_text(render(data), encoding="utf-8")
     print(json.dumps({"check": check, "seconds": data["seconds"],
-                      "sets": {n: seeds[0]["sets"][n] for n in seeds[0]["sets"]}}, indent=1))
+                      "variants": {v[0]: {"public served": seeds[0][v[0]]["sets"]["public-paraphrase"]["hit_rate"],
+                                          "false hits": sum(m["false_hits"] for m in seeds[0][v[0]]["sets"].values())}
+                                   for v in VARIANTS}}, indent=1))
     return 0

@@ -52,6 +52,20 @@ MULTILINGUAL = DATA / "multilingual-pairs.jsonl"
 _MODEL_DIR = Path("/work/shared/models/all-MiniLM-L6-v2-onnx")
 
 
+def embeddings_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The embedding tier with the shared model (skips when the extra or the model is missing)."""
+    pytest.importorskip("fastembed", reason="the embeddings extra (fastembed) is not installed")
+    from shared_paths import shared_dir
+
+    shared = shared_dir()
+    model = shared / "models" / _MODEL_DIR.name if shared else _MODEL_DIR
+    if not (model / "model.onnx").is_file():
+        pytest.skip(f"shared model missing: {model}")
+    for key, value in {"SEMULA_EMBEDDINGS": "on", "SEMULA_EMBEDDINGS_MODEL": "sentence-transformers/all-MiniLM-L6-v2",
+                       "SEMULA_EMBEDDINGS_MODEL_PATH": str(model), "SEMULA_EMBEDDINGS_OFFLINE": "on"}.items():
+        monkeypatch.setenv(key, value)
+
+
 def test_embedding_serving_at_09_refuses_multilingual_negations(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The guard's language tables through the embedding tier: a negation added in any of the
     sixteen languages scores ≥ 0.9 and must still not be served. Two pairs per language keep the
@@ -69,16 +83,25 @@ def test_embedding_serving_at_09_refuses_multilingual_negations(monkeypatch: pyt
             lines.append(line)
     subset = tmp_path / "negation-pairs.jsonl"
     subset.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    pytest.importorskip("fastembed", reason="the embeddings extra (fastembed) is not installed")
-    from shared_paths import shared_dir
-
-    shared = shared_dir()
-    model = shared / "models" / _MODEL_DIR.name if shared else _MODEL_DIR
-    if not (model / "model.onnx").is_file():
-        pytest.skip(f"shared model missing: {model}")
-    for key, value in {"SEMULA_EMBEDDINGS": "on", "SEMULA_EMBEDDINGS_MODEL": "sentence-transformers/all-MiniLM-L6-v2",
-                       "SEMULA_EMBEDDINGS_MODEL_PATH": str(model), "SEMULA_EMBEDDINGS_OFFLINE": "on"}.items():
-        monkeypatch.setenv(key, value)
+    embeddings_on(monkeypatch)
     summary = evaluate(subset, {"embedding_serve_threshold": 0.9})
     assert summary["by_category"]["negation"]["n"] == 32
     assert not summary["false_hit_rate"], false_hits(summary)
+
+
+UNGUARDED = DATA / "unguarded-language-pairs.jsonl"
+
+
+def test_embedding_serving_at_09_serves_nothing_in_languages_without_a_guard(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 38's misses in other words and languages: negation in languages without a table (Swahili,
+    Tagalog, Hungarian, Finnish, Czech, Romanian, Vietnamese, Indonesian, Greek, Hebrew), a unit changed
+    or qualified, an item added to a list. At 0.9 none is served; each language without a table is
+    queued with "no guard for <language>" or refused by the guard."""
+    embeddings_on(monkeypatch)
+    rows: list[dict] = []
+    summary = evaluate(UNGUARDED, {"embedding_serve_threshold": 0.9}, pairs_out=rows.append)
+    assert not summary["false_hit_rate"], false_hits(summary)
+    assert not [r["id"] for r in rows if r["outcome"] == "served"]  # the `same` ones too: no guard for them
+    gated = {r["id"] for r in rows if (r["reason"] or "").startswith("no guard for") and r["outcome"] == "review"}
+    # the ones nothing else refuses (others: the guard, the edit checks or the score come first)
+    assert gated >= {"negation-tl-003", "negation-cs-008", "negation-ro-009", "negation-vi-010", "paraphrase-tl-030"}, [(r["id"], r["reason"]) for r in rows]

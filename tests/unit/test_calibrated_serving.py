@@ -29,20 +29,25 @@ CALIBRATED = ProjectSettings(near_serve="calibrated", max_false_hit_rate=0.1)
 
 @pytest.mark.parametrize("text, learnt, served, reason", [
     (ABOVE, 0.8, True, None),
-    (ABOVE, None, False, "calibrated: too few lexical verdicts"),
-    (BELOW, 0.8, False, "(learnt)"),
+    (ABOVE, None, False, "calibrated: too few lexical verdicts in stratum en"),
+    (BELOW, 0.8, False, "(learnt for en)"),
     (NUMBER, 0.5, False, "guard:"),  # calibration lifts the score bar, never the guard
     ("How can I reset the password for my account on the website?", 0.5, False, "small edit"),
 ])
 def test_the_calibrated_verdict(text: str, learnt: float | None, served: bool, reason: str | None) -> None:
-    verdict = near_match(chat(text), chat(STORED), CALIBRATED, learnt_threshold=learnt)
+    verdict = near_match(chat(text), chat(STORED), CALIBRATED, learnt_thresholds=None if learnt is None else {"en": learnt})
     assert verdict.serve is served and verdict.calibrated is served
     assert (verdict.reason is None) if reason is None else (reason in verdict.reason)
 
 
 def test_threshold_mode_ignores_a_learnt_threshold() -> None:
-    verdict = near_match(chat(ABOVE), chat(STORED), ProjectSettings(), learnt_threshold=0.5)
+    verdict = near_match(chat(ABOVE), chat(STORED), ProjectSettings(), learnt_thresholds={"en": 0.5})
     assert not verdict.serve and verdict.reason == "score 0.96 < serve threshold 1.00"
+
+
+def test_a_threshold_learnt_in_another_stratum_does_not_serve() -> None:
+    verdict = near_match(chat(ABOVE), chat(STORED), CALIBRATED, learnt_thresholds={"de": 0.5, "en+fr": 0.5})
+    assert not verdict.serve and "too few lexical verdicts in stratum en" in (verdict.reason or "")
 
 
 def give_verdicts(engine: Engine, project: str, scores: list[float], status: str = "approved") -> None:
@@ -74,7 +79,7 @@ def test_the_cascade_serves_above_the_learnt_threshold_and_queues_below(engine: 
     assert served.decision.action == "serve" and served.decision.tier_label == "lexical-calibrated"
     below = decide(engine, BELOW, CALIBRATED)
     assert below.decision.action == "forward" and below.near.queued
-    assert "(learnt)" in below.near.queued[0].verdict.reason
+    assert "(learnt for en)" in below.near.queued[0].verdict.reason
     # the defaults, on the same store: nothing served
     assert decide(engine, ABOVE, ProjectSettings()).decision.action == "forward"
 
@@ -99,13 +104,14 @@ def test_semula_calibrate_reports_the_thresholds(tmp_path: Path) -> None:
     result = runner.invoke(main, [*args, "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
-    tiers = {t["tier"]: t for t in report["tiers"]}
-    lexical = tiers["lexical"]
+    strata = {(t["tier"], t["stratum"]): t for t in report["strata"]}
+    assert set(strata) == {("lexical", "en")}  # the verdicts' pairs are English; no embedding verdicts at all
+    lexical = strata["lexical", "en"]
     assert lexical["serves"] and lexical["threshold"] == pytest.approx(0.8)
     assert (lexical["approved"], lexical["rejected"], lexical["approved_above"], lexical["rejected_above"]) == (40, 2, 40, 0)
     assert 0 < lexical["upper_bound"] <= 0.1 and lexical["estimate"] == 0
-    assert not tiers["embedding"]["serves"]
     table = runner.invoke(main, args)
-    assert table.exit_code == 0 and "lexical" in table.output and "near_serve = threshold" in table.output
+    assert table.exit_code == 0 and "lexical · en: serves at or above 0.80" in table.output
+    assert "near_serve = threshold" in table.output and "fixed-sequence" in table.output
     strict = json.loads(runner.invoke(main, [*args[:-2], "--json"]).output)  # the project's own 1 %
-    assert not {t["tier"]: t for t in strict["tiers"]}["lexical"]["serves"]
+    assert not strict["strata"][0]["serves"]

@@ -18,7 +18,8 @@ def _row(tier: dict[str, Any]) -> dict[str, Any]:
     threshold = tier["threshold"]
     return {
         "tier": tier["tier"],
-        "threshold": "—" if threshold is None else f"{threshold:.4f}",
+        "stratum": tier["stratum"],
+        "threshold": "—" if threshold is None else f"{threshold:.2f}",
         "approved": tier["approved"],
         "rejected": tier["rejected"],
         "above": f"{tier['approved_above']} / {tier['rejected_above']}",
@@ -35,19 +36,25 @@ def _row(tier: dict[str, Any]) -> dict[str, Any]:
               help="try another bound than the project's max_false_hit_rate setting (nothing is changed)")
 @json_option
 def calibrate(data_dir: Path, project: str, max_false_hit_rate: float | None, as_json: bool) -> None:
-    """Per near-match tier: the threshold learnt from approvals and rejections, the verdicts behind it
-    (in all, and `above`: approved / rejected at or above the threshold), the estimated false-hit
-    `rate` with its one-sided upper `bound`, and whether calibrated mode would serve.
+    """Per near-match tier and stratum (the pair's languages: en, de, en+fr, ...): the threshold learnt
+    from approvals and rejections, the verdicts behind it (in all, and `above`: approved / rejected at or
+    above the threshold), the estimated false-hit `rate` with its one-sided upper `bound`, and whether
+    calibrated mode would serve. A stratum serves only on its own verdicts; one without enough never does.
 
     Calibrated mode is opt-in: `semula config set near_serve calibrated --project P`."""
     result = run_store_operation(data_dir, "calibrate", {"project": project, "max_false_hit_rate": max_false_hit_rate})
     if as_json:
         return print_json(result)
+    high, low, points = result["grid"]
     print_table(f"semula calibrate · project {result['project']} · bound {_rate(result['max_false_hit_rate'])} "
-                f"at {result['confidence']:.0%} confidence", [_row(t) for t in result["tiers"]],
-                ["tier", "threshold", "approved", "rejected", "above", "rate", "bound", "serves"])
-    for tier in result["tiers"]:
-        click.echo(f"{tier['tier']}: {tier['reason']}")
+                f"at {result['confidence']:.0%} confidence", [_row(t) for t in result["strata"]],
+                ["tier", "stratum", "threshold", "approved", "rejected", "above", "rate", "bound", "serves"])
+    if not result["strata"]:
+        click.echo("no verdicts yet: approve or reject near-matches with `semula review`")
+    for tier in result["strata"]:
+        click.echo(f"{tier['tier']} · {tier['stratum']}: {tier['reason']}")
+    click.echo(f"thresholds tried: {points} from {high:.2f} down to {low:.2f}, {result['correction']} "
+               f"(the bound holds for the whole search)")
     mode = result["near_serve"]
     click.echo(f"near_serve = {mode}" + ("" if mode == "calibrated" else
                                          " (the learnt thresholds serve only with near_serve = calibrated)"))

@@ -26,13 +26,14 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 from semula.core.request.canonical import CanonicalRequest, ignored
 from semula.core.checks import SHAPE_CHECKS, roles_differ, shape_differs
 from semula.core.guard.check import guard
+from semula.core.guard.language import Languages, languages_of_pair, unguarded_reason
 from semula.core.guard.edits import edits_change_question, edits_unlisted
 from semula.core.guard.words import NUMBER_WORDS
 from semula.core.request.normalise import normalise_text, scrub_volatile, words
@@ -335,7 +336,7 @@ def near_match(
     tier: Tier = Tier.LEXICAL,
     score: float | None = None,
     near_bypass_reason: str | None = None,
-    learnt_threshold: float | None = None,
+    learnt_thresholds: Mapping[str, float] | None = None,
 ) -> Verdict:
     """Whether ``stored``'s recorded answer may be served (or queued) for ``incoming``.
 
@@ -345,10 +346,14 @@ def near_match(
     context, score, guard. The guard runs whenever the score reaches the lower
     threshold, and its verdict is kept in ``guard_reason`` for the review queue.
 
-    With ``near_serve = "calibrated"``, ``learnt_threshold`` is this tier's threshold learnt from
-    the project's verdicts (:mod:`semula.core.calibration`; None: it never serves by calibration):
-    what the static rules refuse is served when the score reaches it and nothing but the score held
-    it back (:func:`_calibrated_reason`).
+    With ``near_serve = "calibrated"``, ``learnt_thresholds`` are this tier's thresholds learnt from
+    the project's verdicts per stratum (the pair's languages, :mod:`semula.core.calibration`; a
+    stratum without one never serves by calibration): what the static rules refuse is served when the
+    score reaches its stratum's threshold and nothing but the score held it back
+    (:func:`_calibrated_reason`).
+
+    Whatever would serve is served only when every language of the two texts has a guard table
+    (:mod:`semula.core.guard.language`); otherwise the reason is "no guard for <language>".
     """
     tier = near_tier(tier)
     # What the project declared volatile (semula_ignore) is no difference here either; all else counts.
@@ -360,7 +365,7 @@ def near_match(
     score = min(max(float(score), 0.0), 1.0) if math.isfinite(score) else 0.0
 
     calibrating = settings.near_serve == "calibrated"
-    learnt = learnt_threshold if calibrating else None
+    learnt = min(learnt_thresholds.values(), default=None) if calibrating and learnt_thresholds else None
     floors = [t for t in (serve_threshold, review_threshold, learnt) if t is not None]
     floor = min(floors) if has_words and floors else None
     guard_reason = None
@@ -381,9 +386,16 @@ def near_match(
     calibrated = False
     if reason is None:
         reason = _static_reason(tier, score, serve_threshold, guard_reason, stored_text, incoming_text, settings)
+        languages: Languages | None = None
         if reason is not None and calibrating:
-            reason = _calibrated_reason(tier, score, learnt, guard_reason, stored_text, incoming_text, settings)
-            calibrated = reason is None
+            reason = _calibrated_reason(tier, score, guard_reason, stored_text, incoming_text, settings)
+            if reason is None:  # only the score is left: the pair's stratum's learnt threshold decides
+                languages = languages_of_pair(stored_text, incoming_text)
+                reason = unguarded_reason(languages) or _learnt_reason(
+                    tier, score, languages.stratum, learnt_thresholds or {})
+                calibrated = reason is None
+        if reason is None and languages is None:
+            reason = unguarded_reason(languages_of_pair(stored_text, incoming_text))
 
     serve = reason is None
     review = (
@@ -411,9 +423,9 @@ def _static_reason(tier: Tier, score: float, serve_threshold: float | None, guar
     return kept_layout_differs(stored_text, incoming_text, settings.scrub_patterns)
 
 
-def _calibrated_reason(tier: Tier, score: float, learnt: float | None, guard_reason: str | None,
+def _calibrated_reason(tier: Tier, score: float, guard_reason: str | None,
                        stored_text: str, incoming_text: str, settings: ProjectSettings) -> str | None:
-    """Why calibrated mode does not serve either (None: it does).
+    """Why calibrated mode does not serve either, before its learnt threshold (None: only that is left).
 
     Calibration lifts the score bar and, for the lexical tier, the harmless-word list (which stands in
     for a score bar); the guard's named reasons, the meaning-change edit checks of the embedding tier
@@ -423,10 +435,14 @@ def _calibrated_reason(tier: Tier, score: float, learnt: float | None, guard_rea
         return f"guard: {guard_reason}"
     if edit := unlisted_edit(stored_text, incoming_text, settings.scrub_patterns, harmless_only=False):
         return edit
-    if kept := kept_layout_differs(stored_text, incoming_text, settings.scrub_patterns):
-        return kept
-    if learnt is None:
-        return f"calibrated: too few {tier} verdicts to learn a threshold"
-    if score < learnt:
-        return f"score {_below(score, learnt)} (learnt)"
+    return kept_layout_differs(stored_text, incoming_text, settings.scrub_patterns)
+
+
+def _learnt_reason(tier: Tier, score: float, stratum: str, learnt: Mapping[str, float]) -> str | None:
+    """Whether the pair's stratum has a learnt threshold its score reaches (None: it serves)."""
+    threshold = learnt.get(stratum)
+    if threshold is None:
+        return f"calibrated: too few {tier} verdicts in stratum {stratum} to learn a threshold"
+    if score < threshold:
+        return f"score {_below(score, threshold)} (learnt for {stratum})"
     return None

@@ -13,21 +13,31 @@ import time
 from collections.abc import Callable
 
 from semula.core.calibration import Calibration, LabelledVerdict, counts_for_calibration, learn
+from semula.core.guard.language import languages_of_pair
+from semula.core.request.canonical import CanonicalRequest
 from semula.core.settings import ProjectSettings
 from semula.store.base import RecordingStore
 
+Thresholds = dict[str, dict[str, float]]  # {tier: {stratum: threshold}}
 REFRESH_SECONDS = 30.0
 MAX_VERDICTS = 1_000_000  # per status: far beyond what a team reviews
+_BATCH = 500  # recordings read at a time
 
 
 def project_verdicts(store: RecordingStore, project: str) -> list[LabelledVerdict]:
-    """The project's resolved candidates the model learns from (see `counts_for_calibration`)."""
-    out = []
-    for status, approved in (("approved", True), ("rejected", False)):
-        for row in store.candidates(project, status, limit=MAX_VERDICTS):
-            if counts_for_calibration(row.reason, row.guard_reason):
-                out.append(LabelledVerdict(str(row.tier), float(row.score), approved))
-    return out
+    """The project's resolved candidates the model learns from (see `counts_for_calibration`), each in
+    the stratum of its pair's languages (the recording's last user text and the request's)."""
+    rows = [(row, approved) for status, approved in (("approved", True), ("rejected", False))
+            for row in store.candidates(project, status, limit=MAX_VERDICTS)
+            if counts_for_calibration(row.reason, row.guard_reason)]
+    ids = sorted({row.entry_id for row, _ in rows})
+    stored: dict[int, str] = {}
+    for start in range(0, len(ids), _BATCH):
+        for entry_id, canonical in store.canonicals_by_ids(ids[start:start + _BATCH]).items():
+            stored[entry_id] = CanonicalRequest.from_json(canonical).last_user_text()
+    return [LabelledVerdict(str(row.tier), float(row.score), approved,
+                            languages_of_pair(stored[row.entry_id], row.request_text).stratum)
+            for row, approved in rows if row.entry_id in stored]
 
 
 def calibrate_project(store: RecordingStore, project: str, settings: ProjectSettings) -> Calibration:
@@ -35,14 +45,14 @@ def calibrate_project(store: RecordingStore, project: str, settings: ProjectSett
 
 
 class LearntThresholds:
-    """{tier: threshold} per project for the near-match search; any thread (reads use its store)."""
+    """{tier: {stratum: threshold}} per project for the near-match search; any thread (reads use its store)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic):
         self._clock = clock
         self._lock = threading.Lock()
-        self._cache: dict[tuple[str, float], tuple[float, dict[str, float]]] = {}
+        self._cache: dict[tuple[str, float], tuple[float, Thresholds]] = {}
 
-    def __call__(self, store: RecordingStore, project: str, settings: ProjectSettings) -> dict[str, float]:
+    def __call__(self, store: RecordingStore, project: str, settings: ProjectSettings) -> Thresholds:
         if settings.near_serve != "calibrated":
             return {}
         key = (project, settings.max_false_hit_rate)

@@ -161,10 +161,10 @@ def pair_line(pair: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
 def evaluate(path: Path, overrides: dict[str, Any] | None = None,
              progress: Callable[[int, int], None] | None = None,
              pairs_out: Callable[[dict[str, Any]], object] | None = None, store: str | None = None,
-             learnt: Mapping[str, float] | None = None, only: Callable[[int], bool] | None = None) -> dict[str, Any]:
+             learnt: Mapping[str, Mapping[str, float]] | None = None, only: Callable[[int], bool] | None = None) -> dict[str, Any]:
     """Run every pair; `pairs_out` receives one `pair_line` per pair, in file order.
 
-    `learnt`: calibrated mode's {tier: threshold} for every pair's project (each pair is a fresh
+    `learnt`: calibrated mode's {tier: {stratum: threshold}} for every pair's project (each pair is a fresh
     project without verdicts of its own); `only(index)` picks the pairs to run (a held-out split).
 
     `store`: a Postgres URL; the pairs are recorded in a throwaway schema there, dropped at the end."""
@@ -176,7 +176,7 @@ def evaluate(path: Path, overrides: dict[str, Any] | None = None,
           throwaway_store(StoreSpec.parse(store, tmp)) as opened):
         engine = Engine.open(opened, embedder=_embedder_if_on(Path(tmp)))
         if learnt is not None:
-            fixed = dict(learnt)
+            fixed = {tier: dict(by_stratum) for tier, by_stratum in learnt.items()}
             engine.searcher.learnt = lambda _store, _project, _settings: fixed
         try:
             for index, pair in enumerate(pairs):

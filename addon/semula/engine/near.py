@@ -19,14 +19,14 @@ from semula.core.decision import Match
 from semula.core.settings import ProjectSettings
 from semula.core.tiers import Tier
 from semula.engine.review import ReviewQueue
-from semula.engine.tiers.base import NearTier, Pairings
+from semula.engine.tiers.base import LearntFor, NearTier, Pairings
 from semula.store.base import RecordingStore
 from semula.store.types import StoreError
 
 log = logging.getLogger("semula")
 
-# Calibrated mode's learnt thresholds: (store handle, project, settings) -> {tier: threshold}.
-Learnt = Callable[[RecordingStore, str, ProjectSettings], Mapping[str, float]]
+# Calibrated mode's learnt thresholds: (store handle, project, settings) -> {tier: {stratum: threshold}}.
+Learnt = Callable[[RecordingStore, str, ProjectSettings], Mapping[str, Mapping[str, float]]]
 
 
 class Where(Enum):
@@ -100,18 +100,18 @@ class NearSearcher:
             return True
         return queue and not any(c.verdict.serve for c in found) and any(c.verdict.review for c in found)
 
-    def _learnt_for(self, store: RecordingStore, query: NearQuery) -> Callable[[Tier], float | None]:
-        """Calibrated mode's threshold per tier, read at most once and only when a tier asks."""
-        cache: list[Mapping[str, float]] = []
+    def _learnt_for(self, store: RecordingStore, query: NearQuery) -> LearntFor:
+        """Calibrated mode's thresholds per tier (by stratum), read at most once and only when a tier asks."""
+        cache: list[Mapping[str, Mapping[str, float]]] = []
 
-        def learnt(tier: Tier) -> float | None:
+        def learnt(tier: Tier) -> Mapping[str, float]:
             if not cache:
                 cache.append(self._learnt(store, query))
-            return cache[0].get(tier)
+            return cache[0].get(tier, {})
 
         return learnt
 
-    def _learnt(self, store: RecordingStore, query: NearQuery) -> Mapping[str, float]:
+    def _learnt(self, store: RecordingStore, query: NearQuery) -> Mapping[str, Mapping[str, float]]:
         if self.learnt is None or query.settings.near_serve != "calibrated":
             return {}
         try:

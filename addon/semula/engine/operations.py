@@ -97,7 +97,7 @@ def _calibrate(engine: Engine, p: dict[str, Any]) -> Any:
     """`semula calibrate`: the project's learnt thresholds and the verdicts behind them."""
     from dataclasses import asdict, replace
 
-    from semula.core.calibration import CONFIDENCE, MIN_VERDICTS
+    from semula.core.calibration import CONFIDENCE, GRID, MIN_VERDICTS
     from semula.engine.calibrated import calibrate_project
 
     project = p.get("project") or "default"
@@ -106,8 +106,9 @@ def _calibrate(engine: Engine, p: dict[str, Any]) -> Any:
         settings = replace(settings, max_false_hit_rate=float(p["max_false_hit_rate"]))
     calibration = calibrate_project(engine.store, project, settings)
     return {"project": project, "near_serve": settings.near_serve, "max_false_hit_rate": settings.max_false_hit_rate,
-            "confidence": CONFIDENCE, "min_verdicts": MIN_VERDICTS,
-            "tiers": [{**asdict(t), "serves": t.serves} for t in calibration.tiers.values()]}
+            "confidence": CONFIDENCE, "min_verdicts": MIN_VERDICTS, "correction": calibration.correction,
+            "grid": [GRID[0], GRID[-1], len(GRID)],
+            "strata": [{**asdict(t), "serves": t.serves} for t in calibration.strata]}
 
 
 OPERATIONS["calibrate"] = _calibrate

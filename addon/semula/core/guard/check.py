@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from difflib import SequenceMatcher
 
+from semula.core.guard.counting import counted_differs, list_items_differ
 from semula.core.guard.diff import MAX_CHANGED_TOKENS, TextDiff, text_diff
 from semula.core.guard.lexicons import COVERED_SCRIPTS, NEGATING_PREFIXES as TABLE_NEGATING_PREFIXES
 from semula.core.guard.lexicons import NEGATING_SUFFIXES, script_of
@@ -39,10 +40,12 @@ __all__ = [
     "TextDiff",
     "alternatives_differ",
     "antonyms_differ",
+    "counted_differs",
     "dates_differ",
     "entities_differ",
     "guard",
     "identifiers_differ",
+    "list_items_differ",
     "negation_differs",
     "numbers_differ",
     "quantifiers_differ",
@@ -340,6 +343,8 @@ GUARD_CHECKS: tuple[Callable[[TextDiff], str | None], ...] = (
     quoted_differ,
     symbols_differ,
     word_order_differs,
+    counted_differs,
+    list_items_differ,
 )
 
 

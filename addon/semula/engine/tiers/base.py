@@ -21,9 +21,9 @@ from semula.core.tiers import Tier
 from semula.store.base import RecordingStore
 from semula.store.types import NewEntry
 
-# A tier's threshold learnt by calibrated mode (None: it serves by its static thresholds only);
-# read lazily, only by a tier that proposed something.
-LearntFor = Callable[[Tier], float | None]
+# A tier's thresholds learnt by calibrated mode, by stratum (empty: it serves by its static thresholds
+# only); read lazily, only by a tier that proposed something.
+LearntFor = Callable[[Tier], Mapping[str, float]]
 
 
 class Pairings:
@@ -73,10 +73,10 @@ def judge(store: RecordingStore, query: NearQuery, tier: Tier, proposals: Iterab
     """Each proposal (entry id, the tier's score; None: the lexical score) judged against its stored request."""
     proposals = list(proposals)
     stored = store.canonicals_by_ids([entry_id for entry_id, _ in proposals])
-    threshold = learnt(tier)
+    thresholds = learnt(tier)
     return [
         Candidate(entry_id, near_match(query.request, CanonicalRequest.from_json(stored[entry_id]), settings,
                                        tier=tier, score=score, near_bypass_reason=query.bypass_reason,
-                                       learnt_threshold=threshold))
+                                       learnt_thresholds=thresholds))
         for entry_id, score in proposals if entry_id in stored
     ]
