@@ -115,3 +115,12 @@ def test_semula_calibrate_reports_the_thresholds(tmp_path: Path) -> None:
     assert "near_serve = threshold" in table.output and "fixed-sequence" in table.output
     strict = json.loads(runner.invoke(main, [*args[:-2], "--json"]).output)  # the project's own 1 %
     assert not strict["strata"][0]["serves"]
+    curved = json.loads(runner.invoke(main, [*args, "--curve", "--json"]).output)
+    (lexical_curve,) = curved["curve"]
+    points = lexical_curve["points"]
+    assert (lexical_curve["tier"], lexical_curve["stratum"]) == ("lexical", "en")
+    assert [p["threshold"] for p in points] == sorted((p["threshold"] for p in points), reverse=True)
+    assert points[-1]["rejected_above"] == 2 and points[-1]["served_share"] == 1.0  # down to 0.70: all of them
+    at_080 = next(p for p in points if p["threshold"] == pytest.approx(0.8))
+    assert (at_080["approved_above"], at_080["rejected_above"]) == (40, 0)
+    assert "curve · lexical · en" in runner.invoke(main, [*args, "--curve"]).output

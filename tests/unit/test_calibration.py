@@ -183,3 +183,16 @@ def test_bonferroni_needs_more_verdicts_than_the_fixed_sequence() -> None:
     assert learn(stratum("en", spaced(700, 0.76, 1.0), True), 0.01, correction="bonferroni").thresholds()
     with pytest.raises(ValueError, match="correction"):
         learn(points, 0.01, correction="holm")
+
+
+def test_the_curve_admits_more_verdicts_as_the_threshold_falls() -> None:
+    from semula.core.calibration import curve
+
+    verdicts = ([LabelledVerdict("embedding", 0.95, True, "en")] * 3 + [LabelledVerdict("embedding", 0.9, False, "en")]
+                + [LabelledVerdict("embedding", 0.85, True, "de")])
+    curves = curve(verdicts)
+    assert set(curves) == {("embedding", "en"), ("embedding", "de")}
+    en = curves["embedding", "en"]
+    assert [(p.threshold, p.approved_above, p.rejected_above) for p in en] == [(0.95, 3, 0), (0.9, 3, 1)]
+    assert en[0].served_share == 1.0 and en[0].upper_bound == pytest.approx(upper_bound(0, 3))
+    assert en[1].upper_bound > en[0].upper_bound

@@ -209,6 +209,38 @@ def _learn_stratum(tier: str, stratum: str, points: Sequence[LabelledVerdict], b
                          f"serves at or above {threshold:.2f}: {bad} rejected of {n}")
 
 
+@dataclass(frozen=True)
+class CurvePoint:
+    """At one grid threshold, in one tier and stratum: what calibrated serving would admit there."""
+
+    threshold: float
+    approved_above: int  # verdicts at or above it: served, had they been asked again
+    rejected_above: int
+    served_share: float  # of the stratum's approved verdicts, the share at or above it
+    upper_bound: float  # the rejected share's one-sided Clopper-Pearson bound (per threshold, uncorrected)
+
+
+def curve(verdicts: Iterable[LabelledVerdict]) -> dict[tuple[str, str], list[CurvePoint]]:
+    """Per tier and stratum, the grid from the top: served share and estimated error by threshold (the
+    report's calibration curve, `semula calibrate --curve`). Only thresholds that admit new verdicts."""
+    groups: dict[tuple[str, str], list[LabelledVerdict]] = {}
+    for verdict in verdicts:
+        groups.setdefault((verdict.tier, verdict.stratum), []).append(verdict)
+    out: dict[tuple[str, str], list[CurvePoint]] = {}
+    for key, points in groups.items():
+        approved = sum(1 for v in points if v.approved) or 1
+        rows, admitted = [], 0
+        for threshold in GRID:
+            ok = sum(1 for v in points if v.approved and v.score >= threshold)
+            bad = sum(1 for v in points if not v.approved and v.score >= threshold)
+            if ok + bad == admitted:
+                continue
+            admitted = ok + bad
+            rows.append(CurvePoint(threshold, ok, bad, ok / approved, upper_bound(bad, ok + bad)))
+        out[key] = rows
+    return out
+
+
 def learn(verdicts: Iterable[LabelledVerdict], max_false_hit_rate: float = 0.01, *,
           min_verdicts: int = MIN_VERDICTS, confidence: float = CONFIDENCE,
           correction: str = "fixed-sequence") -> Calibration:

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from semula.core.calibration import Calibration, LabelledVerdict, counts_for_calibration, learn
+from semula.core.calibration import Calibration, CurvePoint, LabelledVerdict, counts_for_calibration, curve, learn
 from semula.core.guard.language import languages_of_pair
 from semula.core.request.canonical import CanonicalRequest
 from semula.core.settings import ProjectSettings
@@ -42,6 +42,10 @@ def project_verdicts(store: RecordingStore, project: str) -> list[LabelledVerdic
 
 def calibrate_project(store: RecordingStore, project: str, settings: ProjectSettings) -> Calibration:
     return learn(project_verdicts(store, project), settings.max_false_hit_rate)
+
+
+def project_curve(store: RecordingStore, project: str) -> dict[tuple[str, str], list[CurvePoint]]:
+    return curve(project_verdicts(store, project))
 
 
 class LearntThresholds:

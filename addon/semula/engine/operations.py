@@ -98,7 +98,7 @@ def _calibrate(engine: Engine, p: dict[str, Any]) -> Any:
     from dataclasses import asdict, replace
 
     from semula.core.calibration import CONFIDENCE, GRID, MIN_VERDICTS
-    from semula.engine.calibrated import calibrate_project
+    from semula.engine.calibrated import calibrate_project, project_curve
 
     project = p.get("project") or "default"
     settings = engine.settings_for(project)
@@ -108,7 +108,10 @@ def _calibrate(engine: Engine, p: dict[str, Any]) -> Any:
     return {"project": project, "near_serve": settings.near_serve, "max_false_hit_rate": settings.max_false_hit_rate,
             "confidence": CONFIDENCE, "min_verdicts": MIN_VERDICTS, "correction": calibration.correction,
             "grid": [GRID[0], GRID[-1], len(GRID)],
-            "strata": [{**asdict(t), "serves": t.serves} for t in calibration.strata]}
+            "strata": [{**asdict(t), "serves": t.serves} for t in calibration.strata],
+            **({"curve": [{"tier": tier, "stratum": stratum, "points": [asdict(point) for point in points]}
+                          for (tier, stratum), points in project_curve(engine.store, project).items()]}
+               if p.get("curve") else {})}
 
 
 OPERATIONS["calibrate"] = _calibrate
