@@ -150,8 +150,11 @@ _BEARER = r"(?i:\b(bearer\s+))(?=[A-Za-z0-9._~+/\-]*[0-9])[A-Za-z0-9._~+/\-]{16,
 
 _TEXT_KEYS = re.compile("|".join(_KEY_PATTERNS))
 _TEXT_BEARER = re.compile(_BEARER)
-_BYTES_KEYS = re.compile("|".join(_KEY_PATTERNS).encode())
-_BYTES_BEARER = re.compile(_BEARER.encode())
+# In a JSON body a key may follow an escape (`"…:\\nsk-…"`): its `n` is a word character, so on bytes `\b`
+# alone misses the key that the decoded text's redaction finds (and the key would reach the file).
+_AFTER_ESCAPE = r"(?:\b|(?<=\\[nrtbf]))"
+_BYTES_KEYS = re.compile("|".join(_AFTER_ESCAPE + p[2:] if p.startswith(r"\b") else p for p in _KEY_PATTERNS).encode())
+_BYTES_BEARER = re.compile(_BEARER.replace(r"\b(", _AFTER_ESCAPE + "(", 1).encode())
 _REDACTED_BYTES = REDACTED.encode()
 
 
