@@ -22,7 +22,7 @@ import anyio
 import pytest
 
 from conftest import ProxyFactory
-from e2e_helpers import OutputPump, ProxyHandle, clean_env, run_semula, ssl_context, stop_process
+from e2e_helpers import OutputPump, ProxyHandle, clean_env, folder_tag, run_semula, ssl_context, stop_process
 
 pytestmark = pytest.mark.e2e
 
@@ -161,7 +161,7 @@ def test_mcp_calls_are_recorded_and_replayed_with_the_server_stopped(
     replayed = run_session(replay, mcp_server.url, mode, CALLS[5:] + CALLS[:5])
     assert not replayed.errors, replayed.errors + [replay.output()]
     replayed.results = replayed.results[2:] + replayed.results[:2]
-    expected = [r.replace(RESULT_SECRET, "[REDACTED]") if RESULT_SECRET in r else r for r in recorded.results]
+    expected = [r.replace(RESULT_SECRET, folder_tag(recordings, RESULT_SECRET)) for r in recorded.results]
     assert replayed.results[:4] + replayed.results[5:] == expected[:4] + expected[5:]
     assert RESULT_SECRET not in replayed.results[4] and "weather in Paris" in replayed.results[4]
     assert served_before == 4  # the server answered the recording run's four tool calls, none since

@@ -14,13 +14,14 @@ import json
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from conftest import ProxyFactory
-from e2e_helpers import FakeProvider, ProxyHandle, clean_env, read_call_log, uniq
-from test_e2e_mcp import proxy_args, start_mcp_server
+from e2e_helpers import FakeProvider, ProxyHandle, clean_env, files_holding, folder_tag, read_call_log, uniq
+from test_e2e_mcp import RESULT_SECRET, proxy_args, start_mcp_server
 
 pytestmark = pytest.mark.e2e
 pytest.importorskip("agents")
@@ -66,11 +67,20 @@ def run_agent(script: Path, proxy: ProxyHandle, url: str, prompt: str) -> dict[s
     return json.loads(line.removeprefix("RESULT "))
 
 
-def test_an_agent_with_an_mcp_tool_replays_offline_from_a_clean_copy(
-        proxy_factory: ProxyFactory, fake_provider: FakeProvider, tmp_path: Path) -> None:
+@dataclass
+class Runs:
+    recorded: dict[str, object]
+    replayed: dict[str, object]
+    recordings: Path  # the folder the recording run wrote
+    clean: Path  # its clean copy the replay read
+    data_dirs: tuple[Path, Path]  # the recording proxy's, the replaying proxy's
+
+
+def record_then_replay(proxy_factory: ProxyFactory, fake_provider: FakeProvider, tmp_path: Path, prompt: str) -> Runs:
+    """The agent run once through a recording proxy, then again from a clean copy of the recordings with the
+    model and the MCP server gone: no model call reaches the provider, and every call is a hit."""
     script = tmp_path / "agent.py"
     script.write_text(AGENT)
-    prompt = f'{uniq("agent mcp")} TOOLCALL add {{"a": 3, "b": 4}} TOOLCALL add {{"a": 10, "b": 20}}'
     server = start_mcp_server(tmp_path / "certs", json_answers=False)
     recordings = tmp_path / "recordings"
     try:
@@ -79,21 +89,41 @@ def test_an_agent_with_an_mcp_tool_replays_offline_from_a_clean_copy(
         auto.stop()
     finally:
         server.stop()
-    tools = recorded["tools"]
-    assert isinstance(tools, list) and len(tools) == 2, recorded
-    assert "3 + 4 = 7 (call" in "".join(tools) and "10 + 20 = 30 (call" in "".join(tools), recorded
-    assert "tool results:" in str(recorded["answer"]) and "3 + 4 = 7" in str(recorded["answer"]), recorded
-
     clean = tmp_path / "clean-clone" / "recordings"
     shutil.copytree(recordings, clean)
     model_calls = fake_provider.count()
     replay = proxy_factory("replay", upstream="gone", extra_args=proxy_args(server, clean))
     replayed = run_agent(script, replay, server.url, prompt)  # the server is stopped, the provider gone
     replay.stop()
-    assert replayed == recorded  # every tool result and the final answer, identical
     assert fake_provider.count() == model_calls
-
     rows = [r for r in read_call_log(replay.data_dir) if not (r["bypass_reason"] or "").startswith("not a call: ")]
     assert {r["decision"] for r in rows} == {"hit"}, rows
-    assert sorted(r["mcp_tool"] for r in rows if r["mcp_tool"]) == ["add", "add"], rows
     assert sum(r["provider"] == "openai" for r in rows) == 2, rows  # the model's two turns
+    return Runs(recorded, replayed, recordings, clean, (auto.data_dir, replay.data_dir))
+
+
+def test_an_agent_with_an_mcp_tool_replays_offline_from_a_clean_copy(
+        proxy_factory: ProxyFactory, fake_provider: FakeProvider, tmp_path: Path) -> None:
+    prompt = f'{uniq("agent mcp")} TOOLCALL add {{"a": 3, "b": 4}} TOOLCALL add {{"a": 10, "b": 20}}'
+    runs = record_then_replay(proxy_factory, fake_provider, tmp_path, prompt)
+    recorded = runs.recorded
+    tools = recorded["tools"]
+    assert isinstance(tools, list) and len(tools) == 2, recorded
+    assert "3 + 4 = 7 (call" in "".join(tools) and "10 + 20 = 30 (call" in "".join(tools), recorded
+    assert "tool results:" in str(recorded["answer"]) and "3 + 4 = 7" in str(recorded["answer"]), recorded
+    assert runs.replayed == recorded  # every tool result and the final answer, identical
+    rows = read_call_log(runs.data_dirs[1])
+    assert sorted(r["mcp_tool"] for r in rows if r["mcp_tool"]) == ["add", "add"], rows
+
+
+def test_an_agent_echoing_a_tools_secret_to_the_model_replays_offline(
+        proxy_factory: ProxyFactory, fake_provider: FakeProvider, tmp_path: Path) -> None:
+    """The `lookup` tool's result holds a token; the agent sends it back to the model, whose answer quotes it.
+    The recorded answers carry the token's tag under the folder's committed salt, the tag the recorded
+    follow-up request was fingerprinted with: the replayed agent echoes the tag, and the follow-up hits."""
+    prompt = f'{uniq("agent secret")} TOOLCALL lookup {{"city": "Paris"}}'
+    runs = record_then_replay(proxy_factory, fake_provider, tmp_path, prompt)
+    recorded = json.dumps(runs.recorded)
+    assert RESULT_SECRET in recorded and "weather in Paris" in recorded, recorded  # the live run: the token whole
+    assert json.dumps(runs.replayed) == recorded.replace(RESULT_SECRET, folder_tag(runs.clean, RESULT_SECRET))
+    assert files_holding(RESULT_SECRET, runs.recordings, runs.clean, *runs.data_dirs) == []

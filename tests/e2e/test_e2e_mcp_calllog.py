@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ProxyFactory
-from e2e_helpers import read_call_log
-from test_e2e_mcp import CALLS, proxy_args, run_session, start_mcp_server
+from e2e_helpers import folder_tag, read_call_log
+from test_e2e_mcp import CALLS, RESULT_SECRET, proxy_args, run_session, start_mcp_server
 
 pytestmark = pytest.mark.e2e
 
@@ -49,7 +49,7 @@ def test_mcp_calls_carry_their_server_and_tool_and_the_get_stream_is_quiet(
     replay = proxy_factory("replay", extra_args=proxy_args(server, recordings))
     replayed = run_session(replay, server.url, "legacy", CALLS)
     assert not replayed.errors, replayed.errors + [replay.output()]
-    assert replayed.results == [r.replace("sk-proj-abcdefghijklmnopqrstuvwxyz0123456789", "[REDACTED]")
+    assert replayed.results == [r.replace(RESULT_SECRET, folder_tag(recordings, RESULT_SECRET))
                                 for r in recorded.results]
     missed = run_session(replay, server.url, "legacy", [("tool", ("add", {"a": 2, "b": 2}))])
     assert len(missed.errors) == 1, missed

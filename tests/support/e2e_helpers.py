@@ -361,6 +361,19 @@ def curl(url: str, *, proxy_url: str | None, ca_path: Path | str | None, data: A
 # The call log
 
 
+def folder_tag(recordings: Path, secret: str) -> str:
+    """The `[REDACTED:<tag>]` a secret becomes in this recordings folder (keyed by its committed salt)."""
+    from semula.core.redact import FingerprintKey
+
+    meta = json.loads((recordings / "_semula.json").read_text())
+    return FingerprintKey.from_hex(meta["fingerprint_salt"]).tag(secret)
+
+
+def files_holding(secret: str, *roots: Path) -> list[str]:
+    """Every file under `roots` whose bytes hold `secret`."""
+    return [str(p) for root in roots for p in sorted(root.rglob("*")) if p.is_file() and secret.encode() in p.read_bytes()]
+
+
 def read_call_log(data_dir: Path) -> list[dict[str, Any]]:
     """All call-log rows as dicts, file by file so schema differences between parts cannot break us."""
     import pyarrow.parquet as pq

@@ -264,6 +264,18 @@ def test_redaction_reaches_into_a_chunks_base64() -> None:
     assert BEDROCK.stream_complete([encode(m) for m in messages])
 
 
+def test_tagged_redaction_keeps_the_stream_valid() -> None:
+    """Under the recording's key each secret becomes a longer `[REDACTED:<tag>]`: frames re-encoded, CRCs right."""
+    secret = "sk-" + "c" * 30
+    hidden = chunk({"type": "content_block_delta", "delta": {"type": "text_delta", "text": secret}})
+    leaky = event("contentBlockDelta", {"delta": {"text": f"key {secret}"}})
+    redacted = redacted_answer(b"".join([leaky, hidden, INVOKE_STREAM[-1]]), lambda b: redact_bytes(b, KEY))
+    messages = parse_stream(redacted)
+    inner = base64.b64decode(json.loads(messages[1].payload)["bytes"])
+    assert secret.encode() not in redacted and secret.encode() not in inner
+    assert KEY.tag(secret).encode() in messages[0].payload and KEY.tag(secret).encode() in inner
+
+
 def test_boto3_trusts_semulas_ca(tmp_path: Path) -> None:
     from semula.session.clientenv import client_env
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from semula.core.redact import (
@@ -67,6 +69,20 @@ def test_redact_bytes_works_on_arbitrary_bytes(key: str) -> None:
 
 def test_redact_bytes_bearer() -> None:
     assert redact_bytes(b"authorization: Bearer abcdef0123456789xyz") == b"authorization: Bearer [REDACTED]"
+
+
+@pytest.mark.parametrize("escape", ["\n", "\t", "\r"])
+def test_redact_bytes_finds_a_key_after_a_json_escape(escape: str) -> None:
+    """`"…\\nsk-…"` in a JSON answer: the escape's letter is a word character, yet the key is found, and
+    tagged as the decoded text's redaction tags it (a client echoing it sends that text)."""
+    from semula.core.redact import FingerprintKey
+
+    key = FingerprintKey(bytes(range(32)))
+    text = f"here it is:{escape}{OPENAI_KEY}{escape}Bearer abc123def456ghi789jkl{escape}AKIAABCDEFGHIJKLMNOP"
+    body = json.dumps({"content": text}).encode()
+    assert json.loads(redact_bytes(body)) == {"content": redact_text(text)}
+    assert json.loads(redact_bytes(body, key)) == {"content": redact_text(text, key)}
+    assert OPENAI_KEY.encode() not in redact_bytes(body) and b"AKIA" not in redact_bytes(body)
 
 
 def test_redact_json_recurses_into_keys_and_values() -> None:

@@ -131,3 +131,38 @@ def test_an_fp1_store_is_refingerprinted_on_open(tmp_path) -> None:
     assert engine.match("p", "fp2:none", fingerprints(chat("alias request", key=key))[1]).entry_id == plain_id
     assert engine.recordings.upgrade_fingerprints() == 0  # once only
     engine.close()
+
+
+# A recorded answer's secrets are tagged under the recording's key, so a client that echoes what it
+# was served (a tool's result, a key the model wrote) sends back what the recorded follow-up carried.
+ANSWERS = [
+    pytest.param(json.dumps({"choices": [{"message": {"content": prompt(SK_A)}}]}).encode(), id="json"),
+    pytest.param(("data: " + json.dumps({"delta": {"content": prompt(SK_A)}}) + "\n\ndata: [DONE]\n\n").encode(),
+                 id="sse"),
+    pytest.param(json.dumps({"content": f"curl -H 'Authorization: Bearer {JWT_A}'"}).encode(), id="bearer"),
+]
+
+
+@pytest.mark.parametrize("body", ANSWERS)
+def test_a_recorded_answer_tags_its_secrets_under_the_recordings_key(body: bytes) -> None:
+    secret = JWT_A if b"Bearer" in body else SK_A
+    entry = recording_of("p", chat("hi"), ProjectSettings(), Answer(host="api.openai.com", body=body), key=TEST_KEY)
+    assert secret.encode() not in entry.body and TEST_KEY.tag(secret).encode() in entry.body
+    # Without a key (and in logs), the plain placeholder; a tagged one is left as it is.
+    assert REDACTED.encode() in recording_of("p", chat("hi"), ProjectSettings(),
+                                             Answer(host="api.openai.com", body=body)).body
+    assert recording_of("p", chat("hi"), ProjectSettings(), Answer(host="h", body=entry.body), key=TEST_KEY).body \
+        == entry.body
+
+
+def test_a_follow_up_echoing_a_replayed_answer_fingerprints_as_the_recorded_one() -> None:
+    answer = json.dumps({"output": f"weather: sunny, token {SK_A} (call 1)"}).encode()
+    served = recording_of("p", chat("hi"), ProjectSettings(), Answer(host="h", body=answer), key=TEST_KEY).body
+    echoed = json.loads(served)["output"]
+    assert SK_A not in echoed
+    # Recording: the client sent the real token back; replay: it sends the tagged one it was served.
+    assert fingerprints(chat(f"tool said: weather: sunny, token {SK_A} (call 1)")) == fingerprints(
+        chat(f"tool said: {echoed}"))
+    # An old recording's plain placeholder still loads and stays as it was.
+    old = json.dumps({"output": f"token {REDACTED}"}).encode()
+    assert recording_of("p", chat("hi"), ProjectSettings(), Answer(host="h", body=old), key=TEST_KEY).body == old

@@ -11,7 +11,9 @@ What reaches a fingerprint is redacted with a :class:`FingerprintKey`: each
 secret becomes ``[REDACTED:<tag>]``, the tag a truncated HMAC-SHA256 of the
 secret under the store's salt. Two different secrets then give different
 fingerprints, the same secret gives the same one, and the secret itself never
-reaches disk. Logs and the console use the plain ``[REDACTED]``.
+reaches disk. Recorded answers are tagged under the same key (a client echoes
+what it was served into its next request). Logs and the console use the plain
+``[REDACTED]``.
 """
 
 from __future__ import annotations
@@ -148,8 +150,11 @@ _BEARER = r"(?i:\b(bearer\s+))(?=[A-Za-z0-9._~+/\-]*[0-9])[A-Za-z0-9._~+/\-]{16,
 
 _TEXT_KEYS = re.compile("|".join(_KEY_PATTERNS))
 _TEXT_BEARER = re.compile(_BEARER)
-_BYTES_KEYS = re.compile("|".join(_KEY_PATTERNS).encode())
-_BYTES_BEARER = re.compile(_BEARER.encode())
+# In a JSON body a key may follow an escape (`"…:\\nsk-…"`): its `n` is a word character, so on bytes `\b`
+# alone misses the key that the decoded text's redaction finds (and the key would reach the file).
+_AFTER_ESCAPE = r"(?:\b|(?<=\\[nrtbf]))"
+_BYTES_KEYS = re.compile("|".join(_AFTER_ESCAPE + p[2:] if p.startswith(r"\b") else p for p in _KEY_PATTERNS).encode())
+_BYTES_BEARER = re.compile(_BEARER.replace(r"\b(", _AFTER_ESCAPE + "(", 1).encode())
 _REDACTED_BYTES = REDACTED.encode()
 
 
@@ -171,14 +176,22 @@ def redact_text(s: str, key: FingerprintKey | None = None) -> str:
     return redact_unprefixed(s, placeholder, near_ids)
 
 
-def redact_bytes(b: bytes) -> bytes:
-    """Like :func:`redact_text` for arbitrary bytes (keys are ASCII)."""
+def redact_bytes(b: bytes, key: FingerprintKey | None = None) -> bytes:
+    """Like :func:`redact_text` for arbitrary bytes (keys are ASCII).
+
+    A recorded answer is redacted under the recording's `key`: a client that echoes a replayed
+    ``[REDACTED:<tag>]`` back then sends what the recorded follow-up request fingerprinted to."""
     if not b:
         return b
+    placeholder = _placeholder_bytes(key)
     near_ids = runs_near_ids(b)
-    b = _BYTES_KEYS.sub(_REDACTED_BYTES, b)
-    b = _BYTES_BEARER.sub(lambda m: m.group(1) + _REDACTED_BYTES, b)
-    return redact_unprefixed(b, lambda _secret: _REDACTED_BYTES, frozenset(r.encode("ascii") for r in near_ids))
+    b = _BYTES_KEYS.sub(lambda m: placeholder(m.group()), b)
+    b = _BYTES_BEARER.sub(lambda m: m.group(1) + placeholder(m.group()[len(m.group(1)):]), b)
+    return redact_unprefixed(b, placeholder, frozenset(r.encode("ascii") for r in near_ids))
+
+
+def _placeholder_bytes(key: FingerprintKey | None) -> Callable[[bytes], bytes]:
+    return (lambda secret: key.tag(secret).encode("ascii")) if key is not None else (lambda _secret: _REDACTED_BYTES)
 
 
 def redact_json(value: Any, key: FingerprintKey | None = None) -> Any:

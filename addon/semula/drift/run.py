@@ -29,6 +29,7 @@ from semula.recordings.entry import Answer, recording_of, semula_version
 from semula.recordings.files import contained, write_atomically
 from semula.recordings.folder import LOAD_ERRORS, entry_from_file, recording_from_entry
 from semula.recordings.format import answer_text, dumps
+from semula.recordings.importers.write import folder_key
 from semula.store.types import Entry
 
 
@@ -117,11 +118,11 @@ def _rerecord(root: Path, item: Selected, live: Live, streamed: bool, adapter: A
     provenance = provenance_of((recording.provenance or {}).get("user_agent"), live.body, streamed, semula_version())
     answer = Answer(host=recording.host, body=live.body, status=live.status, headers=live.headers, streamed=streamed,
                     usage=usage, upstream_ms=round(live.upstream_ms, 1), provenance=provenance)
-    new = recording_of(recording.project, CanonicalRequest.from_json(recording.request), ProjectSettings(), answer,
-                       occurrence=recording.occurrence)
-    entry = Entry.of(new, created_at=now)
-    text = dumps(recording_from_entry(entry))
     try:
+        key = folder_key(root, create=False)  # the folder's salt: the answer's secrets tag as its requests' do
+        new = recording_of(recording.project, CanonicalRequest.from_json(recording.request), ProjectSettings(),
+                           answer, key=key, occurrence=recording.occurrence)
+        text = dumps(recording_from_entry(Entry.of(new, created_at=now)))
         entry_from_file(text.encode(), lambda _project: ProjectSettings(), FingerprintKey.generate())
         write_atomically(contained(root, item.rel), text)
     except LOAD_ERRORS as e:

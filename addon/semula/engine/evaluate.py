@@ -85,7 +85,8 @@ def decide_pair(engine: Engine, project: str, stored: CanonicalRequest, incoming
     Returns the outcome (served|review|miss), the tier, the score and, from the best near-match
     candidate, why it was not served (`reason`) and the guard's verdict (`guard_reason`).
     """
-    engine.record(recording_of(project, stored, settings, Answer(host="eval", body=b'{"synthetic": true}')))
+    engine.record(recording_of(project, stored, settings, Answer(host="eval", body=b'{"synthetic": true}'),
+                               key=engine.fingerprint_key))
     outcome = run_now(cascade(Mode.AUTO, project, incoming, settings, EngineLookups(engine)))
     best = outcome.near.best if outcome.near is not None else None
     verdict = best.verdict if best is not None else None

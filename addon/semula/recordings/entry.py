@@ -65,8 +65,14 @@ class Answer:
 
 
 def recording_of(project: str, request: CanonicalRequest, settings: ProjectSettings, answer: Answer, *,
-                 fingerprints: tuple[str, str | None] | None = None, occurrence: int = 1) -> NewEntry:
+                 key: FingerprintKey | None = None, fingerprints: tuple[str, str | None] | None = None,
+                 occurrence: int = 1) -> NewEntry:
     """The one place a recording is assembled: fingerprints, redaction and the searchable text.
+
+    `key` is the one `request` was canonicalised under (the engine's, the recordings folder's): the
+    answer's secrets get the same ``[REDACTED:<tag>]`` as the requests', so a follow-up request that
+    echoes a replayed answer (a tool's result, a key the model wrote) fingerprints as the recorded one
+    that carried the real secret. None: the plain ``[REDACTED]`` (what a loaded file's request got).
 
     `fingerprints` are (request_fp, normalised_fp) when the caller has them already (the proxy: a
     missing normalised one is computed). `occurrence` n ≥ 2 keys the n-th answer of a sequence
@@ -84,7 +90,8 @@ def recording_of(project: str, request: CanonicalRequest, settings: ProjectSetti
         endpoint=request.endpoint, model=request.model, request_fp=request_fp,
         normalised_fp=normalised_fp, canonical=request.to_json(),
         last_text=searchable_text(request, settings.scrub_patterns),
-        status=answer.status, headers=clean_headers(answer.headers), body=redacted_answer(answer.body, redact_bytes),
+        status=answer.status, headers=clean_headers(answer.headers),
+        body=redacted_answer(answer.body, lambda b: redact_bytes(b, key)),
         streamed=answer.streamed, prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
         upstream_ms=answer.upstream_ms, provenance=answer.provenance,
     )

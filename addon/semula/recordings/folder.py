@@ -116,7 +116,7 @@ def entry_from_file(raw: bytes, settings_for: Callable[[str], ProjectSettings],
     answer = Answer(host=recording.host, body=recording.body, status=recording.status, headers=recording.headers,
                     streamed=recording.streamed, usage=Usage(recording.prompt_tokens, recording.completion_tokens),
                     upstream_ms=recording.upstream_ms, provenance=file_provenance(recording))
-    return recording_of(recording.project, request, settings, answer, occurrence=recording.occurrence)
+    return recording_of(recording.project, request, settings, answer, key=key, occurrence=recording.occurrence)
 
 
 def file_provenance(recording: Recording) -> dict[str, str] | None:

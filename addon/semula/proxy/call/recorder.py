@@ -104,7 +104,7 @@ class Recorder:
         made_by = provenance_of(request_headers.get("user-agent"), body, state.streamed, semula_version())
         answer = Answer(host=state.host, body=body, status=response.status_code, headers=response.headers.items(),
                         streamed=state.streamed, usage=usage, upstream_ms=upstream_ms, provenance=made_by)
-        new = recording_of(state.project, state.canonical, state.settings, answer,
+        new = recording_of(state.project, state.canonical, state.settings, answer, key=engine.fingerprint_key,
                            fingerprints=(state.request_fp, state.normalised_fp))
         entry_id = await store.run("recording", engine.record, new, state.started_at, write=True)
         if entry_id is None:

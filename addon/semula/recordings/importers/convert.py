@@ -144,7 +144,7 @@ def _convert(item: Interaction, options: ImportOptions, key: FingerprintKey, now
                     usage=adapter.usage_from_frames(frames) if streamed else adapter.usage_from_body(answer_body),
                     provenance=provenance_of(header(item.request_headers, "user-agent") or None, answer_body, streamed,
                                              semula_version()))
-    new = recording_of(options.project, request, ProjectSettings(), answer, occurrence=occurrence)
+    new = recording_of(options.project, request, ProjectSettings(), answer, key=key, occurrence=occurrence)
     return _file(item.source, new, item.started_at or now, options, key)
 
 
