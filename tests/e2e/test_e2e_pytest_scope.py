@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ProxyFactory
-from e2e_helpers import FakeProvider, map_remote_args, uniq
+from e2e_helpers import FakeProvider, free_port, map_remote_args, uniq
 
 pytestmark = pytest.mark.e2e
 pytest_plugins = ("pytester",)
@@ -201,8 +201,6 @@ def test_a_second_session_on_a_running_proxy_counts_repeats_from_one(
 def test_a_refusal_outside_any_test_fails_none_and_the_port_is_the_one_given(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, fake_provider: FakeProvider,
         mitm_confdir: Path, tmp_path: Path) -> None:
-    from semula.session.run import free_port
-
     port = free_port()
     prompts = {"at_import": uniq("outside at import"), "in_test": uniq("outside in test"),
                "after": uniq("outside after the last test")}

@@ -9,8 +9,8 @@ run did, from the call log.
 from __future__ import annotations
 
 import os
+import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import click
 
@@ -62,12 +63,6 @@ class BadOption(SessionError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, exit_code=2)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def confdir_from(sets: tuple[str, ...]) -> Path:
@@ -155,9 +150,11 @@ def open_session(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
         raise SessionError(e.format_message()) from None
     except OSError as e:
         raise SessionError(f"cannot write the proxy's CA into {confdir}: {e}") from None
-    port = listen_port or free_port()
     sets = run_defaults(sets)
-    process, console = _start_proxy(mode, listen_host, port, data_dir, project, sets, ready_timeout, echo)
+    # No port asked for: the proxy binds port 0 and its ready line says which port it got. A port picked
+    # here and bound there could be taken by another process in between.
+    process, console = _start_proxy(mode, listen_host, listen_port, data_dir, project, sets, ready_timeout, echo)
+    port = console.bound_port or listen_port
     return ProxySession(mode, listen_host, port, data_dir, confdir, project, sets, started, process, console)
 
 
@@ -209,13 +206,22 @@ def _start_proxy(mode: str, listen_host: str, port: int, data_dir: Path, project
                 stop_process(process)
                 text = log_path.read_text(errors="replace")
                 tail = "\n".join(text.splitlines()[-20:])
-                in_use = "--listen-port" not in tail and port_in_use(listen_host, port)  # `semula proxy` said it
+                in_use = port != 0 and "--listen-port" not in tail and port_in_use(listen_host, port)  # `semula proxy` said it
                 hint = f"\n{port_hint(listen_host, port)}" if in_use else ""
                 raise SessionError(f"the proxy did not start (console in {log_path}):\n{tail}{hint}")
             time.sleep(READY_POLL_S)
     except BaseException:  # Ctrl-C, SIGTERM (session/signals.py) while it starts: never leave it running
         stop_process(process)
         raise
+
+
+def ready_port(line: str) -> int | None:
+    """The port in the proxy's ready line (`semula ready: http://127.0.0.1:PORT · …`), if it names one."""
+    found = re.match(r"semula ready: (\S+)", line)
+    try:
+        return urlsplit(found.group(1)).port if found else None
+    except ValueError:
+        return None
 
 
 HARNESS_ONLY = "semula: store open"  # the store opened with no folder to load: nothing for a person to read
@@ -232,6 +238,7 @@ class ProxyConsole:
         self.echo = echo
         self.offset = 0
         self.ready = False
+        self.bound_port: int | None = None  # from the ready line: the port the proxy listens on
         self.final: Tally | None = None  # the proxy's calls by outcome, from its last line
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -250,6 +257,7 @@ class ProxyConsole:
                     self.final = tally  # the run's summary says it: not echoed twice
                 elif line.startswith("semula ready"):
                     self.ready = True
+                    self.bound_port = ready_port(line)
                     self.echo(f"{line} · console in {self.path}")
                 elif line.startswith("semula") and " → " not in line and not line.startswith(HARNESS_ONLY):
                     self.echo(line)  # not a per-call line, nor one only a test harness waits for
