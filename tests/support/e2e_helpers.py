@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import ssl
@@ -49,7 +50,31 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def _ephemeral_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_PORTS = random.SystemRandom()  # never a seeded generator: two workers would pick the same ports
+
+
 def free_port() -> int:
+    """A port free now, for a process to bind later: picked below the kernel's ephemeral range.
+
+    A port from bind(0) comes from that range, and so does every outgoing connection's own port: with
+    thousands of connections a run, one could take it before the process it was picked for binds it.
+    """
+    low, high = 10000, _ephemeral_start()
+    for _ in range(100 if high - low > 1000 else 0):
+        port = _PORTS.randrange(low, high)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

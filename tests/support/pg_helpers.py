@@ -13,7 +13,6 @@ import json
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,17 +20,13 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from e2e_helpers import free_port
+
 REQUIRE_ENV = "SEMULA_REQUIRE_POSTGRES"
 
 
 class PostgresUnavailable(Exception):
     pass
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _bindir() -> Path:
@@ -112,7 +107,7 @@ def start_postgres() -> PostgresServer:
     if as_postgres:
         os.chown(root, user.pw_uid, user.pw_gid)
     root.chmod(0o700)
-    server = PostgresServer(bindir, root, _free_port(), as_postgres)
+    server = PostgresServer(bindir, root, free_port(), as_postgres)
     out = subprocess.run([*as_postgres, str(bindir / "initdb"), "-D", str(server.data), "-U", "postgres",
                           "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"],
                          capture_output=True, text=True, timeout=120)
