@@ -19,11 +19,12 @@ import pytest
 
 from conftest import ProxyFactory
 from e2e_helpers import FakeProvider, ProxyHandle, semula_meta, ssl_context, uniq
+from fake_thirdparty import CDN_HOST, SIGNING_KEY_ID
 from fakeprovider import media_bytes
 
 pytestmark = pytest.mark.e2e
 
-CDN = "files.semula-test-cdn.example"
+CDN = CDN_HOST
 UPLOAD = ("https://generativelanguage.googleapis.com/upload/v1beta/fileSearchStores/store-1"
           ":uploadToFileSearchStore")
 
@@ -77,3 +78,36 @@ def test_a_redirect_and_text_labelled_json_are_recorded_and_replayed_offline(
     other = upload(replay, text + "one more line\n")
     assert other.status_code == 404 and semula_meta(other.headers)["x-semula-decision"] == "miss", other.text
     assert fake_provider.count() == count, "replay reached the provider"
+
+
+def test_a_redirect_to_a_presigned_url_keeps_its_signature_out_of_every_file(
+        proxy_factory: ProxyFactory, fake_provider: FakeProvider, tmp_path: Path) -> None:
+    """S3 sends a download to a presigned URL (credential, signature, a new one each time): the recorded
+    `Location` keeps its path and its other parameters, the secret ones become `[REDACTED]` and the userinfo
+    goes; the follow-up's key drops those parameters, so replay follows the recorded redirect to a hit."""
+    recordings = tmp_path / "recordings"
+    name = f"song-{uuid.uuid4().hex[:8]}.png"
+    auto = proxy_factory("auto", extra_args=cdn_args(fake_provider.port, recordings))
+    with client(auto) as c:
+        followed = c.get(f"https://{CDN}/signed/{name}")
+    assert followed.status_code == 200 and followed.content == media_bytes(name)
+    signature = followed.history[0].headers["location"].rsplit("X-Amz-Signature=", 1)[1]
+    assert len(signature) == 64, followed.history[0].headers["location"]  # the live answer, as it came
+    auto.stop()
+
+    planted = (signature, SIGNING_KEY_ID, "pa55w0rd")
+    written = [p for root in (recordings, auto.data_dir) for p in root.rglob("*") if p.is_file()]
+    assert any(p.suffix == ".json" for p in written)
+    for path in written:
+        data = path.read_bytes()
+        assert not [s for s in planted if s.encode() in data], f"a secret of the presigned URL reached {path}"
+
+    replay = proxy_factory("replay", upstream="gone", extra_args=cdn_args(1, recordings))
+    with client(replay) as c:
+        replayed = c.get(f"https://{CDN}/signed/{name}")
+    assert replayed.status_code == 200 and replayed.content == followed.content, replay.describe()
+    (redirect,) = replayed.history
+    location = redirect.headers["location"]
+    assert location.startswith(f"https://{CDN}/media/{name}?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=%5BREDACTED%5D")
+    assert "X-Amz-Expires=300&X-Amz-Signature=%5BREDACTED%5D" in location
+    assert [semula_meta(r.headers)["x-semula-decision"] for r in (redirect, replayed)] == ["hit", "hit"]

@@ -14,16 +14,27 @@ the redirect is a GET, which `fakeprovider.Handler.do_GET` asks `redirect_target
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from typing import Any
 
 REDIRECT = re.compile(r"/go/(?P<name>[A-Za-z0-9._-]{1,80})")
+# `GET /signed/<name>` redirects to a presigned URL, as S3 does: a new signature every time.
+SIGNED_REDIRECT = re.compile(r"/signed/(?P<name>[A-Za-z0-9._-]{1,80})")
+CDN_HOST = "files.semula-test-cdn.example"  # an extra host the tests map to the fake
+SIGNING_KEY_ID = "AKIAIOSFODNN7EXAMPLE"  # a planted access key id: it must reach no file
 
 
 def redirect_target(path: str) -> str | None:
     """Where `GET path` is redirected to, or None when it is not a redirecting path."""
-    match = REDIRECT.fullmatch(path)
-    return f"/media/{match.group('name')}" if match else None
+    if match := REDIRECT.fullmatch(path):
+        return f"/media/{match.group('name')}"
+    if match := SIGNED_REDIRECT.fullmatch(path):
+        signature = hashlib.sha256(os.urandom(16)).hexdigest()
+        return (f"https://user:pa55w0rd@{CDN_HOST}/media/{match.group('name')}?X-Amz-Algorithm=AWS4-HMAC-SHA256"
+                f"&X-Amz-Credential={SIGNING_KEY_ID}%2F20261205%2Fus-east-1%2Fs3%2Faws4_request"
+                f"&X-Amz-Expires=300&X-Amz-Signature={signature}")
+    return None
 
 
 def routes(fake: Any) -> list[Any]:

@@ -13,6 +13,7 @@ from semula.core.redact import (
     redact_bytes,
     redact_json,
     redact_text,
+    redact_url,
 )
 
 OPENAI_KEY = "sk-proj-" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5bC7d"  # 40 chars after the prefix
@@ -131,4 +132,24 @@ def test_header_sets_are_lowercase() -> None:
 def test_clean_query(pairs: list[tuple[str, str]], expected: list[tuple[str, str]]) -> None:
     assert clean_query(pairs) == expected
     assert SECRET_QUERY_PARAMS == {"key", "api_key", "api-key", "access_token", "token",
-                                   "x-amz-signature", "x-amz-security-token", "x-amz-credential"}  # presigned AWS URLs
+                                   "x-amz-signature", "x-amz-security-token", "x-amz-credential",  # presigned AWS
+                                   "x-goog-signature", "x-goog-credential", "sig", "signature"}  # GCS, Azure, CloudFront
+
+
+@pytest.mark.parametrize(("url", "expected"), [
+    ("https://b.s3.amazonaws.com/a/b.mp3?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F2026"
+     "&X-Amz-Signature=0f1e2d&x=1",
+     "https://b.s3.amazonaws.com/a/b.mp3?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=%5BREDACTED%5D"
+     "&X-Amz-Signature=%5BREDACTED%5D&x=1"),
+    ("https://u:p4ss@cdn.example/x?sig=zzz&se=2026-12-05", "https://cdn.example/x?sig=%5BREDACTED%5D&se=2026-12-05"),
+    ("https://storage.googleapis.com/b/o?X-Goog-Signature=abc&X-Goog-Date=20261205",
+     "https://storage.googleapis.com/b/o?X-Goog-Signature=%5BREDACTED%5D&X-Goog-Date=20261205"),
+    ("https://d111.cloudfront.net/v.mp4?Expires=1&Signature=q~w&Key-Pair-Id=K2",
+     "https://d111.cloudfront.net/v.mp4?Expires=1&Signature=%5BREDACTED%5D&Key-Pair-Id=K2"),
+    ("/media/cat.png?size=2&v=%2F", "/media/cat.png?size=2&v=%2F"),  # nothing secret: kept as spelled
+    ("https://h/p?next=sk-proj-" + "a" * 40, "https://h/p?next=[REDACTED]"),  # a key anywhere, as text
+    ("http://[::1", "http://[::1"),  # not a URL: redacted as text
+])
+def test_a_url_header_loses_its_secret_parameters_and_userinfo(url: str, expected: str) -> None:
+    assert redact_url(url) == expected
+    assert clean_headers([("Location", url)]) == [("location", expected)]

@@ -13,7 +13,10 @@ host sending a download to its CDN, an API moved to a new path), and the client 
 recorded by default and replays as it came, and the request the client then sends to the `Location` is
 a call of its own (recorded too when its host is intercepted). Replayed, the recorded `Location` comes
 back unchanged, so the follow-up matches its own recording even when the live server hands out a new
-signed URL each time. Without a `Location` there is nothing to follow: not recorded by default. A 304
+signed URL each time. A presigned `Location` is recorded without its secrets (`core/redact.py redact_url`: the
+signature, credential and token parameters become `[REDACTED]`, the userinfo goes), so the follow-up replays from
+its own recording when its host is intercepted (an extra host), and fails at the live host otherwise: name the
+download host with `--extra-host` to record it. Without a `Location` there is nothing to follow: not recorded by default. A 304
 Not Modified is never recorded by default: it answers the client's cache validators (`If-None-Match`,
 `If-Modified-Since`), which are not part of what a recording is keyed by, so served to a client without
 that cache it would leave it with no body at all. 300 (a list of choices) and the obsolete 305/306

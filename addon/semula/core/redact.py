@@ -26,6 +26,7 @@ import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from semula.core.unprefixed import (
     has_access_key_id,
@@ -50,6 +51,7 @@ __all__ = [
     "redact_json",
     "redact_query",
     "redact_text",
+    "redact_url",
 ]
 
 REDACTED = "[REDACTED]"
@@ -125,9 +127,13 @@ HOP_BY_HOP_HEADERS: frozenset[str] = frozenset(
     }
 )
 
-# x-amz-*: a presigned AWS URL carries its signature and session token in the query.
+# x-amz-*, x-goog-*, sig (Azure SAS), Signature (CloudFront): a presigned URL carries its signature, credential
+# and session token in the query.
 SECRET_QUERY_PARAMS = frozenset({"key", "api_key", "api-key", "access_token", "token",
-                                 "x-amz-signature", "x-amz-security-token", "x-amz-credential"})
+                                 "x-amz-signature", "x-amz-security-token", "x-amz-credential",
+                                 "x-goog-signature", "x-goog-credential", "sig", "signature"})
+# Response headers whose value is a URL: a redirect to a presigned download.
+_URL_HEADERS = frozenset({"location", "content-location"})
 
 # Each pattern needs a long run of key characters after its prefix, so prose
 # such as "sk-learn" or "Bearer tokens expire" is left alone.
@@ -243,8 +249,26 @@ def clean_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     for name, value in headers:
         lower = name.lower()
         if not _is_dropped_header(lower):
-            cleaned.append((lower, redact_text(value)))
+            cleaned.append((lower, redact_url(value) if lower in _URL_HEADERS else redact_text(value)))
     return cleaned
+
+
+def redact_url(url: str) -> str:
+    """A URL without its userinfo, the values of its secret query parameters replaced, then redacted as text.
+
+    The rest keeps its place and spelling (only a query with a secret in it is re-encoded), so a client that
+    follows a recorded redirect reaches the same path; the follow-up's own key drops those parameters anyway.
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact_text(url)
+    netloc = parts.netloc.rsplit("@", 1)[-1]  # user:password@ dropped: a client could not parse a placeholder there
+    query = parts.query
+    pairs = parse_qsl(query, keep_blank_values=True)
+    if any(k.lower() in SECRET_QUERY_PARAMS for k, _ in pairs):
+        query = urlencode([(k, REDACTED if k.lower() in SECRET_QUERY_PARAMS else v) for k, v in pairs])
+    return redact_text(urlunsplit(parts._replace(netloc=netloc, query=query)))
 
 
 def clean_query(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
