@@ -61,7 +61,7 @@ def test_mcp_calls_carry_their_server_and_tool_and_the_get_stream_is_quiet(
     assert all(r["mcp_server"] == SERVER for r in rows), rows
     assert [(r["mcp_tool"], r["decision"]) for r in calls if r["mcp_tool"]] == \
         [("add", "hit")] * 3 + [("lookup", "hit"), ("add", "miss")], calls
-    assert {r["model"] for r in calls if not r["mcp_tool"]} >= {"initialize", "tools/list", "prompts/get greet"}
+    assert {r["model"] for r in calls if not r["mcp_tool"]} >= {"initialize", "tools/list", "prompts/get greet on 127.0.0.1"}
     quiet = [r for r in rows if r not in calls]
     kinds = {r["bypass_reason"].split(" to ")[0] for r in quiet}
     assert {"not a call: MCP notification", "not a call: MCP server-to-client stream (GET)",

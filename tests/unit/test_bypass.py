@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from entries import chat
-from semula.core.bypass import NEAR_RULES, NO_CACHE_HEADER, near_bypass, no_cache_header
+from semula.core.bypass import NEAR_RULES, NO_CACHE_HEADER, near_bypass, no_cache_header, review_only
 from semula.core.request.canonical import CanonicalRequest
 from semula.core.decision import Bypass
 from semula.core.settings import ProjectSettings
@@ -47,7 +47,7 @@ def test_no_cache_header_skips_the_whole_cache() -> None:
 
 
 def test_the_near_rules_are_named_in_order() -> None:
-    assert [rule.__name__ for rule in NEAR_RULES] == ["temperature_above", "tools_present"]
+    assert [rule.__name__ for rule in NEAR_RULES] == ["review_only", "temperature_above", "tools_present"]
 
 
 DEFAULT = ProjectSettings()
@@ -94,5 +94,14 @@ def test_near_bypass_without_params() -> None:
 @pytest.mark.parametrize("rule", NEAR_RULES, ids=lambda rule: rule.__name__)
 def test_each_near_rule_only_skips_the_near_match_tiers(rule) -> None:
     request = chat("hi", temperature=2, tools=TOOLS)
+    if rule is review_only:  # the providers that declare it: MCP's tool calls
+        request = replace(request, provider="mcp")
     found = rule(request, ProjectSettings(bypass_tools=True))
     assert found is not None and found.rule == rule.__name__ and found.scope == "near" and found.reason
+
+
+def test_a_provider_that_declares_review_only_never_near_serves_and_others_are_untouched() -> None:
+    found = near_bypass(replace(chat("hi"), provider="mcp"), DEFAULT)
+    assert found is not None and found.rule == "review_only" and "never served" in found.reason
+    assert found.scope == "near"  # exact, normalised and alias still serve
+    assert review_only(chat("hi"), DEFAULT) is None

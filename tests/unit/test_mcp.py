@@ -63,7 +63,8 @@ def test_initialize_is_keyed_without_the_clients_name_and_version() -> None:
 
 def test_the_canonical_names_the_method_and_tool() -> None:
     canonical = MCP.canonicalise(raw(call()), None)  # type: ignore[arg-type]
-    assert canonical.provider == "mcp" and canonical.model == "tools/call add" and not canonical.parsed
+    assert canonical.provider == "mcp" and canonical.model == "tools/call add on mcp.example.com" and canonical.parsed
+    assert canonical.last_user_text() == '{"a": 1, "b": 2}'  # what the normalised key and the near tiers compare
     assert canonical.body == {"server": "mcp.example.com", "method": "tools/call",
                               "params": {"name": "add", "arguments": {"a": 1, "b": 2}}}
     assert "mcp" in PROVIDER_NAMES and adapter_for("mcp.example.com", "/mcp").name == "generic"  # never by host
@@ -166,3 +167,70 @@ def test_a_hostile_mcp_recording_is_refused(change: Any, named: str) -> None:
     change(document)
     with pytest.raises(RecordingFileError, match=named.replace(".", r"\.")):
         loads(json.dumps(document))
+
+
+# ------------------------------------------------------------------ near matches of tool calls (review, never served)
+
+def canonical(arguments: dict[str, Any], name: str = "add", host: str = "mcp.example.com") -> Any:
+    return MCP.canonicalise(raw({**call(arguments=arguments), "params": {"name": name, "arguments": arguments}},
+                                host=host), None)  # type: ignore[arg-type]
+
+
+def nfp(request: Any) -> str:
+    from semula.core.request.canonical import normalised_fingerprint
+
+    return normalised_fingerprint(request, *ProjectSettings().fingerprint_inputs)
+
+
+def test_arguments_that_differ_only_in_volatile_values_share_the_normalised_key() -> None:
+    first = canonical({"city": "Paris", "request_id": "3f2b8c1e-9a4d-4e6b-8f0a-1c2d3e4f5a6b", "at": "2026-12-05T10:00:00Z"})
+    later = canonical({"at": "2026-12-06T08:30:00Z", "city": "Paris", "request_id": "7d1e2f3a-4b5c-4d6e-8f7a-9b0c1d2e3f4a"})
+    assert request_fingerprint(first) != request_fingerprint(later)
+    assert nfp(first) == nfp(later)
+
+
+@pytest.mark.parametrize("other", [
+    {"city": "paris"},  # a string's case: a lookup may care
+    {"city": "Paris "},  # its spacing
+    {"city": "Lyon"},
+    {"city": "Paris", "days": 3},  # one argument more
+    {"city": ["Paris"]},  # another type
+    {"ville": "Paris"},  # another name
+])
+def test_any_other_change_in_the_arguments_is_another_normalised_key(other: dict[str, Any]) -> None:
+    assert nfp(canonical(other)) != nfp(canonical({"city": "Paris"}))
+
+
+def test_another_tool_or_server_is_another_normalised_key_and_another_shape() -> None:
+    from semula.core.checks import shape_differs
+
+    first = canonical({"city": "Paris"})
+    for other in (canonical({"city": "Paris"}, name="forecast"), canonical({"city": "Paris"}, host="b.example.com")):
+        assert nfp(other) != nfp(first)
+        assert shape_differs(other, first, ProjectSettings()) is not None  # never queued across them either
+
+
+@pytest.mark.parametrize(("stored", "incoming", "guard_says"), [
+    ({"query": "flights from Paris to Rome on 12 May", "seats": 2}, {"query": "flights from Paris to Rome on 12 May", "seats": 3},
+     "number"),
+    ({"sql": "SELECT name FROM users WHERE active = true LIMIT 10"}, {"sql": "SELECT name FROM users WHERE active = false LIMIT 10"},
+     None),
+    ({"texto": "¿Cuántos pedidos hay abiertos hoy en la tienda?"}, {"texto": "¿Cuántos pedidos no hay abiertos hoy en la tienda?"},
+     None),
+])
+def test_a_close_tool_call_is_queued_for_review_with_the_guards_reason_and_never_served(
+        stored: dict[str, Any], incoming: dict[str, Any], guard_says: str | None) -> None:
+    from semula.core.bypass import near_bypass
+    from semula.core.nearmatch import near_match
+    from semula.core.tiers import Tier
+
+    settings = ProjectSettings(lexical_serve_threshold=0.0)  # a project that serves every lexical near match
+    skip = near_bypass(canonical(incoming), settings)
+    assert skip is not None and skip.rule == "review_only"
+    for tier, score in ((Tier.LEXICAL, None), (Tier.EMBEDDING, 0.999)):
+        verdict = near_match(canonical(incoming), canonical(stored), settings, tier=tier, score=score,
+                             near_bypass_reason=skip.reason)
+        assert not verdict.serve and verdict.review, verdict
+        assert verdict.reason is not None and verdict.reason.startswith("bypass: a tool call with other arguments")
+        if guard_says:
+            assert verdict.guard_reason is not None and guard_says in verdict.guard_reason, verdict

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from semula.core.request.canonical import CanonicalRequest
-from semula.core.request.params import sampling_objects
+from semula.core.request.params import param_rules, sampling_objects
 from semula.core.decision import Bypass
 from semula.core.settings import ProjectSettings
 
@@ -42,7 +42,15 @@ def tools_present(request: CanonicalRequest, settings: ProjectSettings) -> Bypas
     return None
 
 
+def review_only(request: CanonicalRequest, settings: ProjectSettings) -> Bypass | None:
+    """The provider's near matches are reviewed, never served (its adapter says why: `ParamRules`)."""
+    if (why := param_rules(request.provider).near_review_only) is not None:
+        return Bypass("review_only", why, "near")
+    return None
+
+
 NEAR_RULES: tuple[Callable[[CanonicalRequest, ProjectSettings], Bypass | None], ...] = (
+    review_only,
     temperature_above,
     tools_present,
 )

@@ -171,9 +171,11 @@ class ReviewQueue:
         out = []
         for row in rows:
             recorded = entries.get(row.entry_id)
-            recorded_text = CanonicalRequest.from_json(recorded).last_user_text() if recorded else "(deleted)"
+            canonical = CanonicalRequest.from_json(recorded) if recorded else None
+            recorded_text = canonical.last_user_text() if canonical else "(deleted)"
             out.append({
                 "id": row.id, "project": row.project, "tier": row.tier, "score": round(row.score, 3),
+                "model": canonical.model if canonical else None,  # an MCP tool call: the tool and its server
                 "guard_reason": row.guard_reason, "reason": row.reason, "status": row.status,
                 "entry_id": row.entry_id, "request": shorten(row.request_text),
                 "recorded": shorten(recorded_text),

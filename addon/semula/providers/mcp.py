@@ -14,12 +14,14 @@ is `proxy/call/mcp.py`; the answer bodies' framing is `providers/mcpwire.py`.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from semula.core.request.canonical import CanonicalRequest
+from semula.core.request.canonical import CanonicalRequest, Message
+from semula.core.request.params import ParamRules
 from semula.providers.auth import Auth, NotResendable
 from semula.providers.base import Adapter, BodyShapeError, RawRequest, bare_host, host_matches
 
@@ -30,6 +32,8 @@ NAME = "mcp"
 # Methods whose params name what they act on: the call log and the miss message show it.
 _TARGET_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
                  "resources/subscribe": "uri", "resources/unsubscribe": "uri"}
+# Methods whose `arguments` can be near-matched (reviewed, never served: `param_rules.near_review_only`).
+_WITH_ARGUMENTS = ("tools/call", "prompts/get")
 # initialize's params that identify the client, not what it asks for (an SDK upgrade is not a new server answer).
 _CLIENT_IDENTITY = ("clientInfo",)
 _SERVER = re.compile(r"^(?P<host>\*\.[A-Za-z0-9.-]+|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])"
@@ -143,6 +147,8 @@ class McpAdapter(Adapter):
 
     name = NAME
     intercepted_by_default = False
+    param_rules = ParamRules(near_review_only="a tool call with other arguments is another call: "
+                                              "near matches are queued for review, never served")
 
     def handles(self, host: str, path: str) -> bool:
         return False  # chosen by the proxy for a named server's JSON-RPC, never by host
@@ -154,9 +160,22 @@ class McpAdapter(Adapter):
         if message_kind(body) != "request":
             raise BodyShapeError("not a JSON-RPC request")
         key = call_key(raw.host, body)
-        target = target_of(key["method"], key["params"])
+        method, params = key["method"], key["params"]
+        target = target_of(method, params)
+        model = f"{method} {target}" if target else method
+        arguments = params.get("arguments", {}) if isinstance(params, dict) else None
+        if method in _WITH_ARGUMENTS and target and isinstance(arguments, dict):
+            # Understood: its arguments are the text the normalised key and the near tiers compare (canonical
+            # JSON: strings exact, ids and timestamps scrubbed). The server is in the model, so no near match
+            # crosses servers; the exact key is the body, as for every MCP call.
+            rest = {k: v for k, v in params.items() if k not in ("name", "arguments")}
+            text = json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
+            return CanonicalRequest(
+                **self.common(raw), model=f"{model} on {key['server']}", system=None,
+                messages=(Message("user", text),), tools=(), params=rest, stream=False, body=key,
+            )
         return CanonicalRequest(
-            **self.common(raw), model=f"{key['method']} {target}" if target else key["method"],
+            **self.common(raw), model=model,
             system=None, messages=(), tools=(), params={}, stream=False, body=key, parsed=False,
         )
 

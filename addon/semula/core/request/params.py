@@ -72,6 +72,9 @@ class ParamRules:
     sampling_objects: tuple[str, ...] = ()
     # Top-level parameters that mean the same under another name, for some models.
     renamed: tuple[Renamed, ...] = ()
+    # Why a near match (lexical, embedding, calibrated) never serves this provider's requests, only queues
+    # them for review (MCP: a tool call with other arguments is another call); None: the thresholds decide.
+    near_review_only: str | None = None
 
     def defaults_for(self, endpoint: str) -> Mapping[str, Any] | None:
         return next((d.values for d in self.defaults if endpoint.endswith(d.suffixes)), None)
