@@ -4,7 +4,12 @@ The rest of the suite runs semula from the source tree (an editable install, PYT
 from the wheel, a dependency used but not declared, or an entry point that names a moved module would pass
 there and fail for every user. Here the wheel is built by `python -m build` from a copy of the sources and
 installed into a new venv holding only its runtime dependencies (and pytest, for the plugin): `semula
---version`, `semula proxy` up to its ready line, and the pytest plugin's options in `pytest --help`.
+--version`, `semula proxy` up to its ready line, and the pytest plugin's options in `pytest --help`. A
+second venv holds the wheel with its `analysis` extra: `semula report` runs the notebooks the wheel carries
+(analysis/ copied in at build time by setup.py), with no source tree in sight.
+
+The wheel is built as a release is: `python -m build` makes the sdist, then the wheel from the sdist, so a
+file missing from the sdist (MANIFEST.in) fails here too.
 
 The dependencies come from a wheelhouse kept between runs ($SEMULA_TEST_WHEELHOUSE, else
 ~/.cache/semula/test-wheelhouse): the first run downloads them (about a minute), later runs install offline.
@@ -36,13 +41,15 @@ def run(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float = 600
 
 
 def build_wheel(tmp: Path, env: dict[str, str]) -> Path:
-    """`python -m build --wheel` from a copy of what the wheel is made of (the build writes into its source)."""
+    """`python -m build` (sdist, then the wheel from it) from a copy of the sources (the build writes into them)."""
     source = tmp / "source"
     source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "setup.py", "MANIFEST.in"):
         shutil.copy2(REPO / name, source / name)
-    shutil.copytree(REPO / "addon", source / "addon", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    run([sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp / "dist"), str(source)], env=env, cwd=tmp)
+    for folder in ("addon", "analysis"):
+        shutil.copytree(REPO / folder, source / folder,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", ".ipynb_checkpoints"))
+    run([sys.executable, "-m", "build", "--outdir", str(tmp / "dist"), str(source)], env=env, cwd=tmp)
     (wheel,) = (tmp / "dist").glob("semula-*.whl")
     return wheel
 
@@ -61,17 +68,35 @@ def install(venv: Path, requirements: list[str], env: dict[str, str], cwd: Path)
     run(offline, env=env, cwd=cwd)
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A clean venv with the freshly built wheel and its runtime dependencies: its bin/ folder."""
-    tmp = tmp_path_factory.mktemp("install")
+def build_env() -> dict[str, str]:
     # Nothing of the source tree or the test's venv may leak in: no PYTHONPATH, a working folder outside the repo.
-    env = {k: v for k, v in clean_env().items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
-    wheel = build_wheel(tmp, env)
+    return {k: v for k, v in clean_env().items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_wheel(tmp_path_factory.mktemp("build"), build_env())
+
+
+def new_venv(tmp: Path, requirements: list[str]) -> Path:
+    """A clean venv holding `requirements` and their dependencies: its bin/ folder."""
+    env = build_env()
     venv = tmp / "venv"
     run([sys.executable, "-m", "venv", "--without-pip", str(venv)], env=env, cwd=tmp)
-    install(venv, [str(wheel), "pytest"], env, tmp)
+    install(venv, requirements, env, tmp)
     return venv / "bin"
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The freshly built wheel with its runtime dependencies only (and pytest, for the plugin)."""
+    return new_venv(tmp_path_factory.mktemp("install"), [str(wheel), "pytest"])
+
+
+@pytest.fixture(scope="module")
+def installed_with_analysis(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel with its `analysis` extra, in a venv of its own: the other venv stays runtime-only."""
+    return new_venv(tmp_path_factory.mktemp("install-analysis"), [f"{wheel}[analysis]"])
 
 
 def venv_env(bin_dir: Path) -> dict[str, str]:
@@ -113,3 +138,24 @@ def test_pytest_plugin_loads(installed: Path, tmp_path: Path) -> None:
     result = run([str(installed / "python"), "-m", "pytest", "--help"], env=venv_env(installed), cwd=tmp_path)
     for option in ("--semula=", "--semula-recordings", "--semula-scope"):
         assert option in result.stdout, result.stdout
+
+
+def test_report_runs_the_notebooks_the_wheel_carries(installed_with_analysis: Path, tmp_path: Path) -> None:
+    bin_dir, env = installed_with_analysis, venv_env(installed_with_analysis)
+    found = run([str(bin_dir / "python"), "-c", "from semula.reporting.report import analysis_dir; print(analysis_dir())"],
+                env=env, cwd=tmp_path).stdout.strip()
+    assert Path(found).is_relative_to(bin_dir.parent), found  # the wheel's copy, not the repo's analysis/
+    data_dir = tmp_path / "data"
+    run([str(bin_dir / "python"), str(REPO / "scripts" / "make_demo_calls.py"), "--data-dir", str(data_dir),
+         "--days", "2", "--seed", "3", "--end", "2025-06-30"], env=env, cwd=tmp_path)
+    assert list((data_dir / "calls").rglob("*.parquet"))
+    out = tmp_path / "out" / "report.html"
+    result = run([str(bin_dir / "semula"), "report", "--data-dir", str(data_dir), "--out", str(out), "--quiet"],
+                 env=env, cwd=tmp_path)
+    assert result.stdout.strip() == str(out)
+    page = out.read_text(encoding="utf-8")
+    for section in ("overview", "savings", "thresholds", "review-queue"):
+        assert f'id="{section}"' in page
+    assert 'class="banner failed"' not in page and "Traceback" not in page
+    assert '<div class="label">calls logged</div>' in page and "No calls logged yet" not in page
+    assert "data:image/png;base64," in page
