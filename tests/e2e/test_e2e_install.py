@@ -4,7 +4,11 @@ The rest of the suite runs semula from the source tree (an editable install, PYT
 from the wheel, a dependency used but not declared, or an entry point that names a moved module would pass
 there and fail for every user. Here the wheel is built by `python -m build` from a copy of the sources and
 installed into a new venv holding only its runtime dependencies (and pytest, for the plugin): `semula
---version`, `semula proxy` up to its ready line, and the pytest plugin's options in `pytest --help`.
+--version`, `semula proxy` up to its ready line, the pytest plugin's options in `pytest --help`, and the
+notebooks `semula report` runs (analysis/ copied in at build time by setup.py), found inside the venv.
+
+The wheel is built as a release is: `python -m build` makes the sdist, then the wheel from the sdist, so a
+file missing from the sdist (MANIFEST.in) fails here too.
 
 The dependencies come from a wheelhouse kept between runs ($SEMULA_TEST_WHEELHOUSE, else
 ~/.cache/semula/test-wheelhouse): the first run downloads them (about a minute), later runs install offline.
@@ -36,13 +40,15 @@ def run(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float = 600
 
 
 def build_wheel(tmp: Path, env: dict[str, str]) -> Path:
-    """`python -m build --wheel` from a copy of what the wheel is made of (the build writes into its source)."""
+    """`python -m build` (sdist, then the wheel from it) from a copy of the sources (the build writes into them)."""
     source = tmp / "source"
     source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "setup.py", "MANIFEST.in"):
         shutil.copy2(REPO / name, source / name)
-    shutil.copytree(REPO / "addon", source / "addon", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    run([sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp / "dist"), str(source)], env=env, cwd=tmp)
+    for folder in ("addon", "analysis"):
+        shutil.copytree(REPO / folder, source / folder,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", ".ipynb_checkpoints"))
+    run([sys.executable, "-m", "build", "--outdir", str(tmp / "dist"), str(source)], env=env, cwd=tmp)
     (wheel,) = (tmp / "dist").glob("semula-*.whl")
     return wheel
 
@@ -61,17 +67,29 @@ def install(venv: Path, requirements: list[str], env: dict[str, str], cwd: Path)
     run(offline, env=env, cwd=cwd)
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A clean venv with the freshly built wheel and its runtime dependencies: its bin/ folder."""
-    tmp = tmp_path_factory.mktemp("install")
+def build_env() -> dict[str, str]:
     # Nothing of the source tree or the test's venv may leak in: no PYTHONPATH, a working folder outside the repo.
-    env = {k: v for k, v in clean_env().items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
-    wheel = build_wheel(tmp, env)
+    return {k: v for k, v in clean_env().items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_wheel(tmp_path_factory.mktemp("build"), build_env())
+
+
+def new_venv(tmp: Path, requirements: list[str]) -> Path:
+    """A clean venv holding `requirements` and their dependencies: its bin/ folder."""
+    env = build_env()
     venv = tmp / "venv"
     run([sys.executable, "-m", "venv", "--without-pip", str(venv)], env=env, cwd=tmp)
-    install(venv, [str(wheel), "pytest"], env, tmp)
+    install(venv, requirements, env, tmp)
     return venv / "bin"
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The freshly built wheel with its runtime dependencies only (and pytest, for the plugin)."""
+    return new_venv(tmp_path_factory.mktemp("install"), [str(wheel), "pytest"])
 
 
 def venv_env(bin_dir: Path) -> dict[str, str]:
@@ -113,3 +131,20 @@ def test_pytest_plugin_loads(installed: Path, tmp_path: Path) -> None:
     result = run([str(installed / "python"), "-m", "pytest", "--help"], env=venv_env(installed), cwd=tmp_path)
     for option in ("--semula=", "--semula-recordings", "--semula-scope"):
         assert option in result.stdout, result.stdout
+
+
+def test_the_wheel_carries_the_notebooks_the_report_runs(installed: Path, tmp_path: Path) -> None:
+    """The report's notebooks come from inside the venv (setup.py copied them in), not the repo's analysis/.
+    Running them needs the `analysis` extra; tests/slow/test_report.py runs them (from the checkout's copy,
+    the same files), so here the runtime-only venv says what to install instead."""
+    env = venv_env(installed)
+    found = run([str(installed / "python"), "-c",
+                 "from semula.reporting.report import analysis_dir; print(analysis_dir())"],
+                env=env, cwd=tmp_path).stdout.strip()
+    assert Path(found).is_relative_to(installed.parent), found
+    assert sorted(p.name for p in Path(found).iterdir() if p.suffix in (".ipynb", ".py")) == sorted(
+        p.name for p in (REPO / "analysis").iterdir() if p.suffix == ".ipynb" or p.name == "semula_logs.py")
+    refused = subprocess.run([str(installed / "semula"), "report", "--data-dir", str(tmp_path / "data"),
+                              "--out", str(tmp_path / "report.html")],
+                             env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "pip install 'semula[analysis]'" in refused.stdout + refused.stderr, refused

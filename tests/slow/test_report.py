@@ -102,8 +102,42 @@ def test_failing_notebook_is_shown_then_raised(tmp_path: Path) -> None:
 
 def test_missing_analysis_folder_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(semula, "__file__", str(tmp_path / "site-packages" / "semula" / "__init__.py"))
-    with pytest.raises(ReportError, match="analysis notebooks not found"):
+    monkeypatch.setattr(report_module, "_packaged_analysis", lambda: tmp_path / "no-copy")
+    with pytest.raises(ReportError, match="analysis notebooks not found in .*no-copy .*semula_logs.py"):
         build_report(tmp_path, tmp_path / "report.html", progress=False)
+
+
+def notebook_folder(path: Path, without: str = "") -> Path:
+    path.mkdir(parents=True)
+    for name in [*(name for name, _ in report_module.NOTEBOOKS), report_module.NOTEBOOK_LOADER]:
+        if name != without:
+            (path / name).write_text("{}", encoding="utf-8")
+    return path
+
+
+def test_the_checkout_analysis_folder_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Editable install: the notebooks are read where people edit them, even if a packaged copy exists."""
+    assert report_module.analysis_dir() == REPO / "analysis"
+    monkeypatch.setattr(report_module, "_packaged_analysis", lambda: notebook_folder(tmp_path / "packaged"))
+    assert report_module.analysis_dir() == REPO / "analysis"
+
+
+def test_a_wheel_install_uses_its_packaged_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No addon/ above the package (site-packages): the copy the wheel carries; an incomplete copy is an error."""
+    monkeypatch.setattr(semula, "__file__", str(tmp_path / "site-packages" / "semula" / "__init__.py"))
+    notebook_folder(tmp_path / "analysis")  # beside a non-checkout install: not taken for a checkout
+    packaged = notebook_folder(tmp_path / "packaged")
+    monkeypatch.setattr(report_module, "_packaged_analysis", lambda: packaged)
+    assert report_module.analysis_dir() == packaged
+    broken = notebook_folder(tmp_path / "broken", without=report_module.NOTEBOOK_LOADER)
+    monkeypatch.setattr(report_module, "_packaged_analysis", lambda: broken)
+    with pytest.raises(ReportError, match="not found in .*broken"):
+        report_module.analysis_dir()
+
+
+def test_the_packaged_copy_is_looked_for_inside_the_package() -> None:
+    packaged = report_module._packaged_analysis()
+    assert packaged == Path(report_module.__file__).parent / "notebooks"
 
 
 def test_cli_passes_options_and_prints_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,8 +4,10 @@ Why notebooks rather than a second implementation: the notebooks in the repo's
 analysis/ folder are where the questions ("is the cache doing its job?") are
 answered and explained; the report is those same notebooks executed headless on
 today's Parquet logs, with code hidden and plots inlined, so the two can never
-disagree. Each notebook ends by printing one `SEMULA_RESULTS <json>` line; the
-report reads it for its summary and tests read it to check the numbers.
+disagree. A wheel carries a copy of them in semula/reporting/notebooks/ (setup.py
+copies analysis/ there at build time), so the report runs from a plain install too.
+Each notebook ends by printing one `SEMULA_RESULTS <json>` line; the report reads
+it for its summary and tests read it to check the numbers.
 
 Only the Parquet logs are read (the notebooks point DuckDB at them via
 SEMULA_DATA_DIR), never the live semula.duckdb store the proxy holds open.
@@ -24,6 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,7 @@ NOTEBOOKS: tuple[tuple[str, str], ...] = (
 RESULTS_PREFIX = "SEMULA_RESULTS "
 RESULTS_TAG = "semula-results"  # the cell that prints the results line; hidden in the report
 CELL_TIMEOUT_S = 300
+NOTEBOOK_LOADER = "semula_logs.py"  # the notebooks' shared loader, imported from their own folder
 
 
 class ReportError(Exception):
@@ -94,19 +98,35 @@ class _Progress:
         return int(self._bar.tasks[0].completed)
 
 
-def analysis_dir() -> Path:
-    """The repo's analysis/ folder, found next to the editable-installed package."""
+def _checkout_analysis() -> Path | None:
+    """The repo's analysis/ folder when semula runs from its source tree (addon/semula: an editable install)."""
     import semula
 
-    path = Path(semula.__file__).resolve().parents[2] / "analysis"
-    missing = [name for name, _ in NOTEBOOKS if not (path / name).is_file()]
-    if missing:
-        raise ReportError(
-            f"analysis notebooks not found in {path} (missing {', '.join(missing)}); "
-            "`semula report` runs the notebooks from a source checkout — install it with "
-            "`pip install -e '.[analysis]'`"
-        )
-    return path
+    package = Path(semula.__file__).resolve().parent
+    return package.parents[1] / "analysis" if package.parent.name == "addon" else None
+
+
+def _packaged_analysis() -> Path | None:
+    """The copy a wheel carries (semula/reporting/notebooks/); None in a zipped install: kernels need real files."""
+    packaged = resources.files("semula.reporting").joinpath("notebooks")
+    return packaged if isinstance(packaged, Path) else None
+
+
+def analysis_dir() -> Path:
+    """The folder of the notebooks: the checkout's analysis/ (edited there), else the wheel's copy.
+
+    A notebook imports semula_logs.py from its own folder, which is the kernel's working folder.
+    """
+    needed = [*(name for name, _ in NOTEBOOKS), NOTEBOOK_LOADER]
+    searched = [path for path in (_checkout_analysis(), _packaged_analysis()) if path is not None]
+    for path in searched:
+        if all((path / name).is_file() for name in needed):
+            return path
+    raise ReportError(
+        f"analysis notebooks not found in {' or '.join(map(str, searched)) or 'this install'} "
+        f"(the report needs {', '.join(needed)}); reinstall semula (`pip install 'semula[analysis]'`) or, "
+        "from a source checkout, `pip install -e '.[analysis]'`"
+    )
 
 
 def notebook_results(notebook: Any) -> dict[str, Any] | None:
@@ -229,7 +249,10 @@ def build_report(data_dir: Path, out: Path, progress: bool = True, recordings: d
     try:
         import nbformat
     except ImportError as e:  # the notebooks' toolchain is an optional extra
-        raise ReportError(f"`semula report` needs the analysis extra: pip install -e '.[analysis]' ({e})") from e
+        raise ReportError(
+            f"`semula report` needs the analysis extra: pip install 'semula[analysis]' "
+            f"(from a source checkout: pip install -e '.[analysis]') ({e})"
+        ) from e
 
     data_dir = Path(data_dir).expanduser().resolve()
     out = Path(out).expanduser().resolve()
