@@ -26,7 +26,9 @@ from test_e2e_mcp import RESULT_SECRET, proxy_args, start_mcp_server
 pytestmark = pytest.mark.e2e
 pytest.importorskip("agents")
 
-AGENT = '''
+# The start of an agent script: the MCP client's HTTP client goes through the proxy named in HTTPS_PROXY,
+# given explicitly (the NO_PROXY that semula sets would send a loopback server around it).
+AGENT_PRELUDE = '''
 import asyncio
 import json
 import os
@@ -42,7 +44,9 @@ def through_semula(headers=None, timeout=None, auth=None):
     verify = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
     return httpx2.AsyncClient(proxy=os.environ["HTTPS_PROXY"], verify=verify, trust_env=False, headers=headers,
                               timeout=timeout, auth=auth, follow_redirects=False)
+'''
 
+AGENT = AGENT_PRELUDE + '''
 
 async def main(url, prompt):
     params = {"url": url, "httpx_client_factory": through_semula, "timeout": 30}

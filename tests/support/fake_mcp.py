@@ -4,8 +4,9 @@ It is the official `mcp` SDK's `MCPServer` (uvicorn, the test CA's leaf certific
 `fakeprovider.ensure_certs`), so the traffic semula records is what a real server sends: the
 `initialize` handshake with its `Mcp-Session-Id`, SSE answers, the GET stream and DELETE.
 Its tools' answers depend on their arguments and on a call counter, so a replay that served the
-wrong recording, or reached the server, shows in the result. `GET /_calls` says how many tool
-calls the server has answered.
+wrong recording, or reached the server, shows in the result. `lookup`'s answer holds a token (for the
+redaction tests) unless `with_token` is false (for results that replay byte for byte). `GET /_calls`
+says how many tool calls the server has answered.
 
 Run standalone: `python tests/support/fake_mcp.py --port 0 --cert-dir DIR [--json]`; it prints
 `fake_mcp ready port=<port>` and serves until SIGTERM.
@@ -40,9 +41,10 @@ def build(json_response: bool):  # type: ignore[no-untyped-def]
         return f"{a} + {b} = {a + b} (call {counted()})"
 
     @server.tool()
-    def lookup(city: str, request_id: str = "") -> str:
+    def lookup(city: str, request_id: str = "", with_token: bool = True) -> str:
         """The weather of a city."""
-        return f"weather in {city}: sunny, token sk-proj-abcdefghijklmnopqrstuvwxyz0123456789 (call {counted()})"
+        token = ", token sk-proj-abcdefghijklmnopqrstuvwxyz0123456789" if with_token else ""
+        return f"weather in {city}: sunny{token} (call {counted()})"
 
     @server.resource("notes://today")
     def today() -> str:
