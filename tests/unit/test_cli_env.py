@@ -54,8 +54,9 @@ def test_placeholder_key_groups_are_the_adapters_declared_key_variables() -> Non
     assert len(names) == len(set(names)), "a variable in two groups would get two placeholders"
     for adapter in ADAPTERS:  # every key drift can send is one a placeholder stands in for
         auth = adapter.auth()
-        if isinstance(auth, KeyAuth):
+        if isinstance(auth, KeyAuth) and adapter.name != "mcp":  # $SEMULA_MCP_TOKEN: drift's own, no client reads it
             assert set(auth.env) <= set(names), adapter.name
+    assert "SEMULA_MCP_TOKEN" not in names
     assert PROVIDER_KEY_GROUPS[:4] == (("OPENAI_API_KEY",), ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
                                        ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
                                        ("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_AD_TOKEN"))

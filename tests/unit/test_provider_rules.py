@@ -108,6 +108,7 @@ def test_the_sampling_objects_are_the_adapters() -> None:
     ("vertex-anthropic", NotResendable("Google-OAuth")),
     ("google-oauth", NotResendable("an OAuth exchange")),
     ("generic", NotResendable("not a provider call")),
+    ("mcp", KeyAuth(("SEMULA_MCP_TOKEN",))),
     ("not-registered", KeyAuth(("NOT_REGISTERED_API_KEY",))),
 ])
 def test_auth_is_what_the_adapter_declares(provider: str, auth: object) -> None:

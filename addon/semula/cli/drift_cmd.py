@@ -40,22 +40,30 @@ DEFAULT_MAX_TOKENS = 100_000
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="HOST",
               help="also re-send the generic recordings of this host (one you added with --extra-host), with no "
                    "API key; provider recordings go only to their provider's own hosts")
-@click.option("--header", "headers", multiple=True, metavar="NAME:VALUE", help="a header added to every call")
+@click.option("--header", "headers", multiple=True, metavar="NAME:VALUE",
+              help="a header added to every model call (never sent to an MCP server)")
+@click.option("--mcp-server", "mcp_servers", multiple=True, metavar="HOST[:PORT][/PATH]",
+              help="re-send the MCP recordings of this server (the proxy's --mcp-server entry; no port: 443, "
+                   "https; http://HOST:PORT for plain HTTP); an MCP recording of any other server is not sent")
+@click.option("--mcp-header", "mcp_headers", multiple=True, metavar="NAME:VALUE",
+              help="a header (credentials) sent to every --mcp-server; $SEMULA_MCP_TOKEN is sent as "
+                   "'Authorization: Bearer' when set")
 @click.option("--proxy", default=None, help="send through this HTTP proxy")
 @click.option("--ca-bundle", type=click.Path(exists=True, dir_okay=False), default=None,
               help="trust this CA file (a gateway's, a test server's)")
 @click.option("--fail", is_flag=True, help="exit 1 when a recording drifted (a CI gate)")
 def drift(folder: Path | None, project: str | None, path_glob: str | None, max_age: str | None, sample: int | None,
           seed: int, max_calls: int, max_tokens: int, min_similarity: float, update: bool, report_path: Path | None,
-          base_url: str | None, allow_hosts: tuple[str, ...], headers: tuple[str, ...], proxy: str | None,
-          ca_bundle: str | None, fail: bool) -> None:
+          base_url: str | None, allow_hosts: tuple[str, ...], headers: tuple[str, ...], mcp_servers: tuple[str, ...],
+          mcp_headers: tuple[str, ...], proxy: str | None, ca_bundle: str | None, fail: bool) -> None:
     """Re-send recorded requests to the live provider and report what changed (status, JSON shape by path,
     stream events, usage, answer text). Never changes a recording unless --update."""
     import httpx
 
     from semula.cli.recordings_cmd import default_recordings
-    from semula.drift import run, select
+    from semula.drift import mcpcheck, mcpsend, run, select
     from semula.drift.send import NotSent, allowed, has_key, key_problem, target_of
+    from semula.providers.mcp import NAME as MCP_NAME
 
     if os.environ.get("SEMULA_MODE", "").strip().lower() == "replay":
         raise click.ClickException("SEMULA_MODE=replay: drift calls the live API, it never runs in replay mode")
@@ -67,6 +75,11 @@ def drift(folder: Path | None, project: str | None, path_glob: str | None, max_a
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--max-age") from None
     extra = tuple(_header(h) for h in headers)
+    try:
+        servers = mcpsend.registered(mcp_servers)
+    except ValueError as e:
+        raise click.BadParameter(str(e).removeprefix("semula_mcp_servers: "), param_hint="--mcp-server") from None
+    mcp = mcpcheck.McpOptions(servers, mcpcheck.credentials_of(os.environ, tuple(_header(h) for h in mcp_headers)))
     now = datetime.now(UTC).replace(tzinfo=None)
     items, bad = select.recordings_in(root)
     scoped = select.in_scope(items, project=project, path_glob=path_glob, older_than=older_than, now=now,
@@ -80,15 +93,20 @@ def drift(folder: Path | None, project: str | None, path_glob: str | None, max_a
         except NotSent:
             pass  # its row says why
     keyed = [s for s, target in sendable if not target.keyed or has_key(s.recording.provider)]
+    mcp_calls = [s for s in sent if s.recording.provider == MCP_NAME]
     click.echo(f"drift: {len(scoped)} recording(s) in scope in {root}; sending at most {len(sent)} call(s) "
                f"(--max-calls {max_calls}), about {sum(s.tokens for s in sent)} recorded tokens "
                f"(--max-tokens {max_tokens}){'; --update re-records drifted ones in place' if update else ''}")
-    if sendable and not keyed:
+    if mcp_calls:
+        click.echo(f"drift: {len(mcp_calls)} MCP recording(s) go only to the --mcp-server entries "
+                   f"({', '.join(map(str, servers)) or 'none named: none is sent'}), one session per server; "
+                   f"{'credentials given' if mcp.headers else 'no credentials sent'}")
+    if sendable and not keyed and not mcp_calls:
         providers = sorted({s.recording.provider for s, _ in sendable})
         problems = "; ".join(p for p in map(key_problem, providers) if p)
         raise click.ClickException(f"no real API key: {problems}; set the key the provider's SDK reads")
     options = run.DriftOptions(base_url=base_url, allow_hosts=allow, extra_headers=extra, max_tokens=max_tokens,
-                               min_similarity=min_similarity, update=update)
+                               min_similarity=min_similarity, update=update, mcp=mcp)
     verify = ssl.create_default_context(cafile=ca_bundle) if ca_bundle else True
     with httpx.Client(proxy=proxy, verify=verify, trust_env=False, timeout=120) as client:
         rows = run.check_all(root, sent, client, options, now, os.environ)

@@ -5,7 +5,8 @@ one shape, so an answer with three choices and one with two have the same shape.
 compared (ids, timestamps and token counts change on every call); their types are. Severity tiers:
 a removed field or a changed type breaks a client that reads it (`breaking`), a new field does not
 (`minor`). A stream is compared frame by frame as its event types and the shape of its data, and
-as the text it assembles.
+as the text it assembles. An MCP result is also compared by value (`exact`): a server's tool
+answers what it is asked, so any other value is a change (`minor`, unless its shape broke too).
 """
 
 from __future__ import annotations
@@ -56,13 +57,14 @@ class Drift:
     similarity: float = 1.0
     diff: tuple[str, ...] = field(default=())
     min_similarity: float = TEXT_DRIFT_BELOW
+    values_changed: bool = False  # compared by value (`exact`) and another value came back
 
     @property
     def severity(self) -> str:
         if self.status[0] != self.status[1] or self.events_removed or any(
                 c.severity == BREAKING for c in self.shape):
             return BREAKING
-        if self.shape or self.events_added or self.similarity < self.min_similarity:
+        if self.shape or self.events_added or self.values_changed or self.similarity < self.min_similarity:
             return MINOR
         return NONE
 
@@ -150,7 +152,8 @@ def frame_data(frames: Iterable[bytes]) -> list[tuple[str, Any]]:
     return out
 
 
-def compare(old: Answer, new: Answer, min_similarity: float = TEXT_DRIFT_BELOW) -> Drift:
+def compare(old: Answer, new: Answer, min_similarity: float = TEXT_DRIFT_BELOW, exact: bool = False) -> Drift:
+    """The drift from `old` to `new`; `exact`: their JSON bodies are also compared by value."""
     if old.streamed and new.streamed:
         old_frames, new_frames = frame_data(old.frames), frame_data(new.frames)
         old_shape: dict[str, set[str]] = {}
@@ -178,6 +181,7 @@ def compare(old: Answer, new: Answer, min_similarity: float = TEXT_DRIFT_BELOW) 
         usage=((old.prompt_tokens, old.completion_tokens), (new.prompt_tokens, new.completion_tokens)),
         similarity=similarity(old.text, new.text), diff=word_diff(old.text, new.text) if old.text != new.text else (),
         min_similarity=min_similarity,
+        values_changed=exact and parsed(old.body) != parsed(new.body),
     )
 
 
@@ -188,5 +192,5 @@ def to_json(drift: Drift) -> dict[str, Any]:
                   for c in drift.shape],
         "events_added": list(drift.events_added), "events_removed": list(drift.events_removed),
         "usage": {"recorded": list(drift.usage[0]), "live": list(drift.usage[1])},
-        "similarity": drift.similarity, "diff": list(drift.diff),
+        "similarity": drift.similarity, "diff": list(drift.diff), "values_changed": drift.values_changed,
     }

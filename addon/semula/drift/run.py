@@ -1,5 +1,8 @@
 """`semula drift` end to end: send each selected recording again, compare, and (`--update`) re-record in place.
 
+MCP recordings go their own way (`mcpcheck`: only to a server the user registered, in a session of
+their own); their rows and re-recordings are made here like the others'.
+
 A re-recording goes through the proxy's own path (`recording_of`: redaction, cleaned headers; the
 error policy and a stream's terminal event decide whether it may be recorded) and is written to the
 same file, so a pull request's diff shows exactly what the provider changed.
@@ -21,12 +24,14 @@ from semula.core.provenance import provenance_of
 from semula.core.redact import FingerprintKey, redact_text
 from semula.core.settings import ProjectSettings
 from semula.drift import compare
+from semula.drift.mcpcheck import Checked, McpOptions, check_mcp
 from semula.drift.select import Selected
 from semula.drift.send import Live, NoKey, NotSent, auth_header, send, target_of
 from semula.providers import adapter_for
+from semula.providers.mcp import MCP
 from semula.providers.sse import split_frames
 from semula.recordings.entry import Answer, recording_of, semula_version
-from semula.recordings.files import contained, write_atomically
+from semula.recordings.files import UnsafePath, contained, max_file_bytes, write_atomically
 from semula.recordings.folder import LOAD_ERRORS, entry_from_file, recording_from_entry
 from semula.recordings.format import answer_text, dumps
 from semula.recordings.importers.write import folder_key
@@ -54,6 +59,7 @@ class DriftOptions:
     max_tokens: int | None = None
     min_similarity: float = compare.TEXT_DRIFT_BELOW
     update: bool = False
+    mcp: McpOptions = McpOptions()  # where MCP recordings may go (--mcp-server) and their credentials
 
 
 def answer_of(status: int, body: bytes, streamed: bool, adapter: Any) -> compare.Answer:
@@ -68,9 +74,12 @@ def check_all(root: Path, items: list[Selected], client: httpx.Client, options: 
               environ: Mapping[str, str], progress: Callable[[Row], None] = lambda row: None) -> list[Row]:
     rows: list[Row] = []
     used = 0
+    mcp = _check_mcp(root, [i for i in items if i.recording.provider == MCP.name], client, options)
     for item in items:
         recording = item.recording
-        if options.max_tokens is not None and used >= options.max_tokens:
+        if item.rel in mcp:  # no tokens: MCP calls are not counted against --max-tokens
+            row = _mcp_row(root, item, mcp[item.rel], options.update, now)
+        elif options.max_tokens is not None and used >= options.max_tokens:
             row = Row(item.rel, recording.provider, "skipped", f"over --max-tokens ({used} used)")
         else:
             row = _check_one(root, item, client, options, now, environ)
@@ -103,6 +112,27 @@ def _check_one(root: Path, item: Selected, client: httpx.Client, options: DriftO
     row = Row(item.rel, recording.provider, "drifted" if drift.drifted else "same", drift=drift)
     if drift.drifted and options.update:
         row.outcome, row.reason = _rerecord(root, item, live, live_streamed, adapter, now)
+    return row
+
+
+def _check_mcp(root: Path, items: list[Selected], client: httpx.Client, options: DriftOptions) -> dict[str, Checked]:
+    if not items:
+        return {}
+    try:
+        key: FingerprintKey | None = folder_key(root, create=False)  # the live answer's secrets tag as recorded
+    except UnsafePath:
+        key = None
+    return check_mcp(items, client, options.mcp, key, max_file_bytes(), options.min_similarity)
+
+
+def _mcp_row(root: Path, item: Selected, checked: Checked, update: bool, now: datetime) -> Row:
+    row = Row(item.rel, MCP.name, checked.outcome, redact_text(checked.reason), checked.drift)
+    if row.outcome == "drifted" and update and checked.live is not None:
+        live = checked.live
+        streamed = dict((k.lower(), v) for k, v in live.headers).get("content-type", "").startswith(
+            "text/event-stream")
+        row.outcome, why = _rerecord(root, item, live, streamed, MCP, now)
+        row.reason = "; ".join(r for r in (row.reason, why) if r)
     return row
 
 

@@ -84,9 +84,8 @@ def target_of(recording: Recording, allow_hosts: frozenset[str] = frozenset()) -
     and endpoints; this is checked again at the edge where the key is added."""
     if (bad := endpoint_problem(recording.endpoint)) is not None:
         raise NotSent(f"endpoint {recording.endpoint!r:.60} {bad}: not sent")
-    if recording.provider == MCP_NAME:
-        raise NotSent("an MCP call belongs to a session (initialize first) on a server only the user names: "
-                      "drift does not re-send MCP recordings (record them again to refresh them)")
+    if recording.provider == MCP_NAME:  # sent in a session of its own, to a registered server (drift/mcpsend.py)
+        raise NotSent("an MCP call is sent only to a server named with --mcp-server, in a session: not sent here")
     host = bare_host(recording.host)  # a port or a trailing dot makes it differ: refused below
     if recording.provider != GENERIC.name:
         if recording.host.lower() != host or not is_provider_host(recording.provider, host):

@@ -22,7 +22,7 @@ from typing import Any
 
 from semula.core.request.canonical import CanonicalRequest, Message
 from semula.core.request.params import ParamRules
-from semula.providers.auth import Auth, NotResendable
+from semula.providers.auth import Auth, KeyAuth
 from semula.providers.base import Adapter, BodyShapeError, RawRequest, bare_host, host_matches
 
 __all__ = ["MCP", "McpAdapter", "McpServer", "call_label", "mcp_server_for", "message_kind", "parse_servers",
@@ -154,7 +154,12 @@ class McpAdapter(Adapter):
         return False  # chosen by the proxy for a named server's JSON-RPC, never by host
 
     def auth(self) -> Auth:
-        return NotResendable("an MCP server's recording is not re-sent (semula drift refreshes model calls only)")
+        # A server's own token, when it takes one: `semula drift` sends it only to the servers the user
+        # registered for that run (`drift/mcpsend.py`); a local server often takes none, then none is sent.
+        return KeyAuth(("SEMULA_MCP_TOKEN",))
+
+    def key_variables(self) -> tuple[str, ...]:
+        return ()  # drift's own variable, which no MCP client reads: a replay needs no placeholder for it
 
     def _read(self, raw: RawRequest, body: dict[str, Any]) -> CanonicalRequest:
         if message_kind(body) != "request":

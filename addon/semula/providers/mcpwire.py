@@ -16,7 +16,7 @@ from typing import Any
 
 from semula.providers.sse import split_frames
 
-__all__ = ["MISS_CODE", "error_body", "has_response", "with_request_ids"]
+__all__ = ["MISS_CODE", "error_body", "has_response", "response_of", "result_text", "with_request_ids"]
 
 MISS_CODE = -32001  # JSON-RPC's range for server errors (-32000..-32099): "semula has no recording"
 
@@ -36,6 +36,46 @@ def has_response(frames: Iterable[bytes]) -> bool:
                 except ValueError:
                     continue
     return False
+
+
+def _messages(body: bytes, content_type: str) -> list[Any]:
+    """The JSON messages an answer's body holds: the body itself, or each SSE frame's data."""
+    if content_type.split(";", 1)[0].strip().lower() != "text/event-stream":
+        try:
+            return [json.loads(body)]
+        except (ValueError, RecursionError):
+            return []
+    found = []
+    for frame in split_frames(body):
+        data = b"\n".join(line[5:] for line in frame.split(b"\n") if line.startswith(b"data:"))
+        try:
+            found.append(json.loads(data))
+        except (ValueError, RecursionError):
+            continue
+    return found
+
+
+def response_of(body: bytes, content_type: str, request_id: Any = None) -> dict[str, Any] | None:
+    """The JSON-RPC response an answer's body holds (a JSON body, or the SSE frame carrying it): the one
+    answering `request_id` when given, else the first; None when there is none."""
+    responses = [m for m in _messages(body, content_type) if _is_response(m)]
+    if request_id is not None:
+        responses = [m for m in responses if m["id"] == request_id and type(m["id"]) is type(request_id)]
+    return responses[0] if responses else None
+
+
+def result_text(result: Any) -> str:
+    """What a person reads in an MCP result: the text parts of a tool's `content`, a resource's
+    `contents` or a prompt's `messages`, one per line; "" when it has none."""
+    if not isinstance(result, dict):
+        return ""
+    parts: list[Any] = []
+    for name in ("content", "contents"):
+        if isinstance(result.get(name), list):
+            parts.extend(result[name])
+    if isinstance(result.get("messages"), list):
+        parts.extend(m.get("content") for m in result["messages"] if isinstance(m, dict))
+    return "\n".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
 
 
 def _rewrite(value: Any, request_id: Any, progress_token: Any) -> Any:
