@@ -30,6 +30,7 @@ ENVIRONMENT: frozenset[str] = frozenset({
     "SEMULA_MODE",  # the mode of `semula proxy`/`semula exec` without --mode; `semula drift` refuses replay
     "SEMULA_STORE_LISTEN", "SEMULA_DUCKDB_MEMORY", "SEMULA_RECORDING_MAX_MB", "SEMULA_SIDECAR_KB", "SEMULA_DEBUG",
     "SEMULA_EMBEDDINGS_MODEL", "SEMULA_EMBEDDINGS_MODEL_PATH", "SEMULA_EMBEDDINGS_OFFLINE",
+    "SEMULA_MCP_TOKEN",  # `semula drift`: the bearer token it sends to registered MCP servers only
     "SEMULA_PROJECT",  # read by the example JVM client (tests/clients/Chat.java), not by semula
     "SEMULA_PYTHON", "SEMULA_REQUIRE_POSTGRES",  # scripts/ and .ci/
     # This repository's tests and benchmarks.
