@@ -22,6 +22,7 @@ import argparse
 import math
 import random
 import sys
+import zlib
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
@@ -40,6 +41,10 @@ DEMO_PREFIX = "part-demo-"
 
 # Columns that schema_version 0 did not have yet.
 V0_MISSING_COLUMNS = ("candidate_tier", "candidate_score", "candidate_entry_id", "guard_reason", "recorded")
+
+# The pairs' language strata by share: a verdict's is picked from its request's fingerprint, not the
+# random stream, so every other column stays as a seed made it before.
+STRATA = (("en", 0.7), ("de", 0.2), ("en+fr", 0.1))
 
 # Live serve thresholds the synthetic proxy ran with; near matches below them miss.
 SERVE_THRESHOLD = {"lexical": 0.92, "embedding": 0.95}
@@ -298,6 +303,7 @@ class _Generator:
             "guard_reason": call.get("guard_reason"),
             "request_fp": call["request_fp"],
             "entry_id": call["candidate_entry_id"],
+            "calibrates": call.get("guard_reason") is None,  # only the score held it back (a guard's reason never teaches)
             "schema_version": REVIEW_LOG_SCHEMA_VERSION,
         }
         self.next_candidate_id += 1
@@ -309,8 +315,18 @@ class _Generator:
         p_approve = GUARD_REASONS[reason] if reason else min(0.95, max(0.05, (score - 0.6) / 0.35))
         r = rng.random()
         event = "closed" if r < 0.08 else "approved" if rng.random() < p_approve else "rejected"
-        events.append({**base, "ts": verdict_at, "event": event})
+        stratum = None if event == "closed" else _stratum(call["request_fp"])
+        events.append({**base, "ts": verdict_at, "event": event, "stratum": stratum})
         return events
+
+
+def _stratum(request_fp: str) -> str:
+    at = zlib.crc32(request_fp.encode()) / 2**32
+    for stratum, share in STRATA:
+        if at < share:
+            return stratum
+        at -= share
+    return STRATA[0][0]
 
 
 def _write(table: pa.Table, directory: Path, part: int, seed: int) -> None:

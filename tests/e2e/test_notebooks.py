@@ -234,3 +234,25 @@ def test_logs_helper_on_a_missing_dir(tmp_path: Path) -> None:
     assert logs.con.execute("SELECT count(*) FROM calls").fetchone() == (0,)
     assert "no calls logged yet in" in logs.summary()
     assert "make_demo_calls.py" in logs.summary()
+
+
+def test_calibration_curve(runs: dict[str, NotebookRun], con: duckdb.DuckDBPyConnection) -> None:
+    """The curve per project, tier and stratum from the latest verdict of each pair that calibration counts."""
+    from semula.core.calibration import LabelledVerdict, curve
+
+    got = results(runs, "thresholds.ipynb")["calibration_curve"]
+    latest: dict[tuple[str, str, int], tuple[Any, ...]] = {}
+    for project, fp, entry, event, ts, tier, score, stratum, calibrates in con.execute(
+        "SELECT project, request_fp, entry_id, event, epoch_us(ts), tier, score, stratum, calibrates FROM raw_reviews "
+        "WHERE event IN ('approved', 'rejected')"
+    ).fetchall():
+        if (project, fp, entry) not in latest or ts > latest[(project, fp, entry)][0]:
+            latest[(project, fp, entry)] = (ts, event, tier, score, stratum, calibrates)
+    by_project: dict[str, list[LabelledVerdict]] = defaultdict(list)
+    for (project, _, _), (_, event, tier, score, stratum, calibrates) in latest.items():
+        if calibrates and stratum is not None:
+            by_project[project].append(LabelledVerdict(tier, score, event == "approved", stratum))
+    expected = {(project, tier, stratum): [vars(point) for point in points]
+                for project, verdicts in by_project.items() for (tier, stratum), points in curve(verdicts).items()}
+    assert {(c["project"], c["tier"], c["stratum"]): c["points"] for c in got} == expected
+    assert len({c["stratum"] for c in got}) > 1, "the demo data has verdicts in several strata"

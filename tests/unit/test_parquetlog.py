@@ -73,14 +73,15 @@ CALL_COLUMNS = [
 REVIEW_COLUMNS = [
     ("ts", pa.timestamp("us", tz="UTC")), ("event", pa.string()), ("candidate_id", pa.int64()),
     ("project", pa.string()), ("tier", pa.string()), ("score", pa.float64()), ("guard_reason", pa.string()),
-    ("request_fp", pa.string()), ("entry_id", pa.int64()), ("schema_version", pa.int32()),
+    ("request_fp", pa.string()), ("entry_id", pa.int64()), ("stratum", pa.string()), ("calibrates", pa.bool_()),
+    ("schema_version", pa.int32()),
 ]
 
 
 def test_the_log_schemas_are_the_published_columns() -> None:
     assert CALL_LOG_SCHEMA.equals(pa.schema(CALL_COLUMNS), check_metadata=True)
     assert REVIEW_LOG_SCHEMA.equals(pa.schema(REVIEW_COLUMNS), check_metadata=True)
-    assert (CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA_VERSION) == (4, 1)
+    assert (CALL_LOG_SCHEMA_VERSION, REVIEW_LOG_SCHEMA_VERSION) == (4, 2)
 
 
 def test_typed_rows_are_written_as_their_columns(tmp_path):
@@ -89,7 +90,7 @@ def test_typed_rows_are_written_as_their_columns(tmp_path):
     calls.append(CallRow(ts=at, project="p", decision="hit", tier="exact", entry_id=7, status=200, fast=True))
     reviews = ParquetLog(tmp_path / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION, flush_seconds=60)
     reviews.append(ReviewEvent(ts=at, event="queued", candidate_id=1, project="p", tier="lexical", score=0.8,
-                               guard_reason=None, request_fp="nfp2:x", entry_id=7))
+                               guard_reason=None, request_fp="nfp2:x", entry_id=7, calibrates=True))
     assert calls.close() == 0 and reviews.close() == 0
     (call_file,) = (tmp_path / "calls").glob("**/*.parquet")
     (review_file,) = (tmp_path / "reviews").glob("**/*.parquet")
@@ -100,7 +101,8 @@ def test_typed_rows_are_written_as_their_columns(tmp_path):
                     "tier": "exact", "entry_id": 7, "status": 200, "fast": True, "schema_version": 4}
     (review,) = pq.read_table(review_file).to_pylist()
     assert review == {"ts": at, "event": "queued", "candidate_id": 1, "project": "p", "tier": "lexical",
-                      "score": 0.8, "guard_reason": None, "request_fp": "nfp2:x", "entry_id": 7, "schema_version": 1}
+                      "score": 0.8, "guard_reason": None, "request_fp": "nfp2:x", "entry_id": 7, "stratum": None,
+                      "calibrates": True, "schema_version": 2}
 
 
 def test_a_log_of_an_older_schema_still_reads_with_the_new_columns_null(tmp_path):
@@ -122,6 +124,31 @@ def test_a_log_of_an_older_schema_still_reads_with_the_new_columns_null(tmp_path
     assert load_log(con, "calls", tmp_path / "calls", CALL_LOG_SCHEMA) == 2
     rows = con.execute("SELECT schema_version, decision, mcp_server, mcp_tool FROM calls ORDER BY schema_version").fetchall()
     assert rows == [(3, "hit", None, None), (4, "miss", "mcp.example.com/mcp", "add")]
+
+
+def test_a_review_log_of_version_1_still_reads_without_stratum_or_calibrates(tmp_path):
+    """Review events written before `stratum`/`calibrates` (version 2) load beside new ones, theirs null,
+    in the reader the notebooks and `semula report` use."""
+    from semula.calllog.reader import load_log
+
+    at = datetime(2026, 1, 2, tzinfo=UTC)
+    v1_columns = [c for c in REVIEW_COLUMNS if c[0] not in ("stratum", "calibrates")]
+    old = {"ts": at, "event": "approved", "candidate_id": 1, "project": "p", "tier": "lexical", "score": 0.9,
+           "guard_reason": None, "request_fp": "nfp2:a", "entry_id": 7, "schema_version": 1}
+    folder = tmp_path / "reviews" / "date=2026-01-02"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist([old], schema=pa.schema(v1_columns)), folder / "part-old.parquet")
+    con = duckdb.connect()
+    assert load_log(con, "reviews", tmp_path / "reviews", REVIEW_LOG_SCHEMA) == 1
+    assert con.execute("SELECT schema_version, event, stratum, calibrates FROM reviews").fetchall() == [
+        (1, "approved", None, None)]
+    reviews = ParquetLog(tmp_path / "reviews", REVIEW_LOG_SCHEMA, REVIEW_LOG_SCHEMA_VERSION, flush_seconds=60)
+    reviews.append(ReviewEvent(ts=at, event="rejected", candidate_id=2, project="p", tier="lexical", score=0.8,
+                               request_fp="nfp2:b", entry_id=7, stratum="en", calibrates=True))
+    assert reviews.close() == 0
+    assert load_log(con, "reviews", tmp_path / "reviews", REVIEW_LOG_SCHEMA) == 2
+    assert con.execute("SELECT schema_version, event, stratum, calibrates FROM reviews ORDER BY schema_version").fetchall() == [
+        (1, "approved", None, None), (2, "rejected", "en", True)]
 
 
 def test_the_readers_reason_prefixes_are_the_proxys() -> None:

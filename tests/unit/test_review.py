@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from entries import chat, new_entry
@@ -128,3 +130,23 @@ def test_a_miss_names_the_candidate_an_earlier_call_queued(engine: Engine) -> No
     assert candidate is not None and candidate.candidate_id == best.candidate_id and candidate.verdict.score == 0.8
     assert recording_fp == engine.store.get_entry(ids[1]).request_fp and nearest
     assert engine.miss_context("p", INCOMING, "fp2:other", None)[1] is None
+
+
+def test_verdict_events_carry_the_stratum_calibration_counts_them_in(engine: Engine) -> None:
+    """Approved and rejected events name the pair's stratum (`verdict_stratum`, as `semula calibrate` computes
+    it) and whether calibration learns from them; a guard-blocked candidate never does."""
+    from semula.engine.calibrated import project_verdicts
+
+    first, second = queue(engine, recorded(engine, "What is the capital of France?", "Quelle est la capitale ?"))
+    engine.approve(first.candidate_id)
+    (blocked,) = engine.review.queue("p", chat("Wie heißt die Hauptstadt?"), "fp-de", "nfp-de",
+                                     [Candidate(second.entry_id, replace(REVIEW, guard_reason="number 1 ≠ 2"))], {})
+    engine.review.reject(blocked.candidate_id)
+    events = {(e.event, e.candidate_id): e for e in engine.events}
+    assert events["queued", first.candidate_id].stratum is None  # no recording read on the miss path
+    assert events["queued", first.candidate_id].calibrates is True  # only the score held it back
+    approved, rejected = events["approved", first.candidate_id], events["rejected", blocked.candidate_id]
+    assert approved.stratum == "en" and rejected.stratum and rejected.calibrates is False
+    assert events["closed", second.candidate_id].stratum is None
+    assert approved.calibrates is True
+    assert [v.stratum for v in project_verdicts(engine.store, "p")] == [approved.stratum]

@@ -25,7 +25,7 @@ SIDE_CALL_PREFIX = "side call:"  # a provider's telemetry or trace upload
 NOT_A_CALL_PREFIX = "not a call:"  # MCP traffic that is no call: a notification, the GET stream, DELETE
 
 CALL_LOG_SCHEMA_VERSION = 4  # 2: run_id; 3: fast; 4: mcp_server, mcp_tool
-REVIEW_LOG_SCHEMA_VERSION = 1
+REVIEW_LOG_SCHEMA_VERSION = 2  # 2: stratum, calibrates
 
 _ARROW = "arrow"  # a field's metadata key: its column's Arrow type, by name (`arrow_schema`)
 
@@ -130,9 +130,11 @@ class ReviewEvent(LogRow):
     guard_reason: str | None = _optional("string")
     request_fp: str = _column("string")  # the request's normalised fingerprint
     entry_id: int = _column("int64")
+    # the pair's language stratum (`engine.calibrated.verdict_stratum`), on approved and rejected events
+    stratum: str | None = _optional("string")
+    # whether the verdict teaches calibrated mode (`core.calibration.counts_for_calibration`)
+    calibrates: bool | None = _optional("bool_")
     schema_version: int = _column("int32", REVIEW_LOG_SCHEMA_VERSION)
-
-
 
 
 def __getattr__(name: str) -> Any:

@@ -24,6 +24,12 @@ MAX_VERDICTS = 1_000_000  # per status: far beyond what a team reviews
 _BATCH = 500  # recordings read at a time
 
 
+def verdict_stratum(recorded_text: str, request_text: str) -> str:
+    """The stratum a verdict counts in: the languages of its pair (the recording's last user text and
+    the request's). The one definition for the learnt thresholds and the review log's `stratum`."""
+    return languages_of_pair(recorded_text, request_text).stratum
+
+
 def project_verdicts(store: RecordingStore, project: str) -> list[LabelledVerdict]:
     """The project's resolved candidates the model learns from (see `counts_for_calibration`), each in
     the stratum of its pair's languages (the recording's last user text and the request's)."""
@@ -36,7 +42,7 @@ def project_verdicts(store: RecordingStore, project: str) -> list[LabelledVerdic
         for entry_id, canonical in store.canonicals_by_ids(ids[start:start + _BATCH]).items():
             stored[entry_id] = CanonicalRequest.from_json(canonical).last_user_text()
     return [LabelledVerdict(str(row.tier), float(row.score), approved,
-                            languages_of_pair(stored[row.entry_id], row.request_text).stratum)
+                            verdict_stratum(stored[row.entry_id], row.request_text))
             for row, approved in rows if row.entry_id in stored]
 
 

@@ -21,11 +21,13 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from semula.core.calibration import counts_for_calibration
 from semula.core.request.canonical import CanonicalRequest
 from semula.core.cascade import Candidate
 from semula.core.checks import Shape, shapes_differ
 from semula.core.nearmatch import Verdict
 from semula.core.tiers import Tier
+from semula.engine.calibrated import verdict_stratum
 from semula.engine.index import FingerprintIndex
 from semula.recordings import shared
 from semula.recordings.folder import RecordingsFolder, relpath_of
@@ -84,13 +86,17 @@ class ReviewQueue:
         self._lock = threading.Lock()
         self._open: set[tuple[str, str]] = set()
 
-    def _event(self, event: str, candidate: ReviewCandidate) -> None:
+    def _event(self, event: str, candidate: ReviewCandidate, recorded: Entry | None = None) -> None:
+        """Log `event`; with the `recorded` entry (a verdict's), the pair's stratum too, as calibration counts it."""
         if self.log is None:
             return
+        stratum = (verdict_stratum(CanonicalRequest.from_json(recorded.canonical).last_user_text(),
+                                   candidate.request_text) if recorded is not None else None)
         self.log(ReviewEvent(
             event=event, candidate_id=candidate.id, project=candidate.project, tier=candidate.tier,
             score=candidate.score, guard_reason=candidate.guard_reason, request_fp=candidate.request_normalised_fp,
-            entry_id=candidate.entry_id,
+            entry_id=candidate.entry_id, stratum=stratum,
+            calibrates=counts_for_calibration(candidate.reason, candidate.guard_reason),
         ))
 
     def has_open(self, project: str, normalised_fp: str) -> bool:
@@ -252,7 +258,7 @@ class ReviewQueue:
         if self.folder is not None:
             self.folder.write_shared(shared.alias_file(project, row.request_canonical, relpath_of(entry)))
         self.store.set_candidate_status([candidate_id], "approved")
-        self._event("approved", replace(row, status="approved"))
+        self._event("approved", replace(row, status="approved"), entry)
         self._verdict(project)
         others = self._close([r for r in self.store.open_candidates_for(project, fp) if r.id != candidate_id])
         self._set_open(project, fp, False)
@@ -271,10 +277,11 @@ class ReviewQueue:
     def reject(self, candidate_id: int) -> dict[str, Any]:
         row = self._get(candidate_id, must_be_open=True)
         self.store.set_candidate_status([candidate_id], "rejected")
-        if self.folder is not None and (entry := self.store.get_entry(row.entry_id)) is not None:
+        entry = self.store.get_entry(row.entry_id)
+        if self.folder is not None and entry is not None:
             self.folder.write_shared(shared.rejection_file(row.project, row.request_canonical, relpath_of(entry),
                                                            row.tier, row.score, row.reason))
-        self._event("rejected", replace(row, status="rejected"))
+        self._event("rejected", replace(row, status="rejected"), entry)
         self._verdict(row.project)
         if not self.store.open_candidates_for(row.project, row.request_normalised_fp):
             self._set_open(row.project, row.request_normalised_fp, False)
