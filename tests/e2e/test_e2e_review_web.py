@@ -57,13 +57,13 @@ def cards_by_word(browser) -> dict[str, Any]:
 def test_approve_in_the_browser_writes_the_alias_and_the_replay_is_a_hit(proxy_factory: ProxyFactory,
                                                                           fake_provider: FakeProvider, browser,
                                                                           tmp_path: Path) -> None:
-    from semula.cli.review_cmd import launch_file
+    from semula.review_web.launch import LaunchPage
 
     queue = queue_two(proxy_factory, tmp_path)
     folder = queue.folder
     web = start_review_web(queue.data_dir)
     try:
-        browser.get(launch_file(web.url).as_uri())  # what `review web` hands the browser: a file, not the token
+        browser.get(LaunchPage(web.url, str(tmp_path)).page.as_uri())  # what `review web` hands the browser: a file, not the token
         wait = WebDriverWait(browser, 15)
         cards = cards_by_word(browser)
         assert web.token not in browser.current_url, "the page drops the token from the address bar"

@@ -7,6 +7,7 @@ the same attack is tests/e2e/test_e2e_review_web.py)."""
 from __future__ import annotations
 
 import json
+import signal
 import stat
 import sys
 import time
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ProxyFactory
-from review_web_helpers import Answer, ask, open_candidates, queue_two, raw, start_review_web
+from review_web_helpers import Answer, ReviewProcess, ask, open_candidates, queue_two, raw, start_review_web
 
 pytestmark = pytest.mark.e2e
 
@@ -115,28 +116,72 @@ import json, os, pathlib, sys
 uri = sys.argv[1]
 page = pathlib.Path(uri.removeprefix("file://"))
 seen = {"argv": sys.argv, "text": page.read_text(), "mode": page.stat().st_mode, "dir_mode": page.parent.stat().st_mode}
-pathlib.Path(os.environ["BROWSER_SAW"]).write_text(json.dumps(seen))
+saw = pathlib.Path(os.environ["BROWSER_SAW"])
+saw.with_suffix(".tmp").write_text(json.dumps(seen))
+saw.with_suffix(".tmp").rename(saw)  # whole, or not at all
 """
+
+
+def open_with_browser(tmp_path: Path, run: str = "run") -> tuple[ReviewProcess, Path]:
+    """`review web` with a $BROWSER that reports what it was given; the launch page it got."""
+    seen = tmp_path / f"{run}-browser-saw.json"
+    script = tmp_path / f"{run}-browser.py"
+    script.write_text(BROWSER.replace("{python}", sys.executable))
+    script.chmod(0o700)
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    # webbrowser runs $BROWSER as one command (no arguments of its own) and waits for it
+    web = start_review_web(tmp_path / "data", "--port", "0", BROWSER=str(script), BROWSER_SAW=str(seen),
+                           TMPDIR=str(tmp_path / "tmp"))
+    deadline = time.monotonic() + 30
+    while not seen.exists() and time.monotonic() < deadline and web.proc.poll() is None:
+        time.sleep(0.05)  # polling for the browser's report, with a deadline
+    if not seen.exists():
+        pytest.fail(f"the browser was not started: {web.stop()}")
+    saw = json.loads(seen.read_text())
+    assert web.token not in " ".join(saw["argv"]) and saw["argv"][1].startswith("file://"), saw["argv"]
+    assert f"location.replace({json.dumps(web.url)})" in saw["text"], saw["text"]
+    assert stat.S_IMODE(saw["mode"]) == 0o600 and stat.S_IMODE(saw["dir_mode"]) == 0o700, saw
+    launcher = Path(saw["argv"][1].removeprefix("file://"))
+    assert launcher.parent.parent == tmp_path / "tmp", launcher
+    return web, launcher
 
 
 def test_the_browser_is_started_with_a_private_file_never_the_token(tmp_path: Path) -> None:
     """A command line is readable by every local user (`ps`): the browser gets a 0600 file that redirects."""
-    seen = tmp_path / "browser-saw.json"
-    script = tmp_path / "browser.py"
-    script.write_text(BROWSER.replace("{python}", sys.executable))
-    script.chmod(0o700)
-    # webbrowser runs $BROWSER as one command (no arguments of its own) and waits for it
-    web = start_review_web(tmp_path / "data", "--port", "0", BROWSER=str(script), BROWSER_SAW=str(seen))
+    web, launcher = open_with_browser(tmp_path)
+    ended = web.stop()
+    assert not launcher.parent.exists(), f"the launch file goes when the server stops; {ended}"
+
+
+@pytest.mark.parametrize("signo", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_stop_signal_removes_the_launch_file_too(tmp_path: Path, signo: int) -> None:
+    web, launcher = open_with_browser(tmp_path)
+    ended = web.stop(signo)
+    assert not launcher.parent.exists(), f"the launch file goes when the server stops; {ended}"
+
+
+def test_the_launch_file_goes_once_the_page_has_the_token(tmp_path: Path) -> None:
+    """The file's only job is to hand the token to the tab: the first request that carries it ends it.
+    A request without the token (another local user) leaves it for the real browser."""
+    web, launcher = open_with_browser(tmp_path)
     try:
-        deadline = time.monotonic() + 30
-        while not seen.exists() and time.monotonic() < deadline and web.proc.poll() is None:
-            time.sleep(0.05)  # polling for the browser's report, with a deadline
-        assert seen.exists(), web.pump.text()
-        saw = json.loads(seen.read_text())
-        assert web.token not in " ".join(saw["argv"]) and saw["argv"][1].startswith("file://"), saw["argv"]
-        assert f"location.replace({json.dumps(web.url)})" in saw["text"], saw["text"]
-        assert stat.S_IMODE(saw["mode"]) == 0o600 and stat.S_IMODE(saw["dir_mode"]) == 0o700, saw
-        launcher = Path(saw["argv"][1].removeprefix("file://"))
+        host = f"127.0.0.1:{web.port}"
+        assert raw(web.port, "GET", "/api/queue", host=host).status == 401
+        assert launcher.exists(), "a request without the token leaves the page alone"
+        assert raw(web.port, "GET", "/api/queue", host=host, x_semula_token=web.token).status == 200
+        assert not launcher.parent.exists(), "the page reached the server with the token: the file is gone"
     finally:
         web.stop()
-    assert not launcher.parent.exists(), "the launch file goes when the server stops"
+
+
+def test_a_killed_servers_launch_file_is_swept_at_the_next_start(tmp_path: Path) -> None:
+    web, launcher = open_with_browser(tmp_path)
+    web.proc.kill()  # SIGKILL: no clean-up of its own
+    ended = web.stop()
+    assert launcher.parent.exists(), ended
+    again, fresh = open_with_browser(tmp_path, "again")
+    try:
+        assert not launcher.parent.exists(), "the dead server's folder was swept at the next start"
+        assert fresh.exists(), "and the new one has its own"
+    finally:
+        again.stop()

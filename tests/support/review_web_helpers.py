@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,9 +70,13 @@ class ReviewProcess:
         assert found, self.url
         return found.group(1)
 
-    def stop(self) -> None:
-        stop_process(self.proc)
+    def stop(self, signo: int = signal.SIGINT) -> str:
+        """Stop it (`signo`, SIGKILL after 20 s); how it ended and what it printed, for assertion messages."""
+        if signo != signal.SIGINT and self.proc.poll() is None:
+            self.proc.send_signal(signo)
+        code = stop_process(self.proc)
         self.pump.join()
+        return f"exit code {code} (-9: killed after the grace period)\n{self.pump.text()}"
 
 
 def start_review_web(data_dir: Path, *args: str, **env: str) -> ReviewProcess:

@@ -141,6 +141,15 @@ def write_private_file(path: Path, text: str) -> None:
         raise
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process of ours has this pid (one of another user's has taken a dead one's pid: not ours)."""
+    try:
+        os.kill(pid, 0)
+    except (OSError, OverflowError):
+        return False
+    return True
+
+
 def read_admin_info(data_dir: Path | str) -> dict[str, Any] | None:
     """The live proxy's admin.json (in the data dir, else in its fallback dir), or None when no proxy
     answers for this data dir. Only a regular file of this user that nobody else can read or write is
@@ -150,10 +159,11 @@ def read_admin_info(data_dir: Path | str) -> dict[str, Any] | None:
         if info is None:
             continue
         try:
-            os.kill(int(info["pid"]), 0)
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # a stale file from a proxy that died
-        return info
+            alive = pid_alive(int(info["pid"]))
+        except (ValueError, KeyError, TypeError):
+            alive = False
+        if alive:
+            return info  # else a stale file from a proxy that died
     return None
 
 

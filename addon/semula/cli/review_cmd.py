@@ -101,24 +101,6 @@ def review_reject(candidate_id: int, data_dir: Path) -> None:
     click.echo(f"rejected #{candidate_id}: this pairing will never be queued or served again")
 
 
-def launch_file(url: str) -> Path:
-    """A page only this user can read that sends the browser on to `url`.
-
-    The browser is started with this file's path, not the URL: a command line is readable by every
-    local user (`ps`), and the URL holds the token. The directory is private (0700, mkdtemp)."""
-    import html
-    import json
-    import tempfile
-
-    folder = Path(tempfile.mkdtemp(prefix="semula-review-"))
-    page = folder / "open.html"
-    page.touch(mode=0o600)
-    page.write_text('<!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer">'
-                    f"<title>semula review</title><script>location.replace({json.dumps(url)})</script>"
-                    f'<p><a href="{html.escape(url)}">open semula review</a></p>\n', encoding="utf-8")
-    return page
-
-
 @review.command("web")
 @data_dir_option
 @click.option("--project", default=None, help="show this project's candidates first (the page's filter can change it)")
@@ -131,10 +113,12 @@ def review_web(data_dir: Path, project: str | None, port: int, host: str, no_ope
 
     The URL carries this run's token after `#`: the page keeps it in its own tab and never sends it
     anywhere but as a header to this server. Printed once, here, for you to open."""
-    import shutil
+    import signal
     import webbrowser
 
+    from semula.review_web.launch import LaunchPage
     from semula.review_web.server import ReviewWeb
+    from semula.session.signals import STOP_SIGNALS, Stopped, StopSignals
 
     try:
         web = ReviewWeb(lambda: store_operations(data_dir), host, port, default_project=project,
@@ -145,14 +129,23 @@ def review_web(data_dir: Path, project: str | None, port: int, host: str, no_ope
         click.echo(f"warning: listening on {host}, not loopback: anyone who can reach it and learns the URL "
                    "can approve", err=True)
     click.echo(f"semula review web: {web.url}  (Ctrl-C to stop)", err=False)
-    launcher = None if no_open else launch_file(web.url)
+    # Ctrl-C, SIGTERM and SIGHUP all clean up; a second signal while cleaning up is held, never raised
+    stop = StopSignals(lambda signo: KeyboardInterrupt() if signo == signal.SIGINT else Stopped(signo),
+                       (signal.SIGINT, *STOP_SIGNALS)).install()
+    launcher = None
     try:
-        if launcher is not None:
-            webbrowser.open(launcher.as_uri())
+        if not no_open:
+            launcher = LaunchPage(web.url)
+            web.on_first_use = launcher.remove  # the page has the token now: the file has done its job
+            webbrowser.open(launcher.page.as_uri())
         web.serve_forever()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Stopped):
         pass
     finally:
+        stop.hold()
         web.close()
         if launcher is not None:
-            shutil.rmtree(launcher.parent, ignore_errors=True)
+            launcher.remove()
+        stop.restore()
+    if stop.received not in (None, signal.SIGINT):
+        raise SystemExit(stop.exit_code)

@@ -101,8 +101,10 @@ class ReviewWeb:
     """The server; `url` (the token in its fragment) is what the user opens. `serve_forever` until `shutdown`."""
 
     def __init__(self, operations: Operations, host: str = "127.0.0.1", port: int = 0,
-                 default_project: str | None = None, log: Callable[[str], None] | None = None):
+                 default_project: str | None = None, log: Callable[[str], None] | None = None,
+                 on_first_use: Callable[[], None] | None = None):
         self.token = secrets.token_urlsafe(32)
+        self.on_first_use = on_first_use  # once, on the first request that carries the token
         self.operations = operations
         self.default_project = default_project
         self.log = log or (lambda line: print(line, file=sys.stderr))
@@ -137,7 +139,11 @@ class ReviewWeb:
         self.httpd.server_close()
 
     def token_ok(self, given: str | None) -> bool:
-        return bool(given) and hmac.compare_digest(str(given).encode(), self.token.encode())
+        ok = bool(given) and hmac.compare_digest(str(given).encode(), self.token.encode())
+        if ok and self.on_first_use is not None:
+            used, self.on_first_use = self.on_first_use, None
+            used()
+        return ok
 
     def host_ok(self, host: str | None) -> bool:
         host = (host or "").lower()

@@ -31,17 +31,20 @@ class Stopped(Exception):
 
 
 class StopSignals:
-    """Handlers for STOP_SIGNALS that raise `make(signo)` once; `restore` puts the previous ones back."""
+    """Handlers for `signals` (STOP_SIGNALS unless told) that raise `make(signo)` once; `restore` puts the
+    previous ones back."""
 
-    def __init__(self, make: Callable[[int], BaseException] = Stopped) -> None:
+    def __init__(self, make: Callable[[int], BaseException] = Stopped,
+                  signals: tuple[int, ...] = STOP_SIGNALS) -> None:
         self.make = make
+        self.signals = signals
         self.received: int | None = None
         self.holding = False
         self.previous: dict[int, Any] = {}
 
     def install(self) -> StopSignals:
         if threading.current_thread() is threading.main_thread():  # Python's rule for signal handlers
-            for signo in STOP_SIGNALS:
+            for signo in self.signals:
                 self.previous[signo] = signal.signal(signo, self._handle)
         return self
 

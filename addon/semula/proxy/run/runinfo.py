@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from semula.admin.protocol import pid_alive
 from semula.recordings.location import recordings_location
 
 # Options whose value is a path: the same folder named two ways is the same option.
@@ -84,7 +85,7 @@ def watch_parent(pid: int) -> None:
     direct = os.getppid() == pid  # a direct child sees its parent change (to init) when the parent dies
 
     def gone() -> bool:
-        return os.getppid() != pid if direct else not _alive(pid)
+        return os.getppid() != pid if direct else not pid_alive(pid)
 
     def run() -> None:
         while not gone():
@@ -94,12 +95,3 @@ def watch_parent(pid: int) -> None:
 
     threading.Thread(target=run, name="semula-parent-watch", daemon=True).start()
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
