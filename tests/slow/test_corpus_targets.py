@@ -2,7 +2,7 @@
 
 Every `*-pairs.jsonl` in tests/data counts: the team's dev and heldout-1 pairs and our own pairs per
 hole class. Defaults: no false hit, every `format`, `volatile` and `param_format` pair served by exact or normalised,
-review recall ≥ 0.9 where a set has paraphrases. Opt-in lexical serving at 0.9: false hits ≤ 1 %.
+review recall ≥ 0.99 where a set has paraphrases (the lexical review floor 0.50). Opt-in lexical serving at 0.9: false hits ≤ 1 %.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_defaults_never_serve_a_different_pair(pairs: Path) -> None:
             assert by_certain == group["n"], f"{category}: {by_certain} of {group['n']} served by exact/normalised"
     has_paraphrases = any(p["category"] == "paraphrase" for p in load_pairs(pairs))
     if has_paraphrases:
-        assert summary["review_recall"] >= 0.9, summary["review_recall"]
+        assert summary["review_recall"] >= 0.99, summary["review_recall"]
 
 
 @pytest.mark.parametrize("pairs", SETS, ids=lambda p: p.name)
@@ -105,3 +105,24 @@ def test_embedding_serving_at_09_serves_nothing_in_languages_without_a_guard(mon
     gated = {r["id"] for r in rows if (r["reason"] or "").startswith("no guard for") and r["outcome"] == "review"}
     # the ones nothing else refuses (others: the guard, the edit checks or the score come first)
     assert gated >= {"negation-tl-003", "negation-cs-008", "negation-ro-009", "negation-vi-010", "paraphrase-tl-030"}, [(r["id"], r["reason"]) for r in rows]
+
+
+def test_unrelated_requests_propose_no_review_candidate(tmp_path: Path) -> None:
+    """What a lower review floor costs a reviewer: each stored request against another pair's incoming
+    one (same provider and endpoint, unrelated text) must queue nothing. Measured on the public
+    paraphrase file's short questions: 12 of 1,500 cross pairs proposed at 0.50 (4 at 0.55)."""
+    import json
+
+    cross = []
+    for name in ("dev-pairs.jsonl", "heldout-1-pairs.jsonl"):
+        pairs = load_pairs(DATA / name)
+        for i, pair in enumerate(pairs):
+            other = pairs[(i + 7) % len(pairs)]
+            if (other["incoming"]["provider"], other["incoming"]["path"]) == (pair["stored"]["provider"],
+                                                                                pair["stored"]["path"]):
+                cross.append({"id": f"unrelated-{name}-{i}", "category": "unrelated", "expect": "different",
+                              "stored": pair["stored"], "incoming": other["incoming"], "note": other["id"]})
+    path = tmp_path / "unrelated-pairs.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in cross))
+    summary = evaluate(path)
+    assert summary["pairs"] > 200 and summary["different_queued"] == 0, summary

@@ -36,7 +36,7 @@ sweep = import_path("bench_sweep", REPO / "scripts" / "bench" / "sweep.py").swee
 
 CORPUS = corpus_file("dev-pairs.jsonl").parent
 DEFAULTS = ProjectSettings()
-# The floor the odd-id tuning chose (now the default; the ADR's untuned 0.6 before).
+# The floor the odd-id tuning chose (the ADR's untuned 0.6 before; the default is now 0.50, for full recall).
 TUNED_REVIEW_FLOOR = 0.55
 GUARDED = ("number", "spelled_number", "negation", "antonym", "entity", "date", "unit", "subtle")
 
@@ -155,8 +155,8 @@ def test_public_paraphrase_pairs() -> None:
     public = _public()
     if not public:
         pytest.skip("public-paraphrase-pairs.jsonl not found")
-    # Measured: 0.622 at the default floor, 0.699 at 0.55; QQP duplicates are loose paraphrases.
-    assert _review_recall(public, _outcomes(DEFAULTS, public=True)) >= 0.6
+    # Measured: 0.622 at 0.6, 0.699 at 0.55, 0.800 at the default 0.50; QQP duplicates are loose paraphrases.
+    assert _review_recall(public, _outcomes(DEFAULTS, public=True)) >= 0.75
     tuned = dataclasses.replace(DEFAULTS, lexical_review_threshold=TUNED_REVIEW_FLOOR)
     assert _review_recall(public, _outcomes(tuned, public=True)) >= 0.65
     # Measured 0.266: the guard refuses about a quarter of loose paraphrases (they go to review).

@@ -32,7 +32,7 @@ PAIRS = [
     (pair("shape-001", "different", "temperature", chat(CATERING, temperature=0), chat(CATERING, temperature=0.2)),
      "review", "lexical", True),
     (pair("paraphrase-001", "same", "too loose to propose for review", chat(CATERING),
-          chat("Plan a family holiday in Japan for June")), "miss", "lexical", True),
+          chat("Plan a family holiday in Japan")), "miss", "lexical", True),
     (pair("entity-001", "different", "unrelated", chat("Write a haiku about autumn leaves"),
           chat("Explain TCP slow start")), "miss", "none", False),
 ]
