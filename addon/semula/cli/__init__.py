@@ -8,6 +8,7 @@ Postgres' driver, the engine) would be paid before it is ready.
 from __future__ import annotations
 
 import importlib
+import sys
 
 import click
 
@@ -44,3 +45,20 @@ class LazyGroup(click.Group):
 @click.version_option(package_name="semula")
 def main() -> None:
     """semula — record and replay LLM API calls through mitmproxy."""
+
+
+def run() -> None:
+    """The `semula` program: the console script and `python -m semula` (tests call `main` in process)."""
+    if sys.argv[1:2] != ["report"]:  # the report's notebooks run in kernels of their own; nothing else reads pandas
+        without_pandas()
+    main()
+
+
+def without_pandas() -> None:
+    """semula never uses pandas, but DuckDB's client imports it when it first binds a query's parameters
+    (to recognise pandas values): ~0.35 s of CPU in every process that opens a store, a proxy's start
+    among them. A None in sys.modules makes that import fail at once (Python's own rule) and DuckDB
+    carries on without pandas; each later query pays ~35 µs for the refused import (duckdb 1.5.5).
+    Only in semula's own processes: the pytest plugin runs inside the user's tests, which may use pandas."""
+    if "pandas" not in sys.modules:
+        sys.modules["pandas"] = None  # type: ignore[assignment]

@@ -131,7 +131,6 @@ def proxy(mode: str, listen_host: str, listen_port: int, data_dir: Path, project
           no_recordings: bool, extra_hosts: tuple[str, ...], mcp_servers: tuple[str, ...], sets: tuple[str, ...],
           confdir: Path | None, web: bool, parent_pid: int | None) -> None:
     """Run the proxy (mitmdump, or mitmweb with --web) with the semula addon."""
-    without_pandas()
     confdir_set = (f"confdir={confdir.expanduser()}",) if confdir else ()
     sets = (recordings_sets(recordings, no_recordings) + extra_host_sets(extra_hosts) + mcp_server_sets(mcp_servers)
             + confdir_set + sets)
@@ -163,15 +162,6 @@ def proxy(mode: str, listen_host: str, listen_port: int, data_dir: Path, project
     if code and bind.in_use and port_in_use(listen_host, listen_port):
         click.echo(port_hint(listen_host, listen_port), err=True)
     _exit_now(code)
-
-
-def without_pandas() -> None:
-    """The proxy never uses pandas, but DuckDB's client imports it when it first binds a query's
-    parameters (to recognise pandas values): 0.35-0.4 s of CPU at every proxy start, a third of it.
-    A None in sys.modules makes that import fail at once (Python's own rule), and DuckDB carries on
-    without pandas; each later query pays ~35 µs for the refused import instead (measured on 1.5.5)."""
-    if "pandas" not in sys.modules:
-        sys.modules["pandas"] = None  # type: ignore[assignment]
 
 
 def _exit_now(code: int) -> None:
