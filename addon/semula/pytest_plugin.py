@@ -30,6 +30,7 @@ from semula.pytest_placeholders import PlaceholderGuard
 
 MARKER = "semula_project"
 PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
+_STAY = object()  # a refusals call that moves the proxy to no other test
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -102,6 +103,8 @@ class SemulaPlugin:
     tag: str = ""  # this process's calls' tag: the session's, or its xdist worker's
     worker: bool = False  # an xdist worker: the controller prints the summary
     tracking: bool = False  # the proxy is told which test runs (`tests.enter`, proxy/run/scopes.py)
+    entered: str | None = None  # the test the proxy was last told runs (None: none)
+    next_test: str | None = None  # the test pytest runs after the current one
     no_test: list[dict[str, Any]] = field(default_factory=list)  # refusals of calls made outside any test
     session: Any = None  # a ProxySession in the process that started or reused the proxy
     saved: dict[str, str | None] = field(default_factory=dict)
@@ -200,8 +203,12 @@ class SemulaPlugin:
 
     # Old-style hook wrappers: they work with every pytest that has pytest11 plugins, not only pytest 8.
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
-        self._enter(item.nodeid)  # from setup to teardown, this tag's calls are this test's
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+        # From setup to teardown, this tag's calls are this test's. The proxy is told once per test: the
+        # previous test's last call (its teardown's refusals in replay) already named this one.
+        self.next_test = nextitem.nodeid if nextitem is not None else None
+        if self.entered != item.nodeid:
+            self._enter(item.nodeid)
         marker = item.get_closest_marker(MARKER)
         before = {name: os.environ.get(name) for name in PROXY_VARIABLES}
         if marker is not None and marker.args:
@@ -214,7 +221,8 @@ class SemulaPlugin:
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
-            self._enter(None)
+            if self.entered != self.next_test:
+                self._enter(self.next_test)
 
     def _enter(self, test: str | None) -> bool:
         """Tell the proxy which test this tag's calls now belong to (None: none); False if it cannot be told."""
@@ -224,11 +232,16 @@ class SemulaPlugin:
         if not self.tracking:
             return False
         try:
-            self._admin().call(CurrentTests.METHOD, {"tag": self.tag, "test": test, "scope": self.proxy.scope})
+            self._admin().call(CurrentTests.METHOD, self._entering(test))
+            self.entered = test
         except (AdminError, NoProxy) as e:  # an older proxy reused: refusals go to whichever test runs
             self.tracking = False
+            self.entered = None
             self.admin_problem = self.admin_problem or f"semula: the proxy cannot be told which test runs ({e})"
         return self.tracking
+
+    def _entering(self, test: str | None) -> dict[str, Any]:
+        return {"tag": self.tag, "test": test, "scope": self.proxy.scope}
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
@@ -238,7 +251,8 @@ class SemulaPlugin:
         if self.proxy.mode != Mode.REPLAY.value or (report.when == "setup" and report.passed):
             return  # only replay refuses; a passed setup's refusals are found after the call
         refusals = []
-        for refusal in self._new_refusals():
+        then = report.when == "teardown" and self.tracking  # the test is over: the proxy moves on in the same call
+        for refusal in self._new_refusals(self.next_test if then else _STAY):
             if not self.tracking or refusal.get("test") == item.nodeid:
                 refusals.append(refusal)
             elif not self.worker:  # another test's or none's: the session summary lists it
@@ -252,21 +266,28 @@ class SemulaPlugin:
             else:
                 report.sections.append(("semula: replay misses", text))
 
-    def _new_refusals(self) -> list[dict[str, Any]]:
+    def _new_refusals(self, then: str | None | object = _STAY) -> list[dict[str, Any]]:
+        """The refusals since the last ones seen; `then` (unless _STAY): the test the proxy moves on to."""
         if self.last_refusal is None:
             return []
-        answer = self._refusals_since(self.last_refusal)
+        answer = self._refusals_since(self.last_refusal, then)
         self.last_refusal = answer["last"]
         return answer["refusals"]
 
-    def _refusals_since(self, after: int | None) -> dict[str, Any]:
+    def _refusals_since(self, after: int | None, then: str | None | object = _STAY) -> dict[str, Any]:
         from semula.admin.protocol import AdminError, NoProxy
+        from semula.proxy.run.refusals import Refusals
 
         # The session's tag also finds its workers' calls; untagged calls (a client given another proxy URL)
         # belong to no test, and the process that prints the summary lists them.
-        params = {"after": after, "tag": self.tag or None, "untagged": not self.worker}
+        params: dict[str, Any] = {"after": after, "tag": self.tag or None, "untagged": not self.worker}
+        if then is not _STAY:
+            params["enter"] = self._entering(then if isinstance(then, str) else None)
         try:
-            return self._admin().call("refusals.since", params)
+            answer = self._admin().call(Refusals.METHOD, params)
+            if "enter" in params and "entered" in answer:  # an older proxy ignores it: _enter tells it after
+                self.entered = params["enter"]["test"]
+            return answer
         except (AdminError, NoProxy) as e:
             # An older proxy reused, or admin off: misses still get the clear 404, tests are not failed here.
             self.admin_problem = f"semula: cannot ask the proxy for refusals ({e}); replay misses do not fail tests"

@@ -8,7 +8,9 @@ Postgres' driver, the engine) would be paid before it is ready.
 from __future__ import annotations
 
 import importlib
+import importlib.abc
 import sys
+from typing import Any
 
 import click
 
@@ -57,8 +59,16 @@ def run() -> None:
 def without_pandas() -> None:
     """semula never uses pandas, but DuckDB's client imports it when it first binds a query's parameters
     (to recognise pandas values): ~0.35 s of CPU in every process that opens a store, a proxy's start
-    among them. A None in sys.modules makes that import fail at once (Python's own rule) and DuckDB
-    carries on without pandas; each later query pays ~35 µs for the refused import (duckdb 1.5.5).
-    Only in semula's own processes: the pytest plugin runs inside the user's tests, which may use pandas."""
-    if "pandas" not in sys.modules:
-        sys.modules["pandas"] = None  # type: ignore[assignment]
+    among them. A finder first in sys.meta_path refuses that import at once, and DuckDB and pyarrow carry
+    on as they do without pandas installed (a None in sys.modules would not do: pyarrow reads the entry);
+    each later DuckDB query pays ~35 µs for the refused import (duckdb 1.5.5). Only in semula's own
+    processes: the pytest plugin runs inside the user's tests, which may use pandas."""
+    if "pandas" not in sys.modules and not any(isinstance(f, _NoPandas) for f in sys.meta_path):
+        sys.meta_path.insert(0, _NoPandas())
+
+
+class _NoPandas(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
+        if fullname == "pandas" or fullname.startswith("pandas."):
+            raise ModuleNotFoundError("semula's own processes do not load pandas", name=fullname)
+        return None

@@ -67,7 +67,13 @@ class Lifecycle:
     def admin_call(self, method: str, params: dict[str, Any]) -> Any:
         """An admin endpoint call: the proxy's own memory (refusals, current tests), else a store operation."""
         if method == Refusals.METHOD:  # the proxy's own memory, not the store
-            return self.refusals.answer(params)
+            answer = self.refusals.answer(params)
+            if isinstance(params.get("enter"), dict):  # the pytest plugin: a test ended, the next one starts
+                try:
+                    answer["entered"] = self.tests.answer(params["enter"])
+                except ValueError:
+                    pass  # no "entered": the plugin asks `tests.enter` itself, which names the problem
+            return answer
         if method == CurrentTests.METHOD:
             return self.tests.answer(params)
         return self.dispatch(method, params)
