@@ -105,6 +105,7 @@ class SemulaPlugin:
     tracking: bool = False  # the proxy is told which test runs (`tests.enter`, proxy/run/scopes.py)
     entered: str | None = None  # the test the proxy was last told runs (None: none)
     next_test: str | None = None  # the test pytest runs after the current one
+    proxy_variables: tuple[str, ...] = PROXY_VARIABLES  # those client_env set (HTTP_PROXY only for plain HTTP)
     no_test: list[dict[str, Any]] = field(default_factory=list)  # refusals of calls made outside any test
     session: Any = None  # a ProxySession in the process that started or reused the proxy
     saved: dict[str, str | None] = field(default_factory=dict)
@@ -184,7 +185,9 @@ class SemulaPlugin:
         return project, f"semula-{self.tag}" if self.tag else "semula"
 
     def set_environment(self) -> None:
-        for name, value in self.client_env().items():
+        env = self.client_env()
+        self.proxy_variables = tuple(name for name in PROXY_VARIABLES if name in env)
+        for name, value in env.items():
             self.saved.setdefault(name, os.environ.get(name))
             os.environ[name] = value
         self.last_refusal = self._refusals_since(None)["last"]
@@ -211,8 +214,8 @@ class SemulaPlugin:
             self._enter(item.nodeid)
         marker = item.get_closest_marker(MARKER)
         before = {name: os.environ.get(name) for name in PROXY_VARIABLES}
-        if marker is not None and marker.args:
-            os.environ.update(dict.fromkeys(PROXY_VARIABLES, self.proxy_url(str(marker.args[0]))))
+        if marker is not None and marker.args:  # the proxy variables this run set, with the marker's project
+            os.environ.update(dict.fromkeys(self.proxy_variables, self.proxy_url(str(marker.args[0]))))
         try:
             yield
         finally:

@@ -61,3 +61,21 @@ def test_placeholder_key_groups_are_the_adapters_declared_key_variables() -> Non
                                        ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
                                        ("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_AD_TOKEN"))
     assert {("MISTRAL_API_KEY",), ("GROQ_API_KEY",), ("XAI_API_KEY",)} <= set(PROVIDER_KEY_GROUPS)
+
+
+@pytest.mark.parametrize(("sets", "plain_http"), [
+    ((), False),
+    (("semula_extra_hosts=llm.internal.example",), True),
+    (("semula_mcp_servers=tools.internal.example/mcp",), True),
+    (("semula_hosts=api.openai.com",), True),
+], ids=["built-in providers only", "an extra host", "an MCP server", "the user's own host list"])
+def test_http_proxy_is_set_only_when_a_plain_http_host_may_be_intercepted(
+        tmp_path: Path, sets: tuple[str, ...], plain_http: bool) -> None:
+    """The built-in providers speak only HTTPS: HTTP_PROXY there would only make httpx build (and load the CA
+    bundle for) one more SSL context per client. A host of the user's own may be plain HTTP."""
+    from semula.session.run import run_env
+
+    env = run_env("auto", sets, "127.0.0.1", 8080, tmp_path, {})
+    assert env["HTTPS_PROXY"] == env["https_proxy"] == "http://127.0.0.1:8080"
+    assert ("HTTP_PROXY" in env and "http_proxy" in env) is plain_http, env
+    assert ("HTTP_PROXY" in env or "http_proxy" in env) is plain_http, env

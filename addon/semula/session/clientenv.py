@@ -72,12 +72,22 @@ def proxy_url(host: str, port: int, project: str | None = None, password: str = 
     return f"http://{user}{host}:{port}"
 
 
+def plain_http_possible(sets: tuple[str, ...]) -> bool:
+    """Whether a run's clients may reach an intercepted host over plain HTTP: only when it intercepts
+    more than the built-in providers' hosts, which all speak HTTPS (an OpenAI-compatible server, an MCP
+    server or semula_hosts of the user's own)."""
+    return set(intercepted_hosts(sets)) != set(DEFAULT_PROVIDER_HOSTS)
+
+
 def client_env(port: int, confdir: Path, project: str | None = None, host: str = "127.0.0.1",
-               password: str = "semula") -> dict[str, str]:
+               password: str = "semula", plain_http: bool = True) -> dict[str, str]:
     """The variables each ecosystem reads to use the proxy and trust its CA.
 
     The password picks no project; one that starts with `semula-` tags the calls (the pytest plugin
-    tells its xdist workers' refusals apart by it)."""
+    tells its xdist workers' refusals apart by it). `plain_http=False` (a run that intercepts only HTTPS
+    hosts, `plain_http_possible`) leaves HTTP_PROXY and http_proxy alone: httpx builds one SSL context,
+    the CA bundle loaded again, for every proxy variable it finds, so an SDK client made per test pays
+    for each (~25-55 ms here), and a plain-HTTP call would not be semula's anyway."""
     import certifi
 
     confdir = confdir.expanduser()
@@ -89,8 +99,9 @@ def client_env(port: int, confdir: Path, project: str | None = None, host: str =
     os.replace(partial, bundle)
     url = proxy_url(host, port, project, password)
     no_proxy = "localhost,127.0.0.1,::1"
+    proxies = {"HTTPS_PROXY": url, "https_proxy": url, **({"HTTP_PROXY": url, "http_proxy": url} if plain_http else {})}
     return {
-        "HTTPS_PROXY": url, "HTTP_PROXY": url, "https_proxy": url, "http_proxy": url,
+        **proxies,
         "NO_PROXY": no_proxy, "no_proxy": no_proxy,
         "SSL_CERT_FILE": str(bundle), "REQUESTS_CA_BUNDLE": str(bundle), "CURL_CA_BUNDLE": str(bundle),
         "NODE_EXTRA_CA_CERTS": str(bundle), "GIT_SSL_CAINFO": str(bundle), "AWS_CA_BUNDLE": str(bundle),
