@@ -14,6 +14,7 @@ import json
 import secrets
 import string
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -96,21 +97,27 @@ def test_a_message_over_the_cap_closes_its_connection_and_other_flows_go_on(
     big = json.dumps({"type": "input_audio_buffer.append", "audio": "A" * (BIG_MB * 1024 * 1024)})
     outcome: dict[str, Any] = {}
 
+    started = time.monotonic()
+
     def send_big() -> None:
-        with connect("wss://api.openai.com/v1/realtime?model=gpt-realtime", proxy=proxy.proxy_url,
-                     ssl=ssl_context(proxy.ca_path), open_timeout=20, max_size=None) as ws:
-            ws.recv(timeout=20)  # session.created
-            try:
-                ws.send(big)
-                outcome["answer"] = ws.recv(timeout=120)
-            except ConnectionClosed as e:
-                outcome["closed"] = e.rcvd
+        try:
+            with connect("wss://api.openai.com/v1/realtime?model=gpt-realtime", proxy=proxy.proxy_url,
+                         ssl=ssl_context(proxy.ca_path), open_timeout=20, max_size=None) as ws:
+                outcome["upgraded after s"] = round(time.monotonic() - started, 3)
+                ws.recv(timeout=20)  # session.created
+                try:
+                    ws.send(big)
+                    outcome["answer"] = ws.recv(timeout=120)
+                except ConnectionClosed as e:
+                    outcome["closed"] = e.rcvd
+        except Exception as e:  # named in the assertion's message below, with when it happened
+            outcome["error"] = f"{e!r} after {time.monotonic() - started:.3f} s"
 
     sender = threading.Thread(target=send_big, daemon=True)
     sender.start()
     # the proxy has read the big message's header and drops the rest as it comes: an HTTP call goes out beside it
     assert proxy.pump.wait_for(lambda s: "a client message of 32.0 MB or more is over the 16 MB cap" in s, 60), \
-        proxy.describe()
+        (outcome, proxy.describe())
     answer = chat.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "warm up"}])
     assert answer.choices[0].message.content
     sender.join(180)
