@@ -15,6 +15,7 @@ import click
 from semula.cli.common import data_dir_option
 from semula.core.modes import Mode
 from semula.providers import allow_hosts_regexes
+from semula.proxy.run import lean
 from semula.session.ca import DEFAULT_CONFDIR, confdir_of, ensure_ca, key_size_of
 from semula.session.clientenv import (
     PLACEHOLDER_KEY, PROVIDER_KEY_GROUPS, client_env, extra_host_sets, intercepted_hosts, java_env, mcp_server_sets,
@@ -143,6 +144,7 @@ def proxy(mode: str, listen_host: str, listen_port: int, data_dir: Path, project
         ensure_ca(ca_dir, key_size_of(sets))
     except OSError as e:
         raise click.ClickException(f"cannot write the proxy's CA into {ca_dir}: {e}") from None
+    lean.install()  # before mitmproxy's imports
     from mitmproxy.tools import main as mitm_main
 
     from semula.proxy.run import runinfo

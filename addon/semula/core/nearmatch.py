@@ -29,16 +29,18 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from semula.core.request.canonical import CanonicalRequest, ignored
 from semula.core.checks import SHAPE_CHECKS, roles_differ, shape_differs
-from semula.core.guard.check import guard
-from semula.core.guard.language import Languages, languages_of_pair, unguarded_reason
 from semula.core.guard.edits import edits_change_question, edits_unlisted
 from semula.core.guard.words import NUMBER_WORDS
 from semula.core.request.normalise import normalise_text, scrub_volatile, words
 from semula.core.settings import ProjectSettings
 from semula.core.tiers import Tier, near_row, near_tier
+
+if TYPE_CHECKING:
+    from semula.core.guard.language import Languages
 
 from semula.core.text import CJK_CHAR, CJK_RANGES, common_prefix, common_suffix, dice, dice_counts, overlap, symbol_runs
 
@@ -369,6 +371,10 @@ def near_match(
     floors = [t for t in (serve_threshold, review_threshold, learnt) if t is not None]
     floor = min(floors) if has_words and floors else None
     guard_reason = None
+    # Imported on the first near-match: the guard's lexicons cost a start-up ~60 ms that exact hits never need.
+    from semula.core.guard.check import guard
+    from semula.core.guard.language import languages_of_pair, unguarded_reason
+
     if floor is not None and score >= floor:
         # Values the normalised fingerprint scrubs (ids, timestamps, project patterns) are not differences.
         patterns = settings.scrub_patterns

@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable
 
 from semula.core.calibration import Calibration, CurvePoint, LabelledVerdict, counts_for_calibration, curve, learn
-from semula.core.guard.language import languages_of_pair
 from semula.core.request.canonical import CanonicalRequest
 from semula.core.settings import ProjectSettings
 from semula.store.base import RecordingStore
@@ -27,6 +26,8 @@ _BATCH = 500  # recordings read at a time
 def verdict_stratum(recorded_text: str, request_text: str) -> str:
     """The stratum a verdict counts in: the languages of its pair (the recording's last user text and
     the request's). The one definition for the learnt thresholds and the review log's `stratum`."""
+    from semula.core.guard.language import languages_of_pair  # with the lexicons: not at a proxy's start-up
+
     return languages_of_pair(recorded_text, request_text).stratum
 
 

@@ -11,7 +11,18 @@ and ``languages`` (one data table per language). Pure: may import only
 
 from __future__ import annotations
 
-from semula.core.guard import check
-from semula.core.guard.check import *  # noqa: F403 - the package's names are the checks'
+import importlib
+from typing import Any
 
-__all__ = check.__all__
+# The package's names are the checks' (`from semula.core.guard import guard`), read from `check` when first
+# asked for: importing `check` builds every language's lexicon (~60 ms), which a proxy's start-up and a
+# replay of exact hits never need (`words` and `edits` are imported without it).
+
+
+def __getattr__(name: str) -> Any:
+    check = importlib.import_module("semula.core.guard.check")
+    if name == "__all__":
+        return check.__all__
+    if name in check.__all__:
+        return getattr(check, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,11 +6,13 @@ A plain part of `SemulaAddon`, whose `running` and `done` hooks call it with the
 from __future__ import annotations
 
 import asyncio
+import importlib
 import ipaddress
 import logging
 import os
 import stat
 import tempfile
+import threading
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -153,6 +155,10 @@ class Lifecycle:
             print(f"semula: NOT recording: store unavailable: {self.store.problem}", flush=True)
         elif self.started is not None and not self.started.recordings:  # else the folder's load line says so
             print("semula: store open (no recordings folder)", flush=True)
+        # The near-match guard's lexicons are imported on the first near-match, not before the ready line:
+        # loaded here, once the store is open, so that first near-match does not wait for them.
+        threading.Thread(target=_import_quietly, args=("semula.core.guard.check", "semula.core.guard.language"),
+                         daemon=True, name="semula-warm").start()
 
     async def _load_embedder(self, data_dir: Path) -> bool:
         """With the tier switched on, a missing extra or model refuses to start: never silently without it."""
@@ -266,3 +272,11 @@ def _private_data_dir(data_dir: Path) -> None:
         return
     if data_dir.stat().st_mode & 0o077:
         remember_user_umask(os.umask(0o077))  # the recordings folder keeps the user's
+
+
+def _import_quietly(*modules: str) -> None:
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception as e:  # the near-match that needs it imports it again and says why
+            log.warning("semula: loading %s failed: %s", module, e)

@@ -1,0 +1,106 @@
+"""What the proxy's process leaves unloaded until it is used: mitmproxy imports every addon's dependencies
+before it listens, two of them for features semula's proxy rarely or never uses.
+
+- ldap3 (~50 ms), for the `proxyauth` addon's LDAP mode: loaded lazily (`importlib.util.LazyLoader`), at its
+  first attribute.
+- Flask, Jinja and the rest of the onboarding app (~50 ms beyond werkzeug, which `maplocal` needs anyway),
+  for the page at http://mitm.it: its module is given an `app` that builds mitmproxy's own Flask app on the
+  first request for that page. Every other name of the module loads it as it would have.
+
+A mitmproxy whose modules look otherwise than expected gets them loaded as usual: `install` only ever
+makes start-up slower by nothing.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from types import ModuleType
+from typing import Any
+
+ONBOARDING = "mitmproxy.addons.onboardingapp"
+LAZY = frozenset({"ldap3"})
+
+
+def install() -> None:
+    if not any(isinstance(f, _Lean) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Lean())
+
+
+class _Lean(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname not in LAZY and fullname != ONBOARDING:
+            return None
+        spec = _real_spec(fullname, path, target, self)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        if fullname in LAZY:
+            spec.loader = importlib.util.LazyLoader(spec.loader)
+            return spec
+        shim = importlib.machinery.ModuleSpec(fullname, _OnboardingLoader(spec), origin=spec.origin,
+                                              is_package=spec.submodule_search_locations is not None)
+        shim.submodule_search_locations = spec.submodule_search_locations
+        shim.has_location = spec.has_location
+        return shim
+
+
+def _real_spec(fullname: str, path: Any, target: Any, skip: object) -> Any:
+    for finder in sys.meta_path:
+        if finder is skip or not hasattr(finder, "find_spec"):
+            continue
+        spec = finder.find_spec(fullname, path, target)
+        if spec is not None:
+            return spec
+    return None
+
+
+class _OnboardingLoader(importlib.abc.Loader):
+    """The onboarding app's module with only `app` in it, a stand-in; any other name loads the real module."""
+
+    def __init__(self, real: importlib.machinery.ModuleSpec) -> None:
+        self.real = real
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return None
+
+    def exec_module(self, module: ModuleType) -> None:
+        app = DeferredApp(lambda: self._load(module))
+        # `app`, then any other name from the real module (PEP 562), which loads it
+        vars(module).update(app=app, __getattr__=lambda name: getattr(app.module(), name))
+
+    def _load(self, module: ModuleType) -> ModuleType:
+        real = importlib.util.module_from_spec(self.real)
+        assert self.real.loader is not None
+        # Flask finds its templates beside the module of this name: the stand-in, whose file is the real one's
+        self.real.loader.exec_module(real)
+        return real
+
+
+class DeferredApp:
+    """A WSGI app that builds the real one on its first call; `config` set before then is handed over."""
+
+    def __init__(self, load: Callable[[], ModuleType]) -> None:
+        self._load = load
+        self._module: ModuleType | None = None
+        self._lock = threading.Lock()
+        self._config: dict[str, Any] = {}
+
+    def module(self) -> ModuleType:
+        with self._lock:
+            if self._module is None:
+                module = self._load()
+                module.app.config.update(self._config)
+                self._module = module
+            return self._module
+
+    @property
+    def config(self) -> Any:
+        return self._config if self._module is None else self._module.app.config
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        app: Any = self.module().app
+        return app(environ, start_response)

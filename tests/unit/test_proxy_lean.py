@@ -1,0 +1,42 @@
+"""`semula.proxy.run.lean`: in a fresh interpreter (this one's modules stay as they are), mitmproxy's addons
+import without Flask and without running ldap3; each loads as usual once used."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+
+def run(code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_mitmproxys_addons_import_without_flask_or_ldap3_and_both_load_when_used(tmp_path: Path) -> None:
+    (tmp_path / "mitmproxy-ca-cert.pem").write_text("-----BEGIN CERTIFICATE-----\nfake\n")
+    out = run(f"""
+        import sys
+        from semula.proxy.run import lean
+        lean.install()
+        lean.install()  # once is enough: a second call adds no second finder
+        assert sum(type(f).__name__ == "_Lean" for f in sys.meta_path) == 1
+        import mitmproxy.addons
+        from mitmproxy.addons import onboarding
+        assert "flask" not in sys.modules and "jinja2" not in sys.modules
+        assert type(sys.modules["ldap3"]).__name__ == "_LazyModule"
+        onboarding.Onboarding()  # mitmproxy's own addon takes the stand-in
+        app = sys.modules["mitmproxy.addons.onboardingapp"].app
+        app.config["CONFDIR"] = {str(tmp_path)!r}  # as the addon's configure sets it, before the app is built
+        from werkzeug.test import Client
+        page = Client(app).get("/cert/pem")
+        print(page.status_code, page.data.decode().splitlines()[1])
+        print(len(Client(app).get("/").data) > 1000, "flask" in sys.modules)
+        import ldap3
+        print(ldap3.Server.__name__)
+        from mitmproxy.addons.onboardingapp import read_cert  # any other name loads the real module
+        print(read_cert.__name__)
+    """)
+    assert out.split("\n")[:4] == ["200 fake", "True True", "Server", "read_cert"], out
