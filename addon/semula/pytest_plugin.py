@@ -51,6 +51,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--semula-mcp-server", dest="semula_mcp_servers", action="append", default=[],
                     metavar="HOST[:PORT][/PATH]",
                     help="record and replay this MCP server's Streamable HTTP traffic; repeatable")
+    group.addoption("--semula-intercept-all", dest="semula_intercept_all", action="store_true", default=False,
+                    help="decrypt every HTTPS host (the others forwarded untouched, never recorded): clients trust "
+                         "semula's CA alone, ~30 ms less per SDK client; breaks certificate pinning and client "
+                         "certificates to other hosts (docs/performance.md)")
     group.addoption("--semula-scope", dest="semula_scope", choices=["project", "test"], default="project",
                     help="project: one answer per request per project; test: each test keeps its own recordings "
                          "[default: project]")
@@ -120,7 +124,7 @@ class SemulaPlugin:
 
     @classmethod
     def start(cls, config: pytest.Config) -> SemulaPlugin:
-        from semula.session.clientenv import extra_host_sets, mcp_server_sets, recordings_sets
+        from semula.session.clientenv import command_sets
         from semula.session.run import BadOption, SessionError, default_data_dir, open_session
         from semula.session.signals import StopSignals
 
@@ -130,9 +134,9 @@ class SemulaPlugin:
             raise pytest.UsageError(f"semula: --semula-port {port} is not a port (0-65535; 0: a free one)")
         data_dir = Path(config.getoption("semula_data_dir") or default_data_dir())
         recordings = config.getoption("semula_recordings")
-        sets = recordings_sets(Path(recordings) if recordings else None, False) + extra_host_sets(
-            tuple(config.getoption("semula_extra_hosts"))) + mcp_server_sets(
-            tuple(config.getoption("semula_mcp_servers"))) + tuple(config.getoption("semula_sets"))
+        sets = command_sets(Path(recordings) if recordings else None, False,
+                            tuple(config.getoption("semula_extra_hosts")), tuple(config.getoption("semula_mcp_servers")),
+                            config.getoption("semula_intercept_all")) + tuple(config.getoption("semula_sets"))
         _refuse_bad_options(sets)
         lines: list[str] = []
         try:

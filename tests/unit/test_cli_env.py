@@ -79,3 +79,23 @@ def test_http_proxy_is_set_only_when_a_plain_http_host_may_be_intercepted(
     assert env["HTTPS_PROXY"] == env["https_proxy"] == "http://127.0.0.1:8080"
     assert ("HTTP_PROXY" in env and "http_proxy" in env) is plain_http, env
     assert ("HTTP_PROXY" in env or "http_proxy" in env) is plain_http, env
+
+
+@pytest.mark.parametrize(("sets", "everything"), [
+    ((), False),
+    (("semula_intercept_all=true",), True),
+    (("semula_intercept_all=TRUE",), True),
+    (("semula_intercept_all=true", "semula_intercept_all=false"), False),  # the last value counts, as in mitmproxy
+])
+def test_intercept_all_decrypts_every_host_and_gives_clients_semulas_ca_alone(
+        tmp_path: Path, sets: tuple[str, ...], everything: bool) -> None:
+    from semula.cli.proxy_cmd import mitmproxy_args
+    from semula.session.run import run_env
+
+    env = run_env("auto", sets, "127.0.0.1", 8080, tmp_path, {})
+    bundle = Path(env["SSL_CERT_FILE"]).read_text()
+    assert (bundle.count("BEGIN CERTIFICATE") == 1) is everything
+    assert {env[name] for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "AWS_CA_BUNDLE")} \
+        == {env["SSL_CERT_FILE"]}
+    args = mitmproxy_args("auto", "127.0.0.1", 8080, tmp_path, "default", sets, web=False)
+    assert any(a.startswith("allow_hosts=") for a in args) is not everything

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from semula.session.clientenv import extra_host_sets, java_env, mcp_server_sets, recordings_sets
+from semula.session.clientenv import command_sets, java_env
 
 from semula.cli.proxy_cmd import proxy_options, refuse_bad_options
 from semula.session.run import BadOption, ProxySession, SessionError, open_session
@@ -32,7 +32,7 @@ def _echo(line: str) -> None:
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 def exec_command(mode: str, listen_host: str, listen_port: int, data_dir: Path, project: str,
                  recordings: Path | None, no_recordings: bool, extra_hosts: tuple[str, ...],
-                 mcp_servers: tuple[str, ...], sets: tuple[str, ...],
+                 mcp_servers: tuple[str, ...], intercept_all: bool, sets: tuple[str, ...],
                  ready_timeout: float, java: bool, cmd: tuple[str, ...]) -> None:
     """Run CMD with a proxy around it; exit with CMD's exit code: semula exec --mode replay -- pytest.
 
@@ -43,7 +43,7 @@ def exec_command(mode: str, listen_host: str, listen_port: int, data_dir: Path, 
         from semula.session.java_env import find_jdk
 
         find_jdk()  # no JDK: say so before a proxy starts
-    sets = recordings_sets(recordings, no_recordings) + extra_host_sets(extra_hosts) + mcp_server_sets(mcp_servers) + sets
+    sets = command_sets(recordings, no_recordings, extra_hosts, mcp_servers, intercept_all) + sets
     stop = StopSignals().install()  # SIGTERM/SIGHUP (a cancelled CI job): unwind like Ctrl-C, proxy stopped
     try:
         code = _around(cmd, stop, mode, listen_host, listen_port, data_dir, project, sets, ready_timeout, java)

@@ -18,8 +18,8 @@ from semula.providers import allow_hosts_regexes
 from semula.proxy.run import lean
 from semula.session.ca import DEFAULT_CONFDIR, confdir_of, ensure_ca, key_size_of
 from semula.session.clientenv import (
-    PLACEHOLDER_KEY, PROVIDER_KEY_GROUPS, client_env, extra_host_sets, intercepted_hosts, java_env, mcp_server_sets,
-    port_hint, port_in_use, recordings_sets,
+    PLACEHOLDER_KEY, PROVIDER_KEY_GROUPS, client_env, command_sets, intercepted_hosts, intercepts_all, java_env,
+    port_hint, port_in_use,
 )
 
 MODES = [m.value for m in Mode]
@@ -43,6 +43,10 @@ def proxy_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--mcp-server", "mcp_servers", multiple=True, metavar="HOST[:PORT][/PATH]",
                      help="record and replay this MCP server's Streamable HTTP traffic (JSON-RPC calls matched by "
                           "method and params; docs/mcp.md); repeatable"),
+        click.option("--intercept-all", is_flag=True,
+                     help="decrypt every HTTPS host (the others forwarded untouched, never recorded): a run's clients "
+                          "then trust semula's CA alone, ~30 ms less per SDK client; breaks certificate pinning "
+                          "and client certificates to other hosts (docs/performance.md)"),
         click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
                      help="any mitmproxy or semula_* option, e.g. --set confdir=/tmp/conf"),
     ]
@@ -82,8 +86,8 @@ def mitmproxy_args(mode: str, listen_host: str, listen_port: int, data_dir: Path
         if item.split("=", 1)[0] not in named:
             args += ["--set", item]
     # Decrypt only provider hosts: other traffic and certificate pinning keep working. A user's
-    # allow_hosts adds to these (a list option), it does not replace them.
-    for regex in allow_hosts_regexes(hosts):
+    # allow_hosts adds to these (a list option), it does not replace them. semula_intercept_all decrypts all.
+    for regex in () if intercepts_all(sets) else allow_hosts_regexes(hosts):
         args += ["--set", f"allow_hosts={regex}"]
     for item in sets:
         args += ["--set", item]
@@ -129,12 +133,11 @@ def _shown_default(value: object) -> str:
 @click.option("--parent-pid", type=int, default=None, hidden=True,
               help="the run that starts this proxy (semula exec, the pytest plugin): stop when it is gone")
 def proxy(mode: str, listen_host: str, listen_port: int, data_dir: Path, project: str, recordings: Path | None,
-          no_recordings: bool, extra_hosts: tuple[str, ...], mcp_servers: tuple[str, ...], sets: tuple[str, ...],
-          confdir: Path | None, web: bool, parent_pid: int | None) -> None:
+          no_recordings: bool, extra_hosts: tuple[str, ...], mcp_servers: tuple[str, ...], intercept_all: bool,
+          sets: tuple[str, ...], confdir: Path | None, web: bool, parent_pid: int | None) -> None:
     """Run the proxy (mitmdump, or mitmweb with --web) with the semula addon."""
     confdir_set = (f"confdir={confdir.expanduser()}",) if confdir else ()
-    sets = (recordings_sets(recordings, no_recordings) + extra_host_sets(extra_hosts) + mcp_server_sets(mcp_servers)
-            + confdir_set + sets)
+    sets = command_sets(recordings, no_recordings, extra_hosts, mcp_servers, intercept_all) + confdir_set + sets
     refuse_bad_options(sets)
     args = mitmproxy_args(mode, listen_host, listen_port, data_dir, project, sets, web)
     _check_embeddings(data_dir, sets)

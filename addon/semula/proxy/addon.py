@@ -97,7 +97,10 @@ class SemulaAddon:
         # The host the client asked for, noted before map_remote rewrites the URL.
         host = flow.request.pretty_host.lower()
         parts = self.parts
-        if not _intercepted(host, parts.settings.hosts) or is_realtime_upgrade(flow.request):
+        if not _intercepted(host, parts.settings.hosts):
+            _pass_through(flow)
+            return
+        if is_realtime_upgrade(flow.request):
             return
         caller = caller_of(flow, parts.conn_projects, parts.conn_tags, parts.tests,
                            parts.settings.default_project)
@@ -118,6 +121,10 @@ class SemulaAddon:
             self.flows.pop(flow.id, None)  # served or refused: finished and logged
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
+        if flow.metadata.get(PASSING):
+            if flow.response is not None and flow.response.status_code != 101:  # a WebSocket's own layer relays it
+                flow.response.stream = True
+            return
         state = self.flows.get(flow.id)
         if state is None or state.decision is None or flow.response is None or state.decision.action == "serve":
             return
@@ -141,6 +148,21 @@ class SemulaAddon:
             await self.recorder.complete(flow, state, client_gone=message)
         else:
             self.recorder.failed(flow, state, message)
+
+
+PASSING = "semula: not intercepted"  # a flow's metadata: a host semula does not intercept, relayed as it comes
+BIG_UPLOAD_BYTES = 1024 * 1024
+
+
+def _pass_through(flow: http.HTTPFlow) -> None:
+    """A host semula does not intercept (plain HTTP, or any HTTPS host with semula_intercept_all): its answer,
+    and an upload over 1 MB, are streamed, never held whole in the proxy's memory."""
+    flow.metadata[PASSING] = True
+    headers = flow.request.headers
+    length = headers.get("content-length", "")
+    if "chunked" in headers.get("transfer-encoding", "").lower() or (
+            length.isdigit() and int(length) > BIG_UPLOAD_BYTES):
+        flow.request.stream = True
 
 
 @lru_cache(maxsize=1024)

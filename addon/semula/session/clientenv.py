@@ -41,6 +41,13 @@ def intercepted_hosts(sets: tuple[str, ...]) -> tuple[str, ...]:
     return host_list(hosts, [*(s.split("=", 1)[1] for s in sets if s.startswith("semula_extra_hosts=")), *extra_mcp])
 
 
+def command_sets(recordings: Path | None, no_recordings: bool, extra_hosts: tuple[str, ...],
+                 mcp_servers: tuple[str, ...], intercept_all: bool) -> tuple[str, ...]:
+    """The options `semula proxy` and `semula exec` give for their own flags, before the user's `--set`s."""
+    return (recordings_sets(recordings, no_recordings) + extra_host_sets(extra_hosts) + mcp_server_sets(mcp_servers)
+            + (("semula_intercept_all=true",) if intercept_all else ()))
+
+
 def recordings_sets(recordings: Path | None, no_recordings: bool) -> tuple[str, ...]:
     if no_recordings:
         return ("semula_recordings=off",)
@@ -79,23 +86,32 @@ def plain_http_possible(sets: tuple[str, ...]) -> bool:
     return set(intercepted_hosts(sets)) != set(DEFAULT_PROVIDER_HOSTS)
 
 
+def intercepts_all(sets: tuple[str, ...]) -> bool:
+    """Whether a run's proxy decrypts every HTTPS host (`semula_intercept_all`, its last value)."""
+    values = [s.split("=", 1)[1].strip().lower() for s in sets if s.split("=", 1)[0].strip() == "semula_intercept_all"]
+    return bool(values) and values[-1] == "true"
+
+
 def client_env(port: int, confdir: Path, project: str | None = None, host: str = "127.0.0.1",
-               password: str = "semula", plain_http: bool = True) -> dict[str, str]:
+               password: str = "semula", plain_http: bool = True, ca_only: bool = False) -> dict[str, str]:
     """The variables each ecosystem reads to use the proxy and trust its CA.
 
     The password picks no project; one that starts with `semula-` tags the calls (the pytest plugin
     tells its xdist workers' refusals apart by it). `plain_http=False` (a run that intercepts only HTTPS
     hosts, `plain_http_possible`) leaves HTTP_PROXY and http_proxy alone: httpx builds one SSL context,
     the CA bundle loaded again, for every proxy variable it finds, so an SDK client made per test pays
-    for each (~25-55 ms here), and a plain-HTTP call would not be semula's anyway."""
+    for each (~25-55 ms here), and a plain-HTTP call would not be semula's anyway.
+
+    `ca_only` (a proxy that decrypts every HTTPS host, `intercepts_all`): the bundle holds semula's CA alone,
+    so each TLS context a client builds loads one certificate instead of the public roots' ~140."""
     import certifi
 
     confdir = confdir.expanduser()
     ca = ensure_ca(confdir)
-    bundle = confdir / "semula-ca-bundle.pem"
+    bundle = confdir / ("semula-ca-only.pem" if ca_only else "semula-ca-bundle.pem")
     # Written aside and renamed: a client of another run (an xdist worker) never reads half a file.
     partial = bundle.with_name(f"{bundle.name}.{os.getpid()}.tmp")
-    partial.write_text(Path(certifi.where()).read_text() + "\n" + ca.read_text())
+    partial.write_text(ca.read_text() if ca_only else Path(certifi.where()).read_text() + "\n" + ca.read_text())
     os.replace(partial, bundle)
     url = proxy_url(host, port, project, password)
     no_proxy = "localhost,127.0.0.1,::1"

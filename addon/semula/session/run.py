@@ -30,8 +30,8 @@ from semula.admin.protocol import read_admin_info
 from semula.session.optioncheck import OptionError, check_sets
 from semula.proxy.run.runinfo import differences, requested
 from semula.session.ca import DEFAULT_CONFDIR, confdir_of, ensure_ca, key_size_of
-from semula.session.clientenv import (client_env, namespace_by_key, placeholder_keys, plain_http_possible, port_hint,
-                                      port_in_use)
+from semula.session.clientenv import (client_env, intercepts_all, namespace_by_key, placeholder_keys,
+                                      plain_http_possible, port_hint, port_in_use)
 from semula.session.google_env import google_placeholder_env
 from semula.store.datadir import make_data_dir
 
@@ -108,7 +108,7 @@ def run_env(mode: str, sets: tuple[str, ...], host: str, port: int, confdir: Pat
             environ: dict[str, str] | os._Environ[str], project: str | None = None,
             password: str = "semula") -> dict[str, str]:
     """The variables to set for a run's clients, placeholder API keys included in replay mode."""
-    env = client_env(port, confdir, project, host, password, plain_http_possible(sets))
+    env = client_env(port, confdir, project, host, password, plain_http_possible(sets), intercepts_all(sets))
     if mode == Mode.REPLAY.value and not namespace_by_key(sets):
         env.update(placeholder_keys(environ))
         env.update(google_placeholder_env(environ, confdir))  # Vertex AI: session/google_env.py

@@ -46,6 +46,10 @@ def declare(loader: Any) -> None:
     )
     loader.add_option("semula_extra_hosts", Sequence[str], [],
                       "more hosts to intercept, added to semula_hosts (an OpenAI-compatible API, a CDN a test needs)")
+    loader.add_option("semula_intercept_all", bool, False,
+                      "decrypt every HTTPS host, not only the intercepted ones: the others are forwarded untouched, "
+                      "streamed and never recorded, their certificates checked against the public roots; `semula "
+                      "exec` and the pytest plugin then give clients a bundle of semula's CA alone (docs/performance.md)")
     loader.add_option("semula_mcp_servers", Sequence[str], [],
                       "MCP servers (Streamable HTTP) to record and replay: host, host:port or host:port/path; "
                       "their JSON-RPC calls are matched by method and params, never by id or session")
