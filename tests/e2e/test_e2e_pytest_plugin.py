@@ -63,7 +63,10 @@ def test_unrecorded():
 
 
 def test_no_call():
-    pass
+    # one certificate: semula's CA alone (--semula-intercept-all); else the public roots beside it
+    if os.environ.get("BUNDLE_COUNT_OUT"):
+        with open(os.environ["BUNDLE_COUNT_OUT"], "w") as out:
+            out.write(str(open(os.environ["SSL_CERT_FILE"]).read().count("BEGIN CERTIFICATE")))
 '''
 
 
@@ -102,8 +105,9 @@ def test_record_in_auto_then_replay_fails_only_the_tests_that_missed(
     assert sorted(p.name for p in recordings.iterdir() if p.is_dir()) == ["alpha", "default"], \
         "the marker sent the alpha test's call to project alpha"
 
-    # Then under pytest-xdist: two workers share the controller's proxy, each fails only its own tests.
-    for data_dir, options in (("d-replay", ()), ("d-xdist", ("-n", "2"))):
+    # Then under pytest-xdist: two workers share the controller's proxy, each fails only its own tests; that
+    # proxy decrypts every host, and the workers' clients trust semula's CA alone (--semula-intercept-all).
+    for data_dir, options in (("d-replay", ()), ("d-xdist", ("-n", "2", "--semula-intercept-all"))):
         replayed = run_suite(pytester, monkeypatch, fake_provider, mitm_confdir, "replay", tmp_path / data_dir,
                              recordings, source, options=options)
         replayed.assert_outcomes(passed=3, failed=2)
@@ -116,6 +120,12 @@ def test_record_in_auto_then_replay_fails_only_the_tests_that_missed(
         assert "no recording matches this request (project 'beta', mode replay)" in output
         assert "no recording matches this request (project 'default', mode replay)" in output
         assert "semula: 4 calls · 2 hits · 0 misses · 2 refused" in output
+        count = tmp_path / f"{data_dir}-certificates"
+        monkeypatch.setenv("BUNDLE_COUNT_OUT", str(count))
+        run_suite(pytester, monkeypatch, fake_provider, mitm_confdir, "replay", tmp_path / data_dir, recordings,
+                  source, "test_no_call", options=options).assert_outcomes(passed=1)
+        assert (int(count.read_text()) == 1) is ("--semula-intercept-all" in options), count.read_text()
+        monkeypatch.delenv("BUNDLE_COUNT_OUT")
 
 
 def test_replay_with_no_recordings_folder_is_a_normal_start(
