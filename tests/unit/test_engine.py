@@ -80,3 +80,25 @@ def test_a_bare_engine_does_no_start_up_work(tmp_path) -> None:
     opened = Engine.open(store)
     assert opened.preloaded(30) and len(opened.index) == 1
     opened.close()
+
+
+def test_a_change_read_before_a_delete_never_brings_the_recording_back(duckdb_engine, monkeypatch) -> None:
+    """The follower thread applies another proxy's writes while this engine deletes: an entry it read just
+    before the delete, or reads after it from an older change, stays out of memory (it would be served)."""
+    from types import SimpleNamespace
+
+    engine = duckdb_engine
+    gone, kept = record(engine, "hello"), record(engine, "goodbye")
+    read = engine.store.entries_by_ids
+
+    def read_then_deleted(ids):
+        entries = read(ids)  # read while it is still there...
+        assert engine.recordings.delete_entry(gone)  # ...and deleted on the owner's thread meanwhile
+        return entries
+
+    monkeypatch.setattr(engine.store, "entries_by_ids", read_then_deleted)
+    engine.apply_changes([SimpleNamespace(kind="entry", ref=gone), SimpleNamespace(kind="entry", ref=kept)])
+    assert lookup(engine, "hello") is None and lookup(engine, "goodbye").entry_id == kept
+    monkeypatch.setattr(engine.store, "entries_by_ids", lambda ids: [])  # an older change, read again later
+    engine.apply_changes([SimpleNamespace(kind="entry", ref=gone)])
+    assert lookup(engine, "hello") is None

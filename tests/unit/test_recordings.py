@@ -101,6 +101,19 @@ def test_first_start_exports_the_store_then_syncs_incrementally(tmp_path: Path) 
     fresh.close()
 
 
+def test_an_export_reads_the_store_a_range_at_a_time_and_skips_the_gaps(tmp_path: Path) -> None:
+    from semula.recordings.folder import EXPORT_BATCH
+
+    store = store_with(tmp_path, *(f"question {i}" for i in range(2 * EXPORT_BATCH + 5)))
+    ids = sorted(e["id"] for e in store.list_entries(limit=1000))
+    for gone in (ids[0], ids[EXPORT_BATCH - 1], ids[EXPORT_BATCH], ids[-1]):  # at the batches' edges
+        store.delete_entry(gone)
+    assert RecordingsFolder(tmp_path / "rec", tmp_path / "data").export(store) == len(ids) - 4
+    written = sorted(p.name.split("-")[1] for p in (tmp_path / "rec" / "p").rglob("question-*.json"))
+    assert len(written) == len(set(written)) == len(ids) - 4
+    store.close()
+
+
 def test_only_entries_from_the_folder_are_removed(tmp_path: Path) -> None:
     store = store_with(tmp_path)
     folder = RecordingsFolder(tmp_path / "rec", tmp_path / "data")

@@ -287,13 +287,18 @@ class Engine:
             self.recordings.reload()
             return
         entry_ids = sorted({c.ref for c in changes if c.kind == "entry" and c.ref is not None})
+        deleted, added = self.recordings.deleted, []
         for start in range(0, len(entry_ids), ENTRY_BATCH):
             # the answers too: the hit is served from memory, even if the server goes down later
             for entry in self.store.entries_by_ids(entry_ids[start:start + ENTRY_BATCH]):
-                if entry.kind != RecordingKind.HTTP:  # a conversation is read when one is replayed
+                if entry.kind != RecordingKind.HTTP or entry.id in deleted:  # a conversation: read when replayed
                     continue
                 self.index.add(entry.id, entry.project, entry.request_fp, entry.normalised_fp)
                 self.answers.put(entry)
+                added.append(entry.id)
+        if deleted.intersection(added):  # deleted here (on another thread) after it was read: never served
+            self.recordings.reload()
+            return
         if "alias" in kinds:
             self.index.replace_aliases(self.store.alias_rows())
         if "candidate" in kinds:

@@ -54,6 +54,7 @@ class Recordings:
         self.answers = answers
         self.tiers = tiers  # the near tiers: their indexes follow every write and delete
         self.review = review
+        self.deleted: set[int] = set()  # ids deleted through this engine: a change read before never adds one back
 
     def reload(self, preload: bool = True) -> None:
         """Load the index, the open review requests and (unless the caller does it later, on another
@@ -118,6 +119,7 @@ class Recordings:
             self.folder.write_unwritten(self.store)
 
     def delete_entry(self, entry_id: int) -> bool:
+        self.deleted.add(entry_id)  # first: `Engine.apply_changes` may be adding it from an older change right now
         self.review.recording_deleted(entry_id)
         found = self.store.delete_entry(entry_id)
         if self.folder is not None:

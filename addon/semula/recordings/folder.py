@@ -51,6 +51,7 @@ JOURNAL_FILE = "recordings-journal"  # in the data dir: recordings stored whose 
 META_FILE = "_semula.json"  # the folder's format and the salt of secrets' tags: commit it with the recordings
 FOLDER_FORMAT = "semula-recordings/1"
 SYNC_BATCH = 2000  # recordings per store transaction when loading
+EXPORT_BATCH = 32  # recordings read per store query when exporting: one query each, at most 32 answers in memory
 LOAD_ERRORS = (RecordingFileError, SettingsError, UnicodeDecodeError, OSError)
 
 
@@ -464,14 +465,15 @@ class RecordingsFolder:
     def export(self, store: RecordingStore) -> int:
         """Write every entry of the store as a file (`semula export`, and the first start after an upgrade)."""
         count = 0
-        for entry_id, *_ in sorted(store.index_rows()):  # ids only: the entries are read one at a time
-            entry = store.get_entry(entry_id)
-            if entry is not None:
+        ids = sorted(entry_id for entry_id, *_ in store.index_rows())
+        for start in range(0, len(ids), EXPORT_BATCH):  # a few at a time: one query each, a bounded memory
+            batch = ids[start:start + EXPORT_BATCH]
+            for entry in store.entries_between(batch[0], batch[-1]):  # (one stored meanwhile is exported too)
                 try:
                     self.write(entry, save=False)
                     count += 1
                 except (OSError, RecordingFileError) as e:
-                    log.error("semula: recording #%s was not exported: %s", entry_id, e)
+                    log.error("semula: recording #%s was not exported: %s", entry.id, e)
         self._save_manifest()
         return count
 
