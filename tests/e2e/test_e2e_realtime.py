@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ import pytest
 from websockets.exceptions import ConnectionClosedError
 
 from conftest import ProxyFactory
-from e2e_helpers import FakeProvider, ProxyHandle, run_semula, ssl_context
+from e2e_helpers import FakeProvider, ProxyHandle, dumped_if_stalled, run_semula, ssl_context
 from fake_realtime import FakeRealtime, converse as fake_converse, synthetic_pcm
 
 pytestmark = pytest.mark.e2e
@@ -56,12 +57,19 @@ def converse(proxy: ProxyHandle, turns: tuple[str, ...] = TURNS, azure: bool = F
     return fake_converse(proxy.proxy_url, proxy.ca_path, KEY, turns, AZURE if azure else None)
 
 
+def explained(proxy: ProxyHandle, fake: FakeRealtime, talk: Callable[[], list[bytes]]) -> list[bytes]:
+    """The conversation's events; a failure says what the fake saw, the proxy's output and, for one still
+    running 10 s in, where each of the proxy's connection handlers waited (`dumped_if_stalled`)."""
+    with dumped_if_stalled(proxy) as dumps:
+        try:
+            return talk()
+        except Exception as e:
+            raise AssertionError(f"{type(e).__name__}: {e}; the fake saw {fake.connections} connections "
+                                 f"({fake.paths}); {proxy.describe()}\n{''.join(dumps)}") from e
+
+
 def converse_or_explain(proxy: ProxyHandle, fake: FakeRealtime, azure: bool = False) -> list[bytes]:
-    try:
-        return converse(proxy, azure=azure)
-    except Exception as e:
-        raise AssertionError(f"{type(e).__name__}: {e}; the fake saw {fake.connections} connections "
-                             f"({fake.paths}); {proxy.describe()}") from e
+    return explained(proxy, fake, lambda: converse(proxy, azure=azure))
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +152,7 @@ def test_the_key_never_reaches_disk_or_console(replay: ProxyHandle, recorded: di
 
 def test_audio_goes_to_one_sidecar_and_replays_byte_exact(recorded: dict[str, Any], replay: ProxyHandle,
                                                          fake_realtime: FakeRealtime) -> None:
-    events = converse_audio(recorded["proxy"])
+    events = explained(recorded["proxy"], fake_realtime, lambda: converse_audio(recorded["proxy"]))
     assert any(json.loads(e)["type"] == "response.output_audio.delta" for e in events)
     # session.update + 10 appends + commit + response.create
     recorded_lines: list[str] = []  # its third recorded conversation (each line is looked at once)

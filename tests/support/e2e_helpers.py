@@ -18,7 +18,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -250,6 +251,41 @@ class ProxyHandle:
 
     def describe(self) -> str:
         return f"semula proxy ({' '.join(self.argv)}) output:\n{self.output()}"
+
+    def dump_info(self, timeout: float = 15) -> str:
+        """mitmproxy's own dump (its SIGUSR1 handler): threads, and every asyncio task with the line it waits on,
+        so a connection that stalls says where its handler is."""
+        start = len(self.output())
+        try:
+            os.kill(self.proc.pid, signal.SIGUSR1)
+        except OSError as e:
+            return f"(no dump: {e})"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self.output()[start:]
+            if text.count("*" * 52) >= 2:
+                return text
+            time.sleep(0.1)
+        return self.output()[start:] + "\n(the dump did not finish)"
+
+
+@contextmanager
+def dumped_if_stalled(proxy: ProxyHandle, after: float = 10) -> Iterator[list[str]]:
+    """A list that gets the proxy's `dump_info` if the block is still running after `after` seconds (a watch
+    only: the block's own timeouts decide whether it fails); put it in the failure's message."""
+    dumps: list[str] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        if not done.wait(after):
+            dumps.append(f"proxy state {after:g} s in:\n{proxy.dump_info()}")
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield dumps
+    finally:
+        done.set()
 
 
 def start_proxy(
