@@ -16,6 +16,7 @@ import base64
 import json
 import shutil
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,13 @@ def converse_audio(proxy: ProxyHandle, seconds: float = 1.0) -> list[bytes]:
     received: list[bytes] = []
     pcm = synthetic_pcm(seconds)
     options: Any = {"proxy": proxy.proxy_url, "ssl": ssl_context(proxy.ca_path), "open_timeout": 20}
-    with client.realtime.connect(model="gpt-realtime", websocket_connection_options=options) as connection:
+    with ExitStack() as stack:
+        with dumped_if_stalled(proxy) as dumps:  # an upgrade that fails after 10 s says where the proxy waited
+            try:
+                connection = stack.enter_context(
+                    client.realtime.connect(model="gpt-realtime", websocket_connection_options=options))
+            except TimeoutError as e:
+                raise TimeoutError(f"{e}\n{''.join(dumps)}") from e
         received.append(connection.recv_bytes())
         connection.session.update(session={"type": "realtime", "output_modalities": ["audio"]})
         for start in range(0, len(pcm), 4800):
@@ -53,19 +60,19 @@ def converse_audio(proxy: ProxyHandle, seconds: float = 1.0) -> list[bytes]:
 
 
 def converse(proxy: ProxyHandle, turns: tuple[str, ...] = TURNS, azure: bool = False) -> list[bytes]:
-    """The server events the SDK received, raw, over a whole conversation the client closes itself."""
-    return fake_converse(proxy.proxy_url, proxy.ca_path, KEY, turns, AZURE if azure else None)
+    """The server events the SDK received, raw, over a whole conversation the client closes itself; an upgrade
+    that fails after 10 s says where the proxy's connection handlers waited."""
+    return fake_converse(proxy.proxy_url, proxy.ca_path, KEY, turns, AZURE if azure else None,
+                         watch=lambda: dumped_if_stalled(proxy))
 
 
 def explained(proxy: ProxyHandle, fake: FakeRealtime, talk: Callable[[], list[bytes]]) -> list[bytes]:
-    """The conversation's events; a failure says what the fake saw, the proxy's output and, for one still
-    running 10 s in, where each of the proxy's connection handlers waited (`dumped_if_stalled`)."""
-    with dumped_if_stalled(proxy) as dumps:
-        try:
-            return talk()
-        except Exception as e:
-            raise AssertionError(f"{type(e).__name__}: {e}; the fake saw {fake.connections} connections "
-                                 f"({fake.paths}); {proxy.describe()}\n{''.join(dumps)}") from e
+    """The conversation's events; a failure says what the fake saw and the proxy's output."""
+    try:
+        return talk()
+    except Exception as e:
+        raise AssertionError(f"{type(e).__name__}: {e}; the fake saw {fake.connections} connections "
+                             f"({fake.paths}); {proxy.describe()}") from e
 
 
 def converse_or_explain(proxy: ProxyHandle, fake: FakeRealtime, azure: bool = False) -> list[bytes]:

@@ -24,6 +24,8 @@ import secrets
 import ssl
 import struct
 import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +42,11 @@ def _realtime_protocol(connection: Any, offered: Any) -> str | None:
     return "realtime" if "realtime" in offered else None  # what OpenAI answers to a browser's offer
 
 
-def converse(proxy_url: str, ca_path: Path | str, key: str, turns: tuple[str, ...], azure_host: str | None = None
-             ) -> list[bytes]:
+def converse(proxy_url: str, ca_path: Path | str, key: str, turns: tuple[str, ...], azure_host: str | None = None,
+             watch: Callable[[], AbstractContextManager[list[str]]] | None = None) -> list[bytes]:
     """The server events the `openai` SDK's realtime client received, raw, over a whole conversation of text
-    turns that the client closes itself. The key goes as a bearer header, an `api_key` query and a subprotocol."""
+    turns that the client closes itself. The key goes as a bearer header, an `api_key` query and a subprotocol.
+    `watch` runs around the upgrade; what it collected (`e2e_helpers.dumped_if_stalled`) goes into a timeout."""
     import openai
 
     client = (openai.AzureOpenAI(api_key=key, api_version="2025-04-01-preview", azure_endpoint=f"https://{azure_host}",
@@ -52,8 +55,13 @@ def converse(proxy_url: str, ca_path: Path | str, key: str, turns: tuple[str, ..
     received: list[bytes] = []
     options: Any = {"proxy": proxy_url, "ssl": ssl.create_default_context(cafile=str(ca_path)), "open_timeout": 20,
                     "subprotocols": ["realtime", f"openai-insecure-api-key.{key}"]}
-    with client.realtime.connect(model="gpt-realtime", extra_query={"api_key": key},
-                                 websocket_connection_options=options) as connection:
+    with ExitStack() as stack:
+        with (watch or (lambda: nullcontext([])))() as notes:
+            try:
+                connection = stack.enter_context(client.realtime.connect(
+                    model="gpt-realtime", extra_query={"api_key": key}, websocket_connection_options=options))
+            except TimeoutError as e:
+                raise TimeoutError(f"{e}\n{''.join(notes)}") from e
         received.append(connection.recv_bytes())  # session.created
         connection.session.update(session={"type": "realtime", "output_modalities": ["text"]})
         for text in turns:
