@@ -106,7 +106,7 @@ def test_a_message_over_the_cap_closes_its_connection_and_other_flows_go_on(
                              ssl=ssl_context(proxy.ca_path), open_timeout=20, max_size=None)
             except Exception as e:  # named in the assertion's message below, with when it happened
                 outcome["error"] = f"{e!r} after {time.monotonic() - started:.3f} s"
-                outcome["proxy state"] = dumps
+                outcome["proxy state"] = "".join(dumps)
                 return
         with ws:
             outcome["upgraded after s"] = round(time.monotonic() - started, 3)
@@ -121,7 +121,7 @@ def test_a_message_over_the_cap_closes_its_connection_and_other_flows_go_on(
     sender.start()
     # the proxy has read the big message's header and drops the rest as it comes: an HTTP call goes out beside it
     assert proxy.pump.wait_for(lambda s: "a client message of 32.0 MB or more is over the 16 MB cap" in s, 60), \
-        (outcome, proxy.describe())
+        "\n".join([*(f"{k}: {v}" for k, v in outcome.items()), proxy.describe()])  # a text: shown whole
     answer = chat.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "warm up"}])
     assert answer.choices[0].message.content
     sender.join(180)
