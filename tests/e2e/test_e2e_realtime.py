@@ -25,7 +25,7 @@ import pytest
 from websockets.exceptions import ConnectionClosedError
 
 from conftest import ProxyFactory
-from e2e_helpers import FakeProvider, ProxyHandle, dumped_if_stalled, run_semula, ssl_context
+from e2e_helpers import FakeProvider, ProxyHandle, dumped_if_stalled, run_semula, websocket_ssl_context
 from fake_realtime import FakeRealtime, converse as fake_converse, synthetic_pcm
 
 pytestmark = pytest.mark.e2e
@@ -40,7 +40,7 @@ def converse_audio(proxy: ProxyHandle, seconds: float = 1.0) -> list[bytes]:
     client = openai.OpenAI(api_key=KEY, base_url="https://api.openai.com/v1", max_retries=0)
     received: list[bytes] = []
     pcm = synthetic_pcm(seconds)
-    options: Any = {"proxy": proxy.proxy_url, "ssl": ssl_context(proxy.ca_path), "open_timeout": 20}
+    options: Any = {"proxy": proxy.proxy_url, "ssl": websocket_ssl_context(proxy.ca_path), "open_timeout": 20}
     with ExitStack() as stack:
         with dumped_if_stalled(proxy) as dumps:  # an upgrade that fails after 10 s says where the proxy waited
             try:

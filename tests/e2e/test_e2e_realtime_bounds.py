@@ -24,7 +24,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from conftest import ProxyFactory
-from e2e_helpers import FakeProvider, ProxyHandle, dumped_if_stalled, openai_client, run_semula, ssl_context
+from e2e_helpers import FakeProvider, ProxyHandle, dumped_if_stalled, openai_client, run_semula, websocket_ssl_context
 from fake_realtime import FakeRealtime
 
 pytestmark = pytest.mark.e2e
@@ -46,7 +46,7 @@ def realtime_client() -> openai.OpenAI:
 
 
 def options(proxy: ProxyHandle) -> Any:
-    return {"proxy": proxy.proxy_url, "ssl": ssl_context(proxy.ca_path), "open_timeout": 20}
+    return {"proxy": proxy.proxy_url, "ssl": websocket_ssl_context(proxy.ca_path), "open_timeout": 20}
 
 
 def until_done(connection: Any) -> list[bytes]:
@@ -103,7 +103,7 @@ def test_a_message_over_the_cap_closes_its_connection_and_other_flows_go_on(
         with dumped_if_stalled(proxy) as dumps:  # where the proxy's handlers wait, if the upgrade stalls
             try:
                 ws = connect("wss://api.openai.com/v1/realtime?model=gpt-realtime", proxy=proxy.proxy_url,
-                             ssl=ssl_context(proxy.ca_path), open_timeout=20, max_size=None)
+                             ssl=websocket_ssl_context(proxy.ca_path), open_timeout=20, max_size=None)
             except Exception as e:  # named in the assertion's message below, with when it happened
                 outcome["error"] = f"{e!r} after {time.monotonic() - started:.3f} s"
                 outcome["proxy state"] = "".join(dumps)

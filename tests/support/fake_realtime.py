@@ -29,6 +29,7 @@ from contextlib import AbstractContextManager, ExitStack, nullcontext
 from pathlib import Path
 from typing import Any
 
+from e2e_helpers import websocket_ssl_context
 from fakeprovider import ensure_certs
 
 AUDIO_CHUNK_SAMPLES = 2400  # 100 ms at 24 kHz
@@ -53,7 +54,7 @@ def converse(proxy_url: str, ca_path: Path | str, key: str, turns: tuple[str, ..
                                  max_retries=0) if azure_host else
               openai.OpenAI(api_key=key, base_url="https://api.openai.com/v1", max_retries=0))
     received: list[bytes] = []
-    options: Any = {"proxy": proxy_url, "ssl": ssl.create_default_context(cafile=str(ca_path)), "open_timeout": 20,
+    options: Any = {"proxy": proxy_url, "ssl": websocket_ssl_context(ca_path), "open_timeout": 20,
                     "subprotocols": ["realtime", f"openai-insecure-api-key.{key}"]}
     with ExitStack() as stack:
         with (watch or (lambda: nullcontext([])))() as notes:
