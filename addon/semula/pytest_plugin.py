@@ -171,7 +171,7 @@ class SemulaPlugin:
 
     # --- the environment -------------------------------------------------------------------
 
-    def client_env(self) -> dict[str, str]:
+    def client_env(self) -> dict[str, str | None]:
         from semula.session.run import run_env
 
         p = self.proxy
@@ -193,7 +193,10 @@ class SemulaPlugin:
         self.proxy_variables = tuple(name for name in PROXY_VARIABLES if name in env)
         for name, value in env.items():
             self.saved.setdefault(name, os.environ.get(name))
-            os.environ[name] = value
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         self.last_refusal = self._refusals_since(None)["last"]
         self.tracking = True
         self.tracking = self._enter(None)  # also asks whether the proxy can be told (an older one cannot)

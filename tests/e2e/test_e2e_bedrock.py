@@ -114,12 +114,13 @@ def run_node(node_project: Path | str, proxy: ProxyHandle, run: str, env: dict[s
 
 def client_env(proxy: ProxyHandle, credentials: dict[str, str], tmp: Path) -> dict[str, str]:
     """What `semula exec` gives a run, on a machine whose only AWS settings are `credentials`."""
+    from semula.session.clientenv import applied
     from semula.session.run import run_env
 
     nowhere = str(tmp / "no-aws-files")  # the machine's own ~/.aws is not this test's
     base = {**{k: v for k, v in clean_env().items() if k not in AWS_VARIABLES},
             "AWS_SHARED_CREDENTIALS_FILE": nowhere, "AWS_CONFIG_FILE": nowhere, **credentials}
-    return {**base, **run_env(proxy.mode, (), "127.0.0.1", proxy.port, proxy.confdir, base)}
+    return applied(base, run_env(proxy.mode, (), "127.0.0.1", proxy.port, proxy.confdir, base))
 
 
 def run_boto3(proxy: ProxyHandle, run: str, env: dict[str, str], miss: bool = False) -> dict[str, Any]:

@@ -41,7 +41,7 @@ from agents.mcp import MCPServerStreamableHttp
 
 
 def through_semula(headers=None, timeout=None, auth=None):
-    verify = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
+    verify = ssl.create_default_context()  # OpenSSL's defaults: SSL_CERT_FILE, or the directory semula sets
     return httpx2.AsyncClient(proxy=os.environ["HTTPS_PROXY"], verify=verify, trust_env=False, headers=headers,
                               timeout=timeout, auth=auth, follow_redirects=False)
 '''

@@ -114,8 +114,9 @@ def test_env_exports_work_for_curl_and_requests(auto: ProxyHandle, fake_provider
     res = run_semula("env", "--port", str(auto.port), "--confdir", str(auto.confdir), "--project", "alpha")
     assert res.returncode == 0, res.stderr
     exports = parse_exports(res.stdout)
-    for name in ("HTTPS_PROXY", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"):
+    for name in ("HTTPS_PROXY", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"):
         assert name in exports, f"{name} missing from:\n{res.stdout}"
+    assert "unset SSL_CERT_FILE" in res.stdout.splitlines(), res.stdout  # httpx would load it whole
     assert urlsplit(exports["HTTPS_PROXY"]).username == "alpha", exports["HTTPS_PROXY"]
 
     body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": VIA_ENV}]})

@@ -66,7 +66,10 @@ def test_no_call():
     # one certificate: semula's CA alone (--semula-intercept-all); else the public roots beside it
     if os.environ.get("BUNDLE_COUNT_OUT"):
         with open(os.environ["BUNDLE_COUNT_OUT"], "w") as out:
-            out.write(str(open(os.environ["SSL_CERT_FILE"]).read().count("BEGIN CERTIFICATE")))
+            if os.environ.get("SSL_CERT_FILE"):
+                out.write(str(open(os.environ["SSL_CERT_FILE"]).read().count("BEGIN CERTIFICATE")))
+            else:  # the hashed directory: one file a certificate
+                out.write(str(len(os.listdir(os.environ["SSL_CERT_DIR"]))))
 '''
 
 
@@ -137,13 +140,13 @@ import json, os, pytest
 
 @pytest.hookimpl(trylast=True)  # after the plugin's own pytest_unconfigure
 def pytest_unconfigure(config):
-    names = ("HTTPS_PROXY", "SSL_CERT_FILE", "OPENAI_API_KEY")
+    names = ("HTTPS_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR", "OPENAI_API_KEY")
     open({str(after)!r}, "w").write(json.dumps({{n: os.environ.get(n) for n in names}}))
 ''')
     result = run_suite(pytester, monkeypatch, fake_provider, mitm_confdir, "replay", tmp_path / "data",
                        tmp_path / "no-such-folder", SUITE.format(**prompts), "test_unrecorded", "test_no_call")
     result.assert_outcomes(passed=1, failed=1)
-    before = {n: os.environ.get(n) for n in ("HTTPS_PROXY", "SSL_CERT_FILE", "OPENAI_API_KEY")}  # as run_suite left it
+    before = {n: os.environ.get(n) for n in ("HTTPS_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR", "OPENAI_API_KEY")}  # as run_suite left it
     assert before["OPENAI_API_KEY"] is None
     assert json.loads(after.read_text()) == before, "the session's client environment and placeholder key are undone"
     result.stdout.fnmatch_lines(["*semula ready*mode replay*", "*semula: 1 call · 0 hits · 0 misses · 1 refused*",
@@ -159,7 +162,7 @@ def test_env(semula):
     pass
 
 def test_no_proxy_set():
-    assert "semula" not in os.environ.get("SSL_CERT_FILE", "")
+    assert "semula" not in os.environ.get("SSL_CERT_FILE", "") + os.environ.get("SSL_CERT_DIR", "")
 ''')
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs")
     result.assert_outcomes(passed=1, skipped=1)

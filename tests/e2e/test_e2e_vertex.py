@@ -79,14 +79,15 @@ def vertex_calls(run: str, try_miss: bool) -> dict[str, Any]:
 def run_clients(proxy: ProxyHandle, monkeypatch: pytest.MonkeyPatch, run: str, credentials: Path | None,
                 try_miss: bool = False) -> dict[str, Any]:
     """The calls with the environment `semula exec` gives a run (`session.run.run_env`), and only it."""
+    from semula.session.clientenv import applied
     from semula.session.run import run_env
 
     base = {k: v for k, v in clean_env().items() if k not in GOOGLE_VARIABLES}
     if credentials is not None:
         base["GOOGLE_APPLICATION_CREDENTIALS"] = str(credentials)
-    env = {**base, **run_env(proxy.mode, (), "127.0.0.1", proxy.port, proxy.confdir, base)}
+    env = applied(base, run_env(proxy.mode, (), "127.0.0.1", proxy.port, proxy.confdir, base))
     with monkeypatch.context() as patch:
-        for name in (*GOOGLE_VARIABLES, "HOME"):
+        for name in (*GOOGLE_VARIABLES, "HOME", "SSL_CERT_FILE"):
             patch.delenv(name, raising=False)  # no gcloud login of the developer's either
         for name, value in env.items():
             patch.setenv(name, value)

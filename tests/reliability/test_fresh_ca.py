@@ -37,7 +37,7 @@ HANDSHAKE = '''
 import http.client, os, ssl, sys, urllib.parse
 
 proxy = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])
-context = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
+context = ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE"), capath=os.environ.get("SSL_CERT_DIR"))
 conn = http.client.HTTPSConnection(proxy.hostname, proxy.port, context=context, timeout=30)
 conn.set_tunnel("api.openai.com", 443)
 try:
@@ -82,7 +82,7 @@ def cpu_load(request: pytest.FixtureRequest) -> Iterator[None]:
 def fresh_env(home: Path) -> dict[str, str]:
     home.mkdir(parents=True)
     env = clean_env(HOME=str(home), SEMULA_RECORDINGS="off", PYTHONUNBUFFERED="1")
-    for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PYTEST_ADDOPTS"):
+    for name in ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PYTEST_ADDOPTS"):
         env.pop(name, None)
     return env
 

@@ -280,7 +280,7 @@ def test_boto3_trusts_semulas_ca(tmp_path: Path) -> None:
     from semula.session.clientenv import client_env
 
     env = client_env(8080, tmp_path)
-    assert env["AWS_CA_BUNDLE"] == env["SSL_CERT_FILE"] and Path(env["AWS_CA_BUNDLE"]).is_file()
+    assert env["AWS_CA_BUNDLE"] == env["CURL_CA_BUNDLE"] and Path(str(env["AWS_CA_BUNDLE"])).is_file()
 
 
 _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),

@@ -37,11 +37,12 @@ def test_env_exports_placeholders_in_replay(tmp_path: Path, monkeypatch: pytest.
     # The shell keeps a key it has, even one it never exported.
     shell = subprocess.run(
         ["bash", "-c", f'ANTHROPIC_API_KEY=sk-ant-local\n{result.output}\n'
-                       'echo "$OPENAI_API_KEY|$ANTHROPIC_API_KEY|$GEMINI_API_KEY|$GOOGLE_API_KEY"'],
+                       'echo "$OPENAI_API_KEY|$ANTHROPIC_API_KEY|$GEMINI_API_KEY|$GOOGLE_API_KEY"\n'
+                       'echo "${SSL_CERT_FILE-unset}"'],
         capture_output=True, text=True, env={k: v for k, v in os.environ.items() if k not in KEYS}, check=True)
     placeholder = PLACEHOLDER_KEY if expect_placeholder else ""
     # Only GOOGLE_API_KEY of the Google pair, the one google-genai reads first: it warns when both are set.
-    assert shell.stdout.strip() == f"{placeholder}|sk-ant-local||{placeholder}"
+    assert shell.stdout.split() == [f"{placeholder}|sk-ant-local||{placeholder}", "unset"]  # SSL_CERT_DIR serves
 
 
 def test_placeholder_key_groups_are_the_adapters_declared_key_variables() -> None:
@@ -93,9 +94,14 @@ def test_intercept_all_decrypts_every_host_and_gives_clients_semulas_ca_alone(
     from semula.session.run import run_env
 
     env = run_env("auto", sets, "127.0.0.1", 8080, tmp_path, {})
-    bundle = Path(env["SSL_CERT_FILE"]).read_text()
+    bundle = Path(str(env["CURL_CA_BUNDLE"])).read_text()
     assert (bundle.count("BEGIN CERTIFICATE") == 1) is everything
-    assert {env[name] for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "AWS_CA_BUNDLE")} \
-        == {env["SSL_CERT_FILE"]}
+    file_readers = ("NODE_EXTRA_CA_CERTS", "AWS_CA_BUNDLE", "GIT_SSL_CAINFO", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH")
+    assert {env[name] for name in file_readers} == {env["CURL_CA_BUNDLE"]}
+    if everything:  # one certificate: the file is as cheap as a directory
+        assert env["SSL_CERT_FILE"] == env["REQUESTS_CA_BUNDLE"] == env["CURL_CA_BUNDLE"]
+    else:  # httpx would load SSL_CERT_FILE whole, before SSL_CERT_DIR: it is unset
+        assert env["SSL_CERT_FILE"] is None and env["SSL_CERT_DIR"] == env["REQUESTS_CA_BUNDLE"]
+        assert len(list(Path(str(env["SSL_CERT_DIR"])).iterdir())) == bundle.count("BEGIN CERTIFICATE")
     args = mitmproxy_args("auto", "127.0.0.1", 8080, tmp_path, "default", sets, web=False)
     assert any(a.startswith("allow_hosts=") for a in args) is not everything

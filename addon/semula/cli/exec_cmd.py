@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from semula.session.clientenv import command_sets, java_env
+from semula.session.clientenv import applied, command_sets, java_env
 
 from semula.cli.proxy_cmd import proxy_options, refuse_bad_options
 from semula.session.run import BadOption, ProxySession, SessionError, open_session
@@ -84,7 +84,7 @@ def _around(cmd: tuple[str, ...], stop: StopSignals, mode: str, listen_host: str
 
 
 def _command_env(session: ProxySession, java: bool) -> dict[str, str]:
-    environment = {**os.environ, **session.client_env(os.environ)}
+    environment = applied(os.environ, session.client_env(os.environ))
     if java:  # the JVM sends no proxy user name: its calls land in the proxy's --project
         options = java_env(session.port, session.confdir, host=session.host)["JAVA_TOOL_OPTIONS"]
         environment["JAVA_TOOL_OPTIONS"] = f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} {options}".strip()

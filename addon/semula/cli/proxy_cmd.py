@@ -244,9 +244,9 @@ def env(port: int, host: str, confdir: Path, project: str | None, mode: str | No
     JVM languages (Java, Kotlin, Gradle, Maven): eval "$(semula env --format java)".
     """
     make = client_env if output_format == "sh" else java_env
-    exports = make(port, confdir, project, host)
+    exports: dict[str, str | None] = {**make(port, confdir, project, host)}
     for name, value in exports.items():
-        click.echo(f"export {name}={shlex.quote(value)}")
+        click.echo(f"unset {name}" if value is None else f"export {name}={shlex.quote(value)}")
     if mode == Mode.REPLAY.value and not namespace_by_key:
         for group in PROVIDER_KEY_GROUPS:
             if not any(os.environ.get(n) for n in group):

@@ -15,6 +15,7 @@ import click
 
 from semula.providers import DEFAULT_PROVIDER_HOSTS, KEY_VARIABLE_GROUPS
 from semula.session.aws_env import AWS_GROUPS, aws_placeholders
+from semula.session import trust
 from semula.session.ca import ensure_ca
 
 def extra_host_sets(extra_hosts: tuple[str, ...]) -> tuple[str, ...]:
@@ -93,39 +94,45 @@ def intercepts_all(sets: tuple[str, ...]) -> bool:
 
 
 def client_env(port: int, confdir: Path, project: str | None = None, host: str = "127.0.0.1",
-               password: str = "semula", plain_http: bool = True, ca_only: bool = False) -> dict[str, str]:
-    """The variables each ecosystem reads to use the proxy and trust its CA.
+               password: str = "semula", plain_http: bool = True, ca_only: bool = False) -> dict[str, str | None]:
+    """The variables each ecosystem reads to use the proxy and trust its CA; None: unset it (`applied`).
 
     The password picks no project; one that starts with `semula-` tags the calls (the pytest plugin
     tells its xdist workers' refusals apart by it). `plain_http=False` (a run that intercepts only HTTPS
-    hosts, `plain_http_possible`) leaves HTTP_PROXY and http_proxy alone: httpx builds one SSL context,
-    the CA bundle loaded again, for every proxy variable it finds, so an SDK client made per test pays
-    for each (~25-55 ms here), and a plain-HTTP call would not be semula's anyway.
+    hosts, `plain_http_possible`) leaves HTTP_PROXY and http_proxy alone: httpx builds one SSL context
+    for every proxy variable it finds, and a plain-HTTP call would not be semula's anyway.
 
-    `ca_only` (a proxy that decrypts every HTTPS host, `intercepts_all`): the bundle holds semula's CA alone,
-    so each TLS context a client builds loads one certificate instead of the public roots' ~140."""
-    import certifi
-
+    Trust (trust.py): a client that reads a directory gets the hashed one, read lazily, and `SSL_CERT_FILE`
+    is unset, since httpx prefers it to `SSL_CERT_DIR` and loads it whole for each context (~30 ms a client
+    made per test); the file-only clients get the bundle. `ca_only` (a proxy that decrypts every HTTPS
+    host, `intercepts_all`): every file holds semula's CA alone."""
     confdir = confdir.expanduser()
     ca = ensure_ca(confdir)
-    bundle = confdir / ("semula-ca-only.pem" if ca_only else "semula-ca-bundle.pem")
-    # Written aside and renamed: a client of another run (an xdist worker) never reads half a file.
-    partial = bundle.with_name(f"{bundle.name}.{os.getpid()}.tmp")
-    partial.write_text(ca.read_text() if ca_only else Path(certifi.where()).read_text() + "\n" + ca.read_text())
-    os.replace(partial, bundle)
     url = proxy_url(host, port, project, password)
     no_proxy = "localhost,127.0.0.1,::1"
     proxies = {"HTTPS_PROXY": url, "https_proxy": url, **({"HTTP_PROXY": url, "http_proxy": url} if plain_http else {})}
+    if ca_only:
+        bundle = trust.ca_only_file(confdir, ca)
+        readers: dict[str, str | None] = {"SSL_CERT_FILE": str(bundle), "REQUESTS_CA_BUNDLE": str(bundle)}
+    else:
+        bundle = trust.bundle_file(confdir, ca)
+        directory = str(trust.hashed_directory(confdir, bundle))
+        readers = {"SSL_CERT_FILE": None, "SSL_CERT_DIR": directory, "REQUESTS_CA_BUNDLE": directory}
     return {
         **proxies,
         "NO_PROXY": no_proxy, "no_proxy": no_proxy,
-        "SSL_CERT_FILE": str(bundle), "REQUESTS_CA_BUNDLE": str(bundle), "CURL_CA_BUNDLE": str(bundle),
+        **readers, "CURL_CA_BUNDLE": str(bundle),
         "NODE_EXTRA_CA_CERTS": str(bundle), "GIT_SSL_CAINFO": str(bundle), "AWS_CA_BUNDLE": str(bundle),
         "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": str(bundle),
         # Node >= 22.21 honours the proxy variables only with this; Node 20 ignores them
         # (certs_readme.md: use undici's EnvHttpProxyAgent there).
         "NODE_USE_ENV_PROXY": "1",
     }
+
+
+def applied(environ: Mapping[str, str], env: Mapping[str, str | None]) -> dict[str, str]:
+    """environ with a run's variables set, and those it names None removed."""
+    return {name: value for name, value in {**environ, **env}.items() if value is not None}
 
 
 # Replay needs no real key, but SDKs refuse to start without one: CI gets a placeholder for each

@@ -85,7 +85,7 @@ class ProxySession:
     process: subprocess.Popen | None = None
     console: ProxyConsole | None = None
 
-    def client_env(self, environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    def client_env(self, environ: dict[str, str] | os._Environ[str]) -> dict[str, str | None]:
         return run_env(self.mode, self.sets, self.host, self.port, self.confdir, environ,
                        None if self.project == "default" else self.project)
 
@@ -106,8 +106,8 @@ class ProxySession:
 
 def run_env(mode: str, sets: tuple[str, ...], host: str, port: int, confdir: Path,
             environ: dict[str, str] | os._Environ[str], project: str | None = None,
-            password: str = "semula") -> dict[str, str]:
-    """The variables to set for a run's clients, placeholder API keys included in replay mode."""
+            password: str = "semula") -> dict[str, str | None]:
+    """The variables to set for a run's clients (None: to unset), placeholder API keys included in replay mode."""
     env = client_env(port, confdir, project, host, password, plain_http_possible(sets), intercepts_all(sets))
     if mode == Mode.REPLAY.value and not namespace_by_key(sets):
         env.update(placeholder_keys(environ))
