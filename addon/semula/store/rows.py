@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import fields
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from semula.store.types import Entry, NewEntry, ReviewCandidate
+
+if TYPE_CHECKING:
+    import numpy as np
 
 RECORDED = tuple(f.name for f in fields(NewEntry))  # the columns a recording writes, in field order
 KEY = ("project", "request_fp")  # what makes a recording unique: re-recording it updates the row
@@ -52,6 +54,8 @@ def candidate_from_row(row: tuple) -> ReviewCandidate:
 
 def vector_matrix(rows: list[tuple[int, int, bytes]]) -> tuple[np.ndarray, np.ndarray]:
     """(entry id, dim, float32 bytes) rows as an id array and a matrix, the rows of the usual dim only."""
+    import numpy as np  # here: only the embedding tier needs it, and it is ~50 ms of a proxy's start-up
+
     if not rows:
         return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
     dims: dict[int, int] = {}
