@@ -3,7 +3,7 @@
 For each pair, in a fresh project of a temporary store, `stored` is recorded with a
 synthetic answer, then `cascade()` — the proxy's own function — decides on `incoming`
 (exact, normalised, alias, lexical, embedding; review queueing included). Works while a proxy runs:
-the temporary store is its own DuckDB file.
+the temporary store is a DuckDB database of its own, in memory (or a throwaway schema on a server store).
 """
 
 from __future__ import annotations

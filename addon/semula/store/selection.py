@@ -134,10 +134,13 @@ def _opened(store: RecordingStore, use: Callable[[RecordingStore], T]) -> T:
 
 @contextmanager
 def throwaway_store(spec: StoreSpec) -> Iterator[RecordingStore]:
-    """A store used once and thrown away (`semula eval`): a file is opened as given (in a temporary data
-    dir), a server gets a new schema of its own, dropped at the end. The caller closes the store."""
+    """A store used once and thrown away (`semula eval`): DuckDB in memory (named after the file it stands
+    for), a server a new schema of its own, dropped at the end. The caller closes the store."""
     if spec.kind is not StoreKind.POSTGRES:
-        yield open_store(spec)
+        from semula.store.duckdb.store import DuckDBStore
+
+        assert spec.file is not None
+        yield DuckDBStore.in_memory(spec.file)
         return
     import uuid
 
