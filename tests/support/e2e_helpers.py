@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import proxy_zygote
+
 REPO = Path(__file__).resolve().parents[2]
 FAKEPROVIDER = Path(__file__).resolve().parent / "fakeprovider.py"
 READY_MARKER = "semula ready"  # also "semula ready, NOT recording:"
@@ -323,10 +325,7 @@ def _start_proxy_once(*, mode: str, data_dir: Path, confdir: Path, upstream_port
         "--data-dir", str(data_dir), *(["--project", project] if project else []),
         *proxy_test_args(confdir, upstream_port), *extra_args,
     ]
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env=clean_env(PYTHONUNBUFFERED="1", **(env or {})), start_new_session=True, cwd=data_dir.parent,
-    )
+    proc = proxy_zygote.spawn(argv, env=clean_env(PYTHONUNBUFFERED="1", **(env or {})), cwd=data_dir.parent)
     assert proc.stdout is not None
     return ProxyHandle(proc, port, mode, data_dir, confdir, OutputPump(proc.stdout), argv)
 

@@ -40,3 +40,23 @@ def test_mitmproxys_addons_import_without_flask_or_ldap3_and_both_load_when_used
         print(read_cert.__name__)
     """)
     assert out.split("\n")[:4] == ["200 fake", "True True", "Server", "read_cert"], out
+
+
+def test_the_ca_key_loads_and_is_checked_once_per_file_content(tmp_path: Path) -> None:
+    out = run(f"""
+        from mitmproxy import certs
+        from semula.proxy.run import lean
+        lean.remember_ca_key()
+        lean.remember_ca_key()  # a second call does not wrap the wrapper
+        assert certs.load_pem_private_key.remembers
+        first = certs.CertStore.from_store({str(tmp_path)!r}, "mitmproxy", 2048)
+        second = certs.CertStore.from_store({str(tmp_path)!r}, "mitmproxy", 2048)
+        print(first.default_privatekey is second.default_privatekey)
+        other = certs.CertStore.from_store({str(tmp_path / "other")!r}, "mitmproxy", 2048)
+        print(other.default_privatekey is first.default_privatekey)
+        try:
+            certs.load_pem_private_key(b"-----BEGIN PRIVATE KEY-----\\nbad\\n-----END PRIVATE KEY-----\\n", None)
+        except ValueError:
+            print("bad key refused")
+    """)
+    assert out.split("\n")[:3] == ["True", "False", "bad key refused"]

@@ -152,6 +152,8 @@ def proxy(mode: str, listen_host: str, listen_port: int, data_dir: Path, project
 
     from semula.proxy.run import runinfo
 
+    lean.remember_ca_key()
+
     runinfo.publish(runinfo.requested(mode, sets, parent_pid))
     if parent_pid:
         runinfo.watch_parent(parent_pid)

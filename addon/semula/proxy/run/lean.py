@@ -7,6 +7,10 @@ before it listens, two of them for features semula's proxy rarely or never uses.
   for the page at http://mitm.it: its module is given an `app` that builds mitmproxy's own Flask app on the
   first request for that page. Every other name of the module loads it as it would have.
 
+And what it does twice: mitmproxy loads its CA's private key at `configure` and again when `running`,
+each time with the RSA key's consistency checks (~37 ms of CPU for a 2048-bit key, some 6 % of a start):
+`remember_ca_key` hands the second load of the same bytes the key the first one checked.
+
 A mitmproxy whose modules look otherwise than expected gets them loaded as usual: `install` only ever
 makes start-up slower by nothing.
 """
@@ -29,6 +33,32 @@ LAZY = frozenset({"ldap3"})
 def install() -> None:
     if not any(isinstance(f, _Lean) for f in sys.meta_path):
         sys.meta_path.insert(0, _Lean())
+
+
+def remember_ca_key() -> None:
+    """mitmproxy's `certs.load_pem_private_key`, remembering the keys it loaded (by their file's bytes and
+    passphrase: a changed file loads and is checked again)."""
+    from mitmproxy import certs
+
+    load = certs.load_pem_private_key
+    if getattr(load, "remembers", False):
+        return
+    loaded: dict[tuple[bytes, bytes | None], Any] = {}
+    lock = threading.Lock()
+
+    def remembered(data: bytes, password: bytes | None) -> Any:
+        key = (bytes(data), password)
+        with lock:
+            if key in loaded:
+                return loaded[key]
+        private_key = load(data, password)
+        with lock:
+            if len(loaded) < 8:  # a CA or two a process
+                loaded[key] = private_key
+        return private_key
+
+    remembered.remembers = True  # type: ignore[attr-defined]
+    certs.load_pem_private_key = remembered
 
 
 class _Lean(importlib.abc.MetaPathFinder):

@@ -1,0 +1,340 @@
+"""A warm parent for the tests' `semula proxy` processes: it imports what a proxy imports once, then forks a
+proxy for each test that asks, so a start costs a fork and the proxy's own work, not ~1 s of imports.
+
+Each forked child runs the real `semula proxy` command (semula.cli.run with the test's argv), in the test's
+working directory, environment and umask, with its output on a pipe the test owns and a session of its own
+(`os.killpg` on its pid works as with `start_new_session`). What it does not cover, the import path of a
+fresh process, the tests of `semula exec`, the pytest plugin and the start-up benchmark still run.
+
+The server (this file run as a script, one per test process) is single-threaded: it forks only from its
+main loop, which waits on its listening socket, on each child's pidfd (to send the child's exit code back
+on the connection that asked for it) and on its stdin (its end: the test process is gone).
+
+The client side, `spawn`, returns a `ForkedProcess` with the subset of `subprocess.Popen` the tests use;
+it falls back to `subprocess.Popen` when the server cannot be used (SEMULA_TEST_FORK=0, an environment
+whose interpreter settings differ from the server's, a server that failed).
+"""
+
+from __future__ import annotations
+
+import atexit
+import gc
+import io
+import json
+import os
+import selectors
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+# Variables a Python process reads at start or at import: a child asked for with other values than the
+# server's gets a process of its own.
+_START_VARIABLES = ("PYTHON", "LD_", "MALLOC", "SEMULA_TEST_FORK")
+
+
+# ---------------------------------------------------------------------------
+# The server
+
+
+def preload() -> None:
+    """What `semula proxy` imports before and just after it is ready (its own order: the finders first)."""
+    from semula.cli import without_pandas
+
+    without_pandas()
+    from semula.proxy.run import lean
+
+    lean.install()
+    import mitmproxy.addons  # noqa: F401
+    import mitmproxy.tools.dump  # noqa: F401
+    import mitmproxy.tools.main  # noqa: F401
+
+    import semula.cli.proxy_cmd  # noqa: F401
+    import semula.mitm_addon  # noqa: F401
+    # Not duckdb nor numpy (the store's): each starts a thread when imported, and a fork copies none of a
+    # process's threads, so a lock one of them held would stay locked in the child.
+
+
+def threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def serve(path: str) -> None:
+    preload()
+    if threads() != 1:  # forking would copy a process whose other threads' locks may be held
+        print(f"not forking: {threads()} threads after the imports", flush=True)
+        return
+    gc.freeze()  # the imports' objects stay out of the children's collections (and their pages shared)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ, "listener")
+    selector.register(sys.stdin, selectors.EVENT_READ, "parent")
+    print("ready", flush=True)
+    while True:
+        for key, _ in selector.select():
+            if key.data == "parent":
+                if not os.read(sys.stdin.fileno(), 4096):
+                    return
+            elif key.data == "listener":
+                conn, _ = listener.accept()
+                _start_child(conn, selector)
+            else:
+                pid, conn = key.data
+                selector.unregister(key.fileobj)
+                os.close(key.fd)
+                _, status, usage = os.wait4(pid, 0)
+                report = {"code": os.waitstatus_to_exitcode(status), "cpu": usage.ru_utime + usage.ru_stime}
+                try:
+                    conn.sendall(json.dumps(report).encode() + b"\n")
+                except OSError:
+                    pass
+                conn.close()
+
+
+def _start_child(conn: socket.socket, selector: selectors.BaseSelector) -> None:
+    data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 1)
+    while not data.endswith(b"\n"):
+        more = conn.recv(1 << 20)
+        if not more:
+            break
+        data += more
+    if len(fds) != 1 or not data.endswith(b"\n"):
+        for fd in fds:
+            os.close(fd)
+        conn.close()
+        return
+    request = json.loads(data)
+    pid = os.fork()
+    if pid == 0:
+        _child(request, fds[0])  # never returns
+    os.close(fds[0])
+    conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+    selector.register(os.pidfd_open(pid), selectors.EVENT_READ, (pid, conn))
+
+
+def _child(request: dict[str, Any], out: int) -> None:
+    code = 1
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX") if os.sysconf("SC_OPEN_MAX") < 65536 else 65536)
+        for signo in (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGCHLD):
+            signal.signal(signo, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.chdir(request["cwd"])
+        os.umask(request["umask"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=True, write_through=True)
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True, write_through=True,
+                                      errors="backslashreplace")
+        sys.argv = [request["argv"][0], *request["argv"][1:]]
+        from semula.cli import run
+
+        try:
+            run()
+            code = 0
+        except SystemExit as e:
+            code = _exit_code(e.code)
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        atexit._run_exitfuncs()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _exit_code(code: object) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+# ---------------------------------------------------------------------------
+# The client
+
+
+class ForkedProcess:
+    """A proxy forked by the server: the part of `subprocess.Popen` the tests use."""
+
+    def __init__(self, args: list[str], pid: int, stdout: Any, conn: socket.socket, rest: bytes) -> None:
+        self.args = args
+        self.pid = pid
+        self.stdout = stdout
+        self.returncode: int | None = None
+        self.cpu_seconds: float | None = None
+        self._conn = conn
+        self._buffer = rest
+        self._lock = threading.Lock()
+
+    def poll(self) -> int | None:
+        return self._wait(0)
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = self._wait(timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(self.args, timeout or 0)
+        return code
+
+    def _wait(self, timeout: float | None) -> int | None:
+        with self._lock:
+            if self.returncode is not None:
+                return self.returncode
+            self._conn.settimeout(timeout)
+            try:
+                while b"\n" not in self._buffer:
+                    chunk = self._conn.recv(4096)
+                    if not chunk:
+                        break
+                    self._buffer += chunk
+            except (TimeoutError, BlockingIOError):
+                return None
+            line = self._buffer.split(b"\n", 1)[0]
+            report = json.loads(line) if line else {"code": -signal.SIGKILL, "cpu": None}
+            self.returncode, self.cpu_seconds = report["code"], report["cpu"]
+            self._conn.close()
+            return self.returncode
+
+    def send_signal(self, signo: int) -> None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, signo)
+            except ProcessLookupError:
+                pass
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+class _Server:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._path: str | None = None
+        self._env: dict[str, str] = {}
+        self._failed = False
+        self._folder: str | None = None
+
+    def address(self, env: dict[str, str]) -> str | None:
+        with self._lock:
+            if self._failed:
+                return None
+            if self._proc is None:
+                self._start(env)
+            if self._proc is None or self._proc.poll() is not None or not _same_start(self._env, env):
+                return None
+            return self._path
+
+    def _start(self, env: dict[str, str]) -> None:
+        folder = tempfile.mkdtemp(prefix="semula-fork-")
+        self._folder = folder
+        self._path = str(Path(folder) / "socket")
+        self._env = dict(env)
+        self._proc = subprocess.Popen(
+            [sys.executable, __file__, self._path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            env=env, start_new_session=True,
+        )
+        assert self._proc.stdout is not None
+        if self._proc.stdout.readline() != b"ready\n":
+            self._failed = True
+            self._proc.kill()
+            self._proc = None
+            return
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        if self._proc is not None and self._proc.stdin is not None:
+            self._proc.stdin.close()  # its end
+            try:
+                self._proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+
+
+_SERVER = _Server()
+
+
+def _same_start(a: dict[str, str], b: dict[str, str]) -> bool:
+    def start(env: dict[str, str]) -> dict[str, str]:
+        return {k: v for k, v in env.items() if k.startswith(_START_VARIABLES)}
+
+    return start(a) == start(b)
+
+
+def forkable(argv: Sequence[str]) -> bool:
+    """Whether argv runs `semula proxy` (the console script or `python -m semula`)."""
+    if os.environ.get("SEMULA_TEST_FORK", "1") == "0":
+        return False
+    words = list(argv)
+    if words[1:3] == ["-m", "semula"]:
+        words = words[2:]
+    return Path(words[0]).name in ("semula", "-m") and words[1:2] == ["proxy"]
+
+
+def spawn(argv: list[str], *, env: dict[str, str], cwd: Path | str) -> ForkedProcess | subprocess.Popen[str]:
+    """`semula proxy` with argv, from the warm server when it can, else a process of its own (output merged
+    into stdout, text mode, a new session: what the tests' Popen calls ask for)."""
+    path = _SERVER.address(env) if forkable(argv) else None
+    if path is not None:
+        forked = _fork(path, argv, env, cwd)
+        if forked is not None:
+            return forked
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            start_new_session=True, cwd=cwd)
+
+
+def _fork(path: str, argv: list[str], env: dict[str, str], cwd: Path | str) -> ForkedProcess | None:
+    read, write = os.pipe()
+    umask = os.umask(0)
+    os.umask(umask)
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(path)
+        request = {"argv": argv, "env": env, "cwd": str(cwd), "umask": umask}
+        socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], [write])
+        os.close(write)
+        write = -1
+        data = b""
+        while b"\n" not in data:
+            chunk = conn.recv(4096)
+            if not chunk:
+                raise OSError("the fork server closed the connection")
+            data += chunk
+    except OSError:
+        conn.close()
+        os.close(read)
+        if write >= 0:
+            os.close(write)
+        return None
+    line, rest = data.split(b"\n", 1)
+    stdout = open(read, encoding=None)  # text mode, as Popen(text=True)
+    return ForkedProcess(argv, json.loads(line)["pid"], stdout, conn, rest)
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])
