@@ -217,6 +217,7 @@ def test_an_embedder_that_raises_leaves_the_proxy_serving(tmp_path):
     asyncio.run(main())
 
 
+@pytest.mark.slow
 def test_a_2mb_prompt_is_recorded_and_replayed(tmp_path):
     async def scenario(addon, tctx):
         big = {"model": "gpt-4o", "messages": [{"role": "user", "content": "lorem ipsum dolor " * 120_000}]}

@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # runs `semula import` processes: the whole suite runs it, --quick does not
+
 CHAT = json.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "a prompt for the pipe"}]})
 ANSWER = json.dumps({"id": "c1", "object": "chat.completion", "model": "gpt-4o-mini", "choices": [
     {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]})

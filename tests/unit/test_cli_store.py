@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import socket
 
+import pytest
 from click.testing import CliRunner
 
 from semula.cli import main
@@ -33,6 +34,7 @@ def test_an_unreachable_server_is_named_with_the_password_masked(tmp_path, monke
     assert "topsecret" not in result.output
 
 
+@pytest.mark.slow
 def test_store_commands_use_the_server(tmp_path, monkeypatch, pg_url):
     monkeypatch.setenv("SEMULA_STORE", "")  # restored at the end: --store sets it in this process
     runner = CliRunner()

@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # fresh interpreters: what a new process imports: the whole suite runs it, --quick does not
+
 PROBE = """
 import atexit, sys
 atexit.register(lambda: print("pandas:", "loaded" if "pandas" in sys.modules else "absent", file=sys.stderr))

@@ -16,6 +16,8 @@ from pathlib import Path
 import click
 import pytest
 
+pytestmark = pytest.mark.slow  # builds the docs site with MkDocs: the whole suite runs it, --quick does not
+
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from test_cli_pipe_output import har
+
+pytestmark = pytest.mark.slow  # runs `semula import` and `semula drift` processes: the whole suite runs it, --quick does not
 
 PLACEHOLDER = "sk-test-0123456789abcdef"
 

@@ -75,6 +75,7 @@ def make_cache(tmp_path, embedder):
 PARAPHRASE = ("How can I reverse a list in Python?", "What is the way to invert the order of a Python list?")
 
 
+@pytest.mark.slow
 def test_a_paraphrase_is_queued_never_served_by_default(make_cache):
     cache, _ = make_cache()
     entry = record(cache, PARAPHRASE[0])
@@ -123,6 +124,7 @@ def test_a_hit_never_touches_the_model(make_cache):
     assert counting.calls == before
 
 
+@pytest.mark.slow
 def test_the_flag_without_a_model_refuses_to_start(tmp_path):
     env = {**os.environ, "SEMULA_EMBEDDINGS": "on", "SEMULA_EMBEDDINGS_OFFLINE": "on",
            "SEMULA_EMBEDDINGS_MODEL_PATH": ""}

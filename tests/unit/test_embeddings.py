@@ -239,6 +239,7 @@ def test_worker_catches_up_after_a_burst_and_survives_a_failing_embedder(embedde
         worker.close()
 
 
+@pytest.mark.slow
 def test_vectors_round_trip_through_duckdb(tmp_path):
     store = DuckDBStore.open(tmp_path)
     store.vectors.ensure_table()

@@ -227,6 +227,7 @@ def test_the_ignore_rules_exist_before_the_first_temporary_file(tmp_path: Path, 
     assert len(writes) >= 2 and all(covered for _, covered in writes), writes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", ["vcr", "har"])
 def test_each_known_hostile_value_in_each_field_a_reader_interprets(source: str) -> None:
     """The sweep the fuzz samples from, made whole: every known hostile value in every field readers read."""

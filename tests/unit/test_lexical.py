@@ -113,6 +113,7 @@ def test_images_only_message(cache):
     assert near(cache, image).served is None
 
 
+@pytest.mark.slow
 def test_a_1mb_prompt_is_fast_enough(cache):
     # "Fast enough", counted rather than timed: the index query is cut to MAX_QUERY_CHARS, one
     # verdict per candidate, and the per-token steps read only the texts' differing middles.
@@ -147,6 +148,7 @@ class _GatedCursor:
         return getattr(self.real, name)
 
 
+@pytest.mark.slow
 def test_closing_the_store_mid_rebuild_waits_for_it_and_no_build_runs_after(tmp_path, monkeypatch, caplog):
     """The "full-text index rebuild failed (Connection already closed!)" warnings at shutdown: the
     connection was closed under a background build. Whoever closes the store now stops the builds first."""

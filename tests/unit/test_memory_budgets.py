@@ -45,6 +45,7 @@ def test_the_count_is_close_to_what_the_parsed_request_holds():
         assert walk(canonical) <= counted <= 1.3 * walk(canonical), content
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_headers", [2, 15])
 def test_a_served_entry_holds_no_more_than_it_counts(n_headers):
     """Measured (tracemalloc) with what serving it adds, its headers' wire form: a provider's answer carries
@@ -77,6 +78,7 @@ def test_a_served_entry_holds_no_more_than_it_counts(n_headers):
     assert held <= counted <= 1.3 * held, (held, counted)
 
 
+@pytest.mark.slow
 def test_the_answer_cache_stays_within_its_budget_by_counted_bytes():
     cache = AnswerCache(max_bytes=1_000_000)
     for i in range(100):  # ~100 × 40+ KB held, tiny bodies: counting bodies only would keep them all
@@ -93,6 +95,7 @@ def test_an_entry_bigger_than_the_whole_budget_is_not_cached():
     assert cache.get(2) is None and cache.get(1) is not None and cache.nbytes <= 100_000
 
 
+@pytest.mark.slow
 def test_the_preload_counts_whole_entries(tmp_path, monkeypatch):
     store = DuckDBStore.open(tmp_path)
     for i in range(120):

@@ -293,6 +293,7 @@ def _one_number_changed(chars: int) -> tuple[CanonicalRequest, CanonicalRequest]
     return _user(text), _user(text[:at] + " 121 " + text[at + 5 :])
 
 
+@pytest.mark.slow
 def test_a_1mb_prompt_stays_fast() -> None:
     # No clock: count what the per-token steps (both tokenisers, difflib) are given. The work is
     # bounded by the differing middle, whatever the prompt's size.

@@ -58,6 +58,7 @@ SHAPES: dict[str, Callable[[int], str]] = {
 SIZE = {"nested objects": 1024 * KB, "nested arrays": 1024 * KB, "brackets": 1024 * KB}
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(90, method="thread")
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_a_hostile_text_normalises_in_linear_time(shape: str) -> None:
@@ -107,6 +108,7 @@ def _json_spans_unbounded(text: str) -> list[tuple[int, int, str]]:
     return spans
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("window", [1, 7, 256])
 def test_json_spans_through_windows_are_the_whole_text_decodes(window: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(normalise_layout, "_FIRST_WINDOW", window)  # tiny windows: every boundary is crossed

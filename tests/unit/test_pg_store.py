@@ -194,6 +194,7 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("listen", [True, False], ids=["listen", "poll"])
 def test_an_engine_learns_other_engines_recordings_aliases_and_settings(pg_url, monkeypatch, listen):
     from semula.engine.engine import Engine

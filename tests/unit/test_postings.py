@@ -68,6 +68,7 @@ def test_stems_are_asked_once_per_word():
     assert asked == [["dogs", "cats"], ["birds"]]
 
 
+@pytest.mark.slow
 def test_in_memory_ranking_is_the_sql_ranking(store):
     rng = random.Random(7)
     for i in range(600):

@@ -13,9 +13,12 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from semula.calllog.schema import CALL_LOG_SCHEMA, CALL_LOG_SCHEMA_VERSION, CallRow
 from semula.calllog.writer import ParquetLog
+
+pytestmark = pytest.mark.slow  # fresh interpreters: what a new process imports: the whole suite runs it, --quick does not
 
 ADDON = Path(__file__).resolve().parents[2] / "addon"
 # opentelemetry: the SDK and its exporter load only when semula_otel is on (proxy/run/otel.py)

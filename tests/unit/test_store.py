@@ -116,6 +116,7 @@ def test_corrupt_store_gives_a_store_error(tmp_path):
         DuckDBStore.open(tmp_path)
 
 
+@pytest.mark.slow
 def test_kill_9_mid_write_leaves_no_half_entry(tmp_path):
     writer = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""

@@ -11,12 +11,23 @@ from __future__ import annotations
 
 import ast
 from collections import deque
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "addon" / "semula"
 MAX_LINES, MAX_CLASS = 500, 350
+
+@cache
+def _parsed(path: Path, text: str) -> ast.Module:
+    return ast.parse(text, str(path))
+
+
+def parse(path: Path, text: str | None = None) -> ast.Module:
+    """The file's syntax tree, parsed once a run for each text (the checks below each walk the package)."""
+    return _parsed(path, path.read_text() if text is None else text)
+
 
 def modules(root: Path) -> dict[str, Path]:
     """Dotted module name -> file, for every module under the package folder ``root``."""
@@ -46,10 +57,15 @@ def imported(name: str, path: Path, tree: ast.Module) -> set[str]:
 
 
 def import_graph(root: Path) -> dict[str, set[str]]:
+    return {name: set(targets) for name, targets in _import_graph(root).items()}  # a copy: the callers' own
+
+
+@cache
+def _import_graph(root: Path) -> dict[str, set[str]]:  # once a run for each folder: each check walks it
     mods = modules(root)
     graph = {}
     for name, path in mods.items():
-        tree = ast.parse(path.read_text(), str(path))
+        tree = parse(path)
         graph[name] = {m for m in imported(name, path, tree) if m in mods and m != name}
     return graph
 
@@ -107,7 +123,7 @@ def size_breaches(root: Path) -> tuple[list[str], list[str]]:
         shown = path.relative_to(root.parent).as_posix()
         if text.count("\n") > MAX_LINES:
             long_modules.append(f"module {shown} has {text.count(chr(10))} lines (> {MAX_LINES})")
-        for node in ast.walk(ast.parse(text, str(path))):
+        for node in ast.walk(parse(path, text)):
             if isinstance(node, ast.ClassDef) and (length := node.end_lineno - node.lineno + 1) > MAX_CLASS:
                 long_classes.append(f"class {node.name} in {shown} has {length} lines (> {MAX_CLASS})")
     return long_modules, long_classes
@@ -133,7 +149,7 @@ def backend_imports(root: Path, store: str = "store") -> list[str]:
 def packages_without_docstring(root: Path) -> list[str]:
     """Packages whose `__init__.py` does not say, in a docstring, what the folder is for."""
     return sorted(f"{path.relative_to(root.parent).as_posix()} has no docstring"
-                  for path in root.rglob("__init__.py") if not ast.get_docstring(ast.parse(path.read_text())))
+                  for path in root.rglob("__init__.py") if not ast.get_docstring(parse(path)))
 
 
 # ---------------------------------------------------------------- the package

@@ -168,6 +168,7 @@ def test_no_false_positive_over_the_prompt_corpora() -> None:
     assert changed == []
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)  # a backtracking pattern would take hours on these; linear ones take seconds
 def test_multi_megabyte_adversarial_bodies_stay_linear() -> None:
     shapes = ["a" * 1_000_000, ("A1b/" * 10 + " ") * 25_000, "secret_access_key=" * 60_000,
