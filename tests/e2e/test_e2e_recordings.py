@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import semula_fork
 from e2e_helpers import FakeProvider, clean_env, proxy_test_args, semula_cmd, uniq
 
 pytestmark = pytest.mark.e2e
@@ -81,8 +82,7 @@ def test_recordings_committed_and_cloned_replay_in_ci_with_an_empty_data_dir(
 
 
 def semula(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*semula_cmd(), *args], capture_output=True, text=True, env=clean_env(), timeout=120,
-                          cwd=cwd)
+    return semula_fork.run([*semula_cmd(), *args], env=clean_env(), timeout=120, cwd=cwd)
 
 
 def test_bad_files_are_named_and_skipped_check_fails_and_unused_lists_what_the_last_run_did_not_use(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import semula_fork
 from e2e_helpers import FakeProvider, clean_env, proxy_test_args, semula_cmd, uniq
 
 pytestmark = pytest.mark.e2e
@@ -53,8 +54,8 @@ def git(*args: str, cwd: Path) -> str:
 
 
 def diff(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*semula_cmd(), "recordings", "diff", *args], capture_output=True, text=True,
-                          env=clean_env(COLUMNS="200"), timeout=120, cwd=cwd)
+    return semula_fork.run([*semula_cmd(), "recordings", "diff", *args], env=clean_env(COLUMNS="200"), timeout=120,
+                            cwd=cwd)
 
 
 def recording_files(folder: Path) -> dict[str, Path]:
@@ -145,7 +146,7 @@ def test_a_branch_s_recordings_diff_reads_as_a_review_and_gates_ci(
     assert len(md.stdout) < 60_000
 
     # `recordings check` names the committed error answer too.
-    check = subprocess.run([*semula_cmd(), "recordings", "check", str(folder)], capture_output=True, text=True,
-                           env=clean_env(), timeout=120, cwd=repo)
+    check = semula_fork.run([*semula_cmd(), "recordings", "check", str(folder)], env=clean_env(), timeout=120,
+                             cwd=repo)
     assert check.returncode == 0 and "answer with an error" in check.stdout, check
     assert by_kind["added"]["head_path"] in check.stdout and ": 400" in check.stdout, check.stdout

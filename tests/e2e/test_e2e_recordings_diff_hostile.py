@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import semula_fork
 from e2e_helpers import clean_env, semula_cmd
 from entries import chat, new_entry
 from semula.recordings.folder import recording_from_entry, relpath_of
@@ -59,8 +60,8 @@ def plant_unplaceable_names(repo: Path) -> None:
 
 
 def diff(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*semula_cmd(), "recordings", "diff", *args], capture_output=True, text=True,
-                          env=clean_env(SEMULA_RECORDING_MAX_MB="1", COLUMNS="250"), timeout=120, cwd=cwd)
+    return semula_fork.run([*semula_cmd(), "recordings", "diff", *args],
+                            env=clean_env(SEMULA_RECORDING_MAX_MB="1", COLUMNS="250"), timeout=120, cwd=cwd)
 
 
 def test_hostile_files_on_the_branch_are_listed_unreadable_and_nothing_leaks(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+import semula_fork
 from e2e_helpers import FakeProvider, clean_env, curl, semula_cmd, uniq
 
 pytestmark = pytest.mark.e2e
@@ -60,8 +61,7 @@ def recording_files(folder: Path) -> list[Path]:
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*semula_cmd(), *args], capture_output=True, text=True, env=clean_env(), timeout=120,
-                          cwd=cwd)
+    return semula_fork.run([*semula_cmd(), *args], env=clean_env(), timeout=120, cwd=cwd)
 
 
 def no_traceback(res: subprocess.CompletedProcess[str]) -> None:

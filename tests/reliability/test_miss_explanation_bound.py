@@ -1,6 +1,6 @@
 """A replay miss's explanation is bounded (reliability item 11).
 
-With 2,000 realistic recordings (20 KB prompts) each miss cost 11-22 s (the test keeps 400: the candidates are bounded whatever the count): `Engine.nearest` parsed
+With 2,000 realistic recordings (20 KB prompts) each miss cost 11-22 s (the test keeps 150: the candidates are bounded whatever the count): `Engine.nearest` parsed
 every stored request of the project and diffed whole conversations on the store thread. The
 candidates now come from the indexes (the lexical proposals, then the newest of the same provider
 and endpoint, at most `NEAREST_CANDIDATES`) and texts are cut before diffing.
@@ -19,7 +19,7 @@ from semula.core.explain import miss_message
 from semula.engine.engine import NEAREST_CANDIDATES, Engine
 from semula.store.duckdb.store import DuckDBStore
 
-RECORDINGS = 400  # 8x NEAREST_CANDIDATES: enough to show the bound; 2,000 took 80 s to build
+RECORDINGS = 150  # 3x NEAREST_CANDIDATES: enough to show the bound (400 took ~11 s of CPU to build, 2,000 80 s)
 PROMPT_BYTES = 20_000
 
 
@@ -51,7 +51,7 @@ def big_engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
 
 def test_a_miss_among_many_big_recordings_names_the_recording_and_what_differs(big_engine: Engine) -> None:
     prompts = big_engine.prompts  # type: ignore[attr-defined]
-    target = 321
+    target = 121
     target_id = big_engine.ids[target]  # type: ignore[attr-defined]
     incoming = chat(prompts[target], temperature=0.9)  # same text, one parameter added
     timings = []

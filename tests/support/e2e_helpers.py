@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import proxy_zygote
+import semula_fork
 
 REPO = Path(__file__).resolve().parents[2]
 FAKEPROVIDER = Path(__file__).resolve().parent / "fakeprovider.py"
@@ -135,7 +135,7 @@ class OutputPump:
         self._thread.join(timeout)
 
 
-def stop_process(proc: subprocess.Popen[str], timeout: float = 20) -> int | None:
+def stop_process(proc: subprocess.Popen[str] | semula_fork.ForkedProcess, timeout: float = 20) -> int | None:
     """SIGINT (semula's graceful stop: flushes the call log), then SIGKILL if it hangs."""
     if proc.poll() is None:
         try:
@@ -224,7 +224,7 @@ def proxy_test_args(confdir: Path, upstream_port: int) -> list[str]:
 class ProxyHandle:
     """A running `semula proxy`; stop() is idempotent and waits for the call-log flush."""
 
-    proc: subprocess.Popen[str]
+    proc: subprocess.Popen[str] | semula_fork.ForkedProcess
     port: int
     mode: str
     data_dir: Path
@@ -325,7 +325,7 @@ def _start_proxy_once(*, mode: str, data_dir: Path, confdir: Path, upstream_port
         "--data-dir", str(data_dir), *(["--project", project] if project else []),
         *proxy_test_args(confdir, upstream_port), *extra_args,
     ]
-    proc = proxy_zygote.spawn(argv, env=clean_env(PYTHONUNBUFFERED="1", **(env or {})), cwd=data_dir.parent)
+    proc = semula_fork.spawn(argv, env=clean_env(PYTHONUNBUFFERED="1", **(env or {})), cwd=data_dir.parent)
     assert proc.stdout is not None
     return ProxyHandle(proc, port, mode, data_dir, confdir, OutputPump(proc.stdout), argv)
 
@@ -474,9 +474,10 @@ def wait_for_rows(data_dir: Path, predicate: Callable[[dict[str, Any]], bool], *
         time.sleep(0.25)
 
 
-def run_semula(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*semula_cmd(), *args], capture_output=True, text=True,
-                          env=env or clean_env(), timeout=timeout)
+def run_semula(*args: str, env: dict[str, str] | None = None, timeout: float = 60,
+               cwd: Path | str | None = None) -> subprocess.CompletedProcess[str]:
+    """`semula ARGS` with its output captured (text), forked from the warm parent (tests/support/semula_fork.py)."""
+    return semula_fork.run([*semula_cmd(), *args], env=env or clean_env(), timeout=timeout, cwd=cwd)
 
 
 def parse_exports(text: str) -> dict[str, str]:

@@ -15,6 +15,7 @@ from typing import Any
 
 import openai
 import pytest
+import semula_fork
 from e2e_helpers import OutputPump, clean_env, openai_client, semula_cmd, stop_process, uniq
 
 MODEL = "gpt-4o-mini"
@@ -56,7 +57,7 @@ def queue_two(proxy_factory: Any, tmp_path: Path) -> Queue:
 
 @dataclass
 class ReviewProcess:
-    proc: subprocess.Popen[str]
+    proc: subprocess.Popen[str] | semula_fork.ForkedProcess
     pump: OutputPump
     url: str  # as printed
 
@@ -81,9 +82,8 @@ class ReviewProcess:
 
 def start_review_web(data_dir: Path, *args: str, **env: str) -> ReviewProcess:
     """`semula review web` on a data dir (`--no-open` unless other args are given), once it has printed its URL."""
-    proc = subprocess.Popen([*semula_cmd(), "review", "web", "--data-dir", str(data_dir), *(args or ("--no-open",))],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=clean_env(PYTHONUNBUFFERED="1", **env), start_new_session=True)
+    proc = semula_fork.spawn([*semula_cmd(), "review", "web", "--data-dir", str(data_dir), *(args or ("--no-open",))],
+                              env=clean_env(PYTHONUNBUFFERED="1", **env), cwd=Path.cwd())
     pump = OutputPump(proc.stdout)
     line = pump.wait_for(lambda s: "semula review web: http://127.0.0.1:" in s, 30)
     if line is None:

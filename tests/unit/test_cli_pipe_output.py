@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
+import semula_fork
 import pytest
 
 pytestmark = pytest.mark.slow  # runs `semula import` processes: the whole suite runs it, --quick does not
@@ -32,10 +32,9 @@ def har(path: Path) -> Path:
 def test_import_table_in_a_pipe_prints_the_file_name_whole(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "FORCE_COLOR", "TTY_COMPATIBLE")}
     folder = tmp_path / "recordings-with-a-long-enough-folder-name"
-    done = subprocess.run(
+    done = semula_fork.run(
         [sys.executable, "-m", "semula", "import", "--from", "har", str(har(tmp_path / "calls.har")),
-         "--recordings", str(folder), "--data-dir", str(tmp_path / "data")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, timeout=120, check=False)
+         "--recordings", str(folder), "--data-dir", str(tmp_path / "data")], env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     written = [p.relative_to(folder).as_posix() for p in folder.rglob("*.json") if not p.name.startswith("_")]
     assert written, done.stdout
@@ -50,11 +49,10 @@ def test_import_table_at_a_set_width_wraps_and_keeps_every_column(tmp_path: Path
     """COLUMNS set (a CI runner that sets it, a narrow pipe): rows wrap to that width, and no column —
     a short status or count — is squeezed out to make room for the long ones."""
     env = {**os.environ, "COLUMNS": "80"}
-    done = subprocess.run(
+    done = semula_fork.run(
         [sys.executable, "-m", "semula", "import", "--from", "har", str(har(tmp_path / "calls.har")),
          "--recordings", str(tmp_path / "recordings-with-a-long-enough-folder-name"),
-         "--data-dir", str(tmp_path / "data")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, timeout=120, check=False)
+         "--data-dir", str(tmp_path / "data")], env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     header = next(line for line in done.stdout.splitlines() if "┃" in line)
     cells = [cell.strip() for cell in header.strip("┃").split("┃")]

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import semula_fork
 import pytest
 
 from test_cli_pipe_output import har
@@ -24,11 +25,11 @@ def drift(tmp_path: Path, key: str | None) -> subprocess.CompletedProcess[str]:
         env["OPENAI_API_KEY"] = key
     folder = tmp_path / "recordings"
     if not folder.exists():
-        subprocess.run([sys.executable, "-m", "semula", "import", "--from", "har", str(har(tmp_path / "calls.har")),
-                        "--recordings", str(folder), "--data-dir", str(tmp_path / "data")],
-                       capture_output=True, text=True, env=env, timeout=120, check=True)
-    return subprocess.run([sys.executable, "-m", "semula", "drift", "--recordings", str(folder)],
-                          capture_output=True, text=True, env=env, timeout=120, check=False)
+        imported = semula_fork.run([sys.executable, "-m", "semula", "import", "--from", "har",
+                                     str(har(tmp_path / "calls.har")), "--recordings", str(folder),
+                                     "--data-dir", str(tmp_path / "data")], env=env, timeout=120)
+        assert imported.returncode == 0, imported.stderr
+    return semula_fork.run([sys.executable, "-m", "semula", "drift", "--recordings", str(folder)], env=env, timeout=120)
 
 
 def test_a_placeholder_key_is_named_as_one_and_never_shown(tmp_path: Path) -> None:

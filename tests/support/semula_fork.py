@@ -1,18 +1,20 @@
-"""A warm parent for the tests' `semula proxy` processes: it imports what a proxy imports once, then forks a
-proxy for each test that asks, so a start costs a fork and the proxy's own work, not ~1 s of imports.
+"""A warm parent for the `semula` processes the tests start: it imports what a proxy imports once, then forks
+the command each test asks for, so a start costs a fork and the command's own work, not ~1 s of imports.
 
-Each forked child runs the real `semula proxy` command (semula.cli.run with the test's argv), in the test's
-working directory, environment and umask, with its output on a pipe the test owns and a session of its own
+Each forked child runs the real `semula` command (semula.cli.run with the test's argv), in the test's
+working directory, environment and umask, with its output on pipes the test owns and a session of its own
 (`os.killpg` on its pid works as with `start_new_session`). What it does not cover, the import path of a
-fresh process, the tests of `semula exec`, the pytest plugin and the start-up benchmark still run.
+fresh process, the tests of `semula exec` (never forked here), the pytest plugin, the start-up
+benchmark and the tests that check what a fresh process imports still run.
 
 The server (this file run as a script, one per test process) is single-threaded: it forks only from its
 main loop, which waits on its listening socket, on each child's pidfd (to send the child's exit code back
 on the connection that asked for it) and on its stdin (its end: the test process is gone).
 
-The client side, `spawn`, returns a `ForkedProcess` with the subset of `subprocess.Popen` the tests use;
-it falls back to `subprocess.Popen` when the server cannot be used (SEMULA_TEST_FORK=0, an environment
-whose interpreter settings differ from the server's, a server that failed).
+The client side: `spawn` (a running process: `semula proxy`, `semula review web`) returns a
+`ForkedProcess`, the part of `subprocess.Popen` the tests use; `run` is `subprocess.run` with the output
+captured. Both fall back to a process of its own when the server cannot be used (SEMULA_TEST_FORK=0, an
+environment whose interpreter settings differ from the server's, a server that failed, `exec`, `report`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from typing import Any
 # Variables a Python process reads at start or at import: a child asked for with other values than the
 # server's gets a process of its own.
 _START_VARIABLES = ("PYTHON", "LD_", "MALLOC", "SEMULA_TEST_FORK")
+_SAME_IN_A_CHILD = ("PYTHONUNBUFFERED",)  # a child's stdout and stderr are unbuffered either way
 
 
 # ---------------------------------------------------------------------------
@@ -101,13 +104,13 @@ def serve(path: str) -> None:
 
 
 def _start_child(conn: socket.socket, selector: selectors.BaseSelector) -> None:
-    data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 1)
+    data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 2)
     while not data.endswith(b"\n"):
         more = conn.recv(1 << 20)
         if not more:
             break
         data += more
-    if len(fds) != 1 or not data.endswith(b"\n"):
+    if len(fds) != 2 or not data.endswith(b"\n"):
         for fd in fds:
             os.close(fd)
         conn.close()
@@ -115,20 +118,21 @@ def _start_child(conn: socket.socket, selector: selectors.BaseSelector) -> None:
     request = json.loads(data)
     pid = os.fork()
     if pid == 0:
-        _child(request, fds[0])  # never returns
-    os.close(fds[0])
+        _child(request, *fds)  # never returns
+    for fd in fds:
+        os.close(fd)
     conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
     selector.register(os.pidfd_open(pid), selectors.EVENT_READ, (pid, conn))
 
 
-def _child(request: dict[str, Any], out: int) -> None:
+def _child(request: dict[str, Any], out: int, err: int) -> None:
     code = 1
     try:
         os.setsid()
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(out, 1)
-        os.dup2(out, 2)
+        os.dup2(err, 2)
         os.closerange(3, os.sysconf("SC_OPEN_MAX") if os.sysconf("SC_OPEN_MAX") < 65536 else 65536)
         for signo in (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGCHLD):
             signal.signal(signo, signal.SIG_DFL)
@@ -152,6 +156,7 @@ def _child(request: dict[str, Any], out: int) -> None:
         except BaseException:
             traceback.print_exc()
             code = 1
+        threading._shutdown()  # type: ignore[attr-defined] - as the interpreter's own exit: non-daemon threads end
         atexit._run_exitfuncs()
     finally:
         try:
@@ -281,44 +286,97 @@ _SERVER = _Server()
 
 def _same_start(a: dict[str, str], b: dict[str, str]) -> bool:
     def start(env: dict[str, str]) -> dict[str, str]:
-        return {k: v for k, v in env.items() if k.startswith(_START_VARIABLES)}
+        return {k: v for k, v in env.items() if k.startswith(_START_VARIABLES) and k not in _SAME_IN_A_CHILD}
 
     return start(a) == start(b)
 
 
-def forkable(argv: Sequence[str]) -> bool:
-    """Whether argv runs `semula proxy` (the console script or `python -m semula`)."""
+# `semula` commands a fork serves: not `exec` (its tests are about its own processes and signals) nor
+# `report` (its kernels need pandas, which the server's `semula.cli.without_pandas` refuses).
+UNFORKED = ("exec", "report")
+
+
+def semula_argv(argv: Sequence[str]) -> list[str] | None:
+    """argv as the `semula` program sees it (`python -m semula X` -> `semula X`), when a fork can serve it."""
     if os.environ.get("SEMULA_TEST_FORK", "1") == "0":
-        return False
+        return None
     words = list(argv)
     if words[1:3] == ["-m", "semula"]:
-        words = words[2:]
-    return Path(words[0]).name in ("semula", "-m") and words[1:2] == ["proxy"]
+        words = ["semula", *words[3:]]
+    if Path(words[0]).name != "semula" or len(words) < 2 or words[1] in UNFORKED:
+        return None
+    return words
 
 
 def spawn(argv: list[str], *, env: dict[str, str], cwd: Path | str) -> ForkedProcess | subprocess.Popen[str]:
     """`semula proxy` with argv, from the warm server when it can, else a process of its own (output merged
     into stdout, text mode, a new session: what the tests' Popen calls ask for)."""
-    path = _SERVER.address(env) if forkable(argv) else None
+    path = _SERVER.address(env) if semula_argv(argv) else None
     if path is not None:
-        forked = _fork(path, argv, env, cwd)
+        read, write = os.pipe()
+        forked = _fork(path, argv, env, cwd, [write, write], read)
         if forked is not None:
             return forked
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             start_new_session=True, cwd=cwd)
 
 
-def _fork(path: str, argv: list[str], env: dict[str, str], cwd: Path | str) -> ForkedProcess | None:
-    read, write = os.pipe()
+def run(argv: list[str], *, env: dict[str, str], cwd: Path | str | None = None,
+        timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+    """`subprocess.run(argv, capture_output=True, text=True, ...)` for a `semula` command, forked from the warm
+    server when it can."""
+    path = _SERVER.address(env) if semula_argv(argv) else None
+    if path is not None:
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        forked = _fork(path, argv, env, cwd or os.getcwd(), [out_write, err_write], out_read)
+        if forked is not None:
+            with open(err_read, encoding=None) as err_stream:
+                stderr: list[str] = []
+                reader = threading.Thread(target=lambda: stderr.append(err_stream.read()), daemon=True)
+                reader.start()
+                try:
+                    stdout = _read_all(forked, timeout)
+                finally:
+                    reader.join(5)
+            return subprocess.CompletedProcess(argv, forked.returncode or 0, stdout, "".join(stderr))
+        os.close(err_read)
+    return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
+
+
+def _read_all(forked: ForkedProcess, timeout: float | None) -> str:
+    """The child's whole stdout, then its exit; SIGKILL and TimeoutExpired when it takes over `timeout`."""
+    stdout: list[str] = []
+    reader = threading.Thread(target=lambda: stdout.append(forked.stdout.read()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    try:
+        if reader.is_alive():
+            raise subprocess.TimeoutExpired(forked.args, timeout or 0)
+        forked.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(forked.pid, signal.SIGKILL)
+        forked.wait(10)
+        raise
+    forked.stdout.close()
+    return "".join(stdout)
+
+
+def _fork(path: str, argv: list[str], env: dict[str, str], cwd: Path | str, writes: list[int],
+          read: int) -> ForkedProcess | None:
+    """Ask the server for a child whose stdout and stderr are `writes` (closed here either way); `read` becomes
+    the process's `stdout` (closed here if the server cannot be asked)."""
     umask = os.umask(0)
     os.umask(umask)
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        conn.connect(path)
-        request = {"argv": argv, "env": env, "cwd": str(cwd), "umask": umask}
-        socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], [write])
-        os.close(write)
-        write = -1
+        try:
+            conn.connect(path)
+            request = {"argv": semula_argv(argv), "env": env, "cwd": str(cwd), "umask": umask}
+            socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], writes)
+        finally:
+            for fd in set(writes):
+                os.close(fd)
         data = b""
         while b"\n" not in data:
             chunk = conn.recv(4096)
@@ -328,8 +386,6 @@ def _fork(path: str, argv: list[str], env: dict[str, str], cwd: Path | str) -> F
     except OSError:
         conn.close()
         os.close(read)
-        if write >= 0:
-            os.close(write)
         return None
     line, rest = data.split(b"\n", 1)
     stdout = open(read, encoding=None)  # text mode, as Popen(text=True)
