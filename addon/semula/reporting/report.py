@@ -142,6 +142,13 @@ def notebook_results(notebook: Any) -> dict[str, Any] | None:
     return found
 
 
+# The kernel picks its TCP ports free at the moment it is launched and binds them a little later: another
+# process may take one between the two ("Address already in use" in the kernel, which then dies before it
+# answers). Nothing ran yet, so the notebook gets a new kernel, on new ports.
+KERNEL_NOT_STARTED = "Kernel died before replying to kernel_info"
+KERNEL_START_ATTEMPTS = 3
+
+
 @functools.cache
 def _kernel_manager_class() -> type:
     """Kernels for *this* interpreter: a user-level python3 kernelspec could point elsewhere."""
@@ -182,27 +189,31 @@ async def _execute(
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
-    notebook = nbformat.read(path, as_version=4)
     env = {**os.environ, "SEMULA_DATA_DIR": str(data_dir)}
     env.pop("MPLBACKEND", None)  # a headless Agg setting would swallow the inline plots
-    client = NotebookClient(
-        notebook,
-        kernel_manager_class=_kernel_manager_class(),
-        kernel_name="python3",
-        config=_kernel_config(),
-        timeout=timeout,
-        resources={"metadata": {"path": str(path.parent)}},  # run where the notebook lives
-        on_cell_executed=(lambda **_: on_cell(path.name)) if on_cell else None,
-    )
     async with limiter:
         started = time.monotonic()
-        error = None
-        try:
-            await client.async_execute(env=env)
-        except CellExecutionError as e:
-            error = f"{e.ename}: {e.evalue}" if getattr(e, "ename", None) else str(e).strip().splitlines()[-1]
-        except (CellTimeoutError, DeadKernelError, RuntimeError) as e:
-            error = f"{type(e).__name__}: {e}"
+        for attempt in range(KERNEL_START_ATTEMPTS):
+            notebook = nbformat.read(path, as_version=4)
+            client = NotebookClient(
+                notebook,
+                kernel_manager_class=_kernel_manager_class(),
+                kernel_name="python3",
+                config=_kernel_config(),
+                timeout=timeout,
+                resources={"metadata": {"path": str(path.parent)}},  # run where the notebook lives
+                on_cell_executed=(lambda **_: on_cell(path.name)) if on_cell else None,
+            )
+            error = None
+            try:
+                await client.async_execute(env=env)
+            except CellExecutionError as e:
+                error = f"{e.ename}: {e.evalue}" if getattr(e, "ename", None) else str(e).strip().splitlines()[-1]
+            except (CellTimeoutError, DeadKernelError, RuntimeError) as e:
+                error = f"{type(e).__name__}: {e}"
+                if KERNEL_NOT_STARTED in str(e) and attempt + 1 < KERNEL_START_ATTEMPTS:
+                    continue  # no cell ran: start a new kernel (new ports)
+            break
         seconds = time.monotonic() - started
     return NotebookRun(
         filename=path.name,
