@@ -474,10 +474,9 @@ def wait_for_rows(data_dir: Path, predicate: Callable[[dict[str, Any]], bool], *
         time.sleep(0.25)
 
 
-def run_semula(*args: str, env: dict[str, str] | None = None, timeout: float = 60,
-               cwd: Path | str | None = None) -> subprocess.CompletedProcess[str]:
+def run_semula(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """`semula ARGS` with its output captured (text), forked from the warm parent (tests/support/semula_fork.py)."""
-    return semula_fork.run([*semula_cmd(), *args], env=env or clean_env(), timeout=timeout, cwd=cwd)
+    return semula_fork.run([*semula_cmd(), *args], env=env or clean_env(), timeout=timeout)
 
 
 def parse_exports(text: str) -> dict[str, str]:

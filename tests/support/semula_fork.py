@@ -94,8 +94,8 @@ def serve(path: str) -> None:
                 pid, conn = key.data
                 selector.unregister(key.fileobj)
                 os.close(key.fd)
-                _, status, usage = os.wait4(pid, 0)
-                report = {"code": os.waitstatus_to_exitcode(status), "cpu": usage.ru_utime + usage.ru_stime}
+                _, status = os.waitpid(pid, 0)
+                report = {"code": os.waitstatus_to_exitcode(status)}
                 try:
                     conn.sendall(json.dumps(report).encode() + b"\n")
                 except OSError:
@@ -121,7 +121,10 @@ def _start_child(conn: socket.socket, selector: selectors.BaseSelector) -> None:
         _child(request, *fds)  # never returns
     for fd in fds:
         os.close(fd)
-    conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+    try:
+        conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+    except OSError:  # the asker is gone: its child is still waited for below
+        pass
     selector.register(os.pidfd_open(pid), selectors.EVENT_READ, (pid, conn))
 
 
@@ -133,7 +136,7 @@ def _child(request: dict[str, Any], out: int, err: int) -> None:
         os.dup2(null, 0)
         os.dup2(out, 1)
         os.dup2(err, 2)
-        os.closerange(3, os.sysconf("SC_OPEN_MAX") if os.sysconf("SC_OPEN_MAX") < 65536 else 65536)
+        os.closerange(3, min(os.sysconf("SC_OPEN_MAX"), 65536))
         for signo in (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGCHLD):
             signal.signal(signo, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -145,7 +148,7 @@ def _child(request: dict[str, Any], out: int, err: int) -> None:
         sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=True, write_through=True)
         sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True, write_through=True,
                                       errors="backslashreplace")
-        sys.argv = [request["argv"][0], *request["argv"][1:]]
+        sys.argv = list(request["argv"])
         from semula.cli import run
 
         try:
@@ -187,7 +190,6 @@ class ForkedProcess:
         self.pid = pid
         self.stdout = stdout
         self.returncode: int | None = None
-        self.cpu_seconds: float | None = None
         self._conn = conn
         self._buffer = rest
         self._lock = threading.Lock()
@@ -215,8 +217,7 @@ class ForkedProcess:
             except (TimeoutError, BlockingIOError):
                 return None
             line = self._buffer.split(b"\n", 1)[0]
-            report = json.loads(line) if line else {"code": -signal.SIGKILL, "cpu": None}
-            self.returncode, self.cpu_seconds = report["code"], report["cpu"]
+            self.returncode = json.loads(line)["code"] if line else -signal.SIGKILL
             self._conn.close()
             return self.returncode
 
@@ -309,7 +310,7 @@ def semula_argv(argv: Sequence[str]) -> list[str] | None:
 
 
 def spawn(argv: list[str], *, env: dict[str, str], cwd: Path | str) -> ForkedProcess | subprocess.Popen[str]:
-    """`semula proxy` with argv, from the warm server when it can, else a process of its own (output merged
+    """A running `semula` command, from the warm server when it can, else a process of its own (output merged
     into stdout, text mode, a new session: what the tests' Popen calls ask for)."""
     path = _SERVER.address(env) if semula_argv(argv) else None
     if path is not None:
