@@ -277,6 +277,7 @@ def hook_breakdown(data_dir: Path, flows_path: Path, bodies: list[bytes], answer
                        semula_recordings="off")
         try:
             loop.run_until_complete(addon.running())
+            loop.run_until_complete(addon.parts.store.ensure_open())  # the store opens after the ready line
             common.join_rebuilds()
             cache = addon.parts.store.engine
             assert cache is not None, addon.parts.store.problem
@@ -335,14 +336,15 @@ def hook_breakdown(data_dir: Path, flows_path: Path, bodies: list[bytes], answer
 
 def fast_hit_parts(addon: Any, best: Any, hooks: Any) -> dict[str, float]:
     """The steps of a fast hit, timed inside one pass of the hooks (wrapped, so slightly inflated)."""
-    import semula.proxy.addon as addon_module
+    import semula.proxy.call.call as call_module
+    import semula.proxy.call.calllog as calllog_module
 
     timers = common.Timers()
     timers.wrap(addon.parts.fast, "find", "fast: FastPath.find (key digest, lookup, re-check on the index)")
-    timers.wrap(addon, "_finish", "fast: _finish (call-log row, flow comment, console line)")
-    timers.wrap(addon_module, "call_row", "fast:   call_row")
-    timers.wrap(addon_module, "flow_comment", "fast:   flow_comment")
-    timers.wrap(addon_module, "console_line", "fast:   console_line")
+    timers.wrap(call_module, "finish", "fast: finish (call-log row, flow comment, console line)")
+    timers.wrap(calllog_module, "call_row", "fast:   call_row")
+    timers.wrap(calllog_module, "flow_comment", "fast:   flow_comment")
+    timers.wrap(calllog_module, "console_line", "fast:   console_line")
     timers.wrap(addon.parts.calls, "append", "fast:   call-log append (a queue put)")
     try:
         best(hooks)
