@@ -49,7 +49,7 @@ def part(mode: Mode, tmp_path: Path, session_mb: float = 64.0) -> Iterator[tuple
         asyncio.run(_started(addon))
         addon.life.calls = calls = Rows()
         try:
-            yield addon.addons[1], SimpleNamespace(calls=calls, parts=addon.parts)
+            yield addon.realtime, SimpleNamespace(calls=calls, parts=addon.parts)
         finally:
             addon.done()
 
