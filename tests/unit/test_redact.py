@@ -1,13 +1,25 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from semula.core.redact import (
+    _BYTES_BEARER,
+    _BYTES_KEYS,
+    _BYTES_SIGNATURE,
+    _TEXT_BEARER,
+    _TEXT_KEYS,
+    _TEXT_SIGNATURE,
     HOP_BY_HOP_HEADERS,
     SECRET_HEADERS,
     SECRET_QUERY_PARAMS,
+    FingerprintKey,
+    _after_word,
+    _sub_keys,
     clean_headers,
     clean_query,
     redact_bytes,
@@ -153,3 +165,43 @@ def test_clean_query(pairs: list[tuple[str, str]], expected: list[tuple[str, str
 def test_a_url_header_loses_its_secret_parameters_and_userinfo(url: str, expected: str) -> None:
     assert redact_url(url) == expected
     assert clean_headers([("Location", url)]) == [("location", expected)]
+
+
+# The patterns as `re.sub` applied them with a leading `\b` (before the scan checked the word's start itself):
+# the reference the faster scan must agree with, key for key.
+_REFERENCE_KEYS = (r"\bsk-[A-Za-z0-9_\-]{20,}", r"\bAIza[0-9A-Za-z_\-]{35,}", r"\bgsk_[A-Za-z0-9]{20,}",
+                   r"\bxai-[A-Za-z0-9]{20,}", r"\bhf_[A-Za-z0-9]{20,}",
+                   r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]+",
+                   r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b", r"(?<=Signature=)[0-9a-f]{64}\b", r"\bya29\.[A-Za-z0-9_\-]{20,}")
+_REFERENCE_BEARER = r"(?i:\b(bearer\s+))(?=[A-Za-z0-9._~+/\-]*[0-9])[A-Za-z0-9._~+/\-]{16,}=*"
+_ESCAPED = r"(?:\b|(?<=\\[nrtbf]))"
+
+
+def _reference(s, placeholder, escaped: bool):
+    keys = "|".join(_ESCAPED + p[2:] if escaped and p.startswith(r"\b") else p for p in _REFERENCE_KEYS)
+    bearer = _REFERENCE_BEARER.replace(r"\b(", _ESCAPED + "(", 1) if escaped else _REFERENCE_BEARER
+    if isinstance(s, bytes):
+        keys, bearer = keys.encode(), bearer.encode()
+    s = re.sub(keys, lambda m: placeholder(m.group()), s)
+    return re.sub(bearer, lambda m: m.group(1) + placeholder(m.group()[len(m.group(1)):]), s)
+
+
+_PIECES = ["sk-", "AIza", "gsk_", "xai-", "hf_", "eyJ", "AKIA", "ASIA", "ya29.", "Signature=", "Bearer ", "bearer\t",
+           "a" * 20, "Ab3" * 7, "f0" * 32, "1234567890ABCDEF", ".", "-", "_", "x", "é", "日", " ", "\\n", "\\", "n", "=", "9"]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_PIECES), max_size=24))
+def test_the_scan_finds_what_a_word_anchored_pattern_finds(pieces):
+    """Keys inside a word, after a `-` or a `.` inside another key's run, after an escape, beside a
+    signature: the scan that skips to the keys' prefixes replaces exactly what `\\b` + the pattern did."""
+    text = "".join(pieces)
+    tag = FingerprintKey(b"k" * 16).tag
+    assert _sub_keys(_TEXT_BEARER, _sub_keys(_TEXT_KEYS, _TEXT_SIGNATURE.sub(_after_word(tag), text),
+                                             lambda m: tag(m.group())), _after_word(tag)) \
+        == _reference(text, tag, escaped=False)
+    data = text.encode()
+    btag = lambda secret: tag(secret).encode()  # noqa: E731
+    assert _sub_keys(_BYTES_BEARER, _sub_keys(_BYTES_KEYS, _BYTES_SIGNATURE.sub(_after_word(btag), data),
+                                              lambda m: btag(m.group())), _after_word(btag)) \
+        == _reference(data, btag, escaped=True)

@@ -25,7 +25,7 @@ import re
 import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, AnyStr
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from semula.core.unprefixed import (
@@ -136,32 +136,78 @@ SECRET_QUERY_PARAMS = frozenset({"key", "api_key", "api-key", "access_token", "t
 _URL_HEADERS = frozenset({"location", "content-location"})
 
 # Each pattern needs a long run of key characters after its prefix, so prose
-# such as "sk-learn" or "Bearer tokens expire" is left alone.
+# such as "sk-learn" or "Bearer tokens expire" is left alone. A key starts a word (`\b` before it): `_sub_keys`
+# checks that, not the pattern, so that each pattern starts with its literal prefix and re skips ahead to
+# the characters that can start one. With a leading `\b`, re tried every alternative at every position:
+# ~0.2 µs a byte, 35-45 ms for a 200 KB answer, against 3-6 ms now.
 _KEY_PATTERNS = (
     # OpenAI (sk-..., sk-proj-..., sk-svcacct-...), Anthropic (sk-ant-api03-...),
     # OpenRouter (sk-or-v1-...), DeepSeek (sk-...).
-    r"\bsk-[A-Za-z0-9_\-]{20,}",
-    r"\bAIza[0-9A-Za-z_\-]{35,}",  # Google API keys: 39 characters in all
-    r"\bgsk_[A-Za-z0-9]{20,}",  # Groq
-    r"\bxai-[A-Za-z0-9]{20,}",  # xAI
-    r"\bhf_[A-Za-z0-9]{20,}",  # Hugging Face
-    r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]+",  # JWTs
-    r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b",  # AWS access key ids (long-term, temporary)
-    r"(?<=Signature=)[0-9a-f]{64}\b",  # an AWS SigV4 signature quoted in an error
-    r"\bya29\.[A-Za-z0-9_\-]{20,}",  # Google OAuth access tokens (Vertex AI), outside a Bearer header too
+    r"sk-[A-Za-z0-9_\-]{20,}",
+    r"AIza[0-9A-Za-z_\-]{35,}",  # Google API keys: 39 characters in all
+    r"gsk_[A-Za-z0-9]{20,}",  # Groq
+    r"xai-[A-Za-z0-9]{20,}",  # xAI
+    r"hf_[A-Za-z0-9]{20,}",  # Hugging Face
+    r"eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]+",  # JWTs
+    r"(?:AKIA|ASIA)[A-Z0-9]{16}\b",  # AWS access key ids (long-term, temporary)
+    r"ya29\.[A-Za-z0-9_\-]{20,}",  # Google OAuth access tokens (Vertex AI), outside a Bearer header too
 )
+# An AWS SigV4 signature quoted in an error, wherever it starts: its own pass, before the keys (a key
+# pattern's run may end at its `Signature`, and would take the word the signature is found by).
+_SIGNATURE = r"(Signature=)[0-9a-f]{64}\b"
 # A bearer token: keep the word, drop the token. It must be long and hold a
 # digit, so "Bearer authentication" stays readable.
-_BEARER = r"(?i:\b(bearer\s+))(?=[A-Za-z0-9._~+/\-]*[0-9])[A-Za-z0-9._~+/\-]{16,}=*"
+_BEARER = r"(?i:(bearer\s+))(?=[A-Za-z0-9._~+/\-]*[0-9])[A-Za-z0-9._~+/\-]{16,}=*"
 
 _TEXT_KEYS = re.compile("|".join(_KEY_PATTERNS))
 _TEXT_BEARER = re.compile(_BEARER)
-# In a JSON body a key may follow an escape (`"…:\\nsk-…"`): its `n` is a word character, so on bytes `\b`
-# alone misses the key that the decoded text's redaction finds (and the key would reach the file).
-_AFTER_ESCAPE = r"(?:\b|(?<=\\[nrtbf]))"
-_BYTES_KEYS = re.compile("|".join(_AFTER_ESCAPE + p[2:] if p.startswith(r"\b") else p for p in _KEY_PATTERNS).encode())
-_BYTES_BEARER = re.compile(_BEARER.replace(r"\b(", _AFTER_ESCAPE + "(", 1).encode())
+_TEXT_SIGNATURE = re.compile(_SIGNATURE)
+_TEXT_WORD = re.compile(r"\w")
+_BYTES_KEYS = re.compile("|".join(_KEY_PATTERNS).encode())
+_BYTES_BEARER = re.compile(_BEARER.encode())
+_BYTES_SIGNATURE = re.compile(_SIGNATURE.encode())
+_BYTES_WORD = re.compile(rb"\w")
+# In a JSON body a key may follow an escape (`"…:\\nsk-…"`): its `n` is a word character, so on bytes a
+# word's start alone misses the key that the decoded text's redaction finds (and the key would reach the file).
+_BYTES_ESCAPE = re.compile(rb"\\[nrtbf]")
 _REDACTED_BYTES = REDACTED.encode()
+# No pattern here or in `core.unprefixed` matches fewer characters (an access key id has 20, a labelled
+# secret 16 after its label): most strings of a JSON body (roles, model names) are returned as they are.
+_SHORTEST_SECRET = 16
+
+
+def _starts_word(s: AnyStr, at: int) -> bool:
+    """Whether a key found at `at` starts a word, as `\b` says (every key starts with a word character);
+    in bytes (a JSON body), after a `\n`-style escape too."""
+    if at == 0:
+        return True
+    if isinstance(s, str):
+        return _TEXT_WORD.match(s, at - 1) is None
+    return _BYTES_WORD.match(s, at - 1) is None or (at >= 2 and _BYTES_ESCAPE.match(s, at - 2) is not None)
+
+
+def _sub_keys(pattern: re.Pattern[AnyStr], s: AnyStr, replace: Callable[[re.Match[AnyStr]], AnyStr]) -> AnyStr:
+    """`re.sub(r"\b(?:pattern)", replace, s)`: the matches that start a word replaced, leftmost first.
+
+    A match inside a word is passed over one character at a time (not skipped whole): a key may start
+    within it, after a `-` or a `.`."""
+    parts: list[AnyStr] = []
+    done = at = 0
+    while (m := pattern.search(s, at)) is not None:
+        if not _starts_word(s, m.start()):
+            at = m.start() + 1
+            continue
+        parts += (s[done:m.start()], replace(m))
+        done = at = m.end()
+    if not parts:
+        return s
+    parts.append(s[done:])
+    return s[:0].join(parts)
+
+
+def _after_word(placeholder: Callable[[AnyStr], AnyStr]) -> Callable[[re.Match[AnyStr]], AnyStr]:
+    """The replacement of a secret after its word (`Bearer `, `Signature=`): the word kept, the rest tagged."""
+    return lambda m: m.group(1) + placeholder(m.group()[len(m.group(1)):])
 
 
 def _placeholder(key: FingerprintKey | None) -> Callable[[str], str]:
@@ -173,12 +219,13 @@ def redact_text(s: str, key: FingerprintKey | None = None) -> str:
 
     Prefixed keys, JWTs and bearer tokens first (their tags are those of earlier stores), then the
     secrets without a prefix (`core.unprefixed`: AWS secret keys and session tokens)."""
-    if not s:
+    if len(s) < _SHORTEST_SECRET:
         return s
     placeholder = _placeholder(key)
     near_ids = runs_near_ids(s)  # before the access key ids themselves are replaced
-    s = _TEXT_KEYS.sub(lambda m: placeholder(m.group()), s)
-    s = _TEXT_BEARER.sub(lambda m: m.group(1) + placeholder(m.group()[len(m.group(1)):]), s)
+    s = _TEXT_SIGNATURE.sub(_after_word(placeholder), s)
+    s = _sub_keys(_TEXT_KEYS, s, lambda m: placeholder(m.group()))
+    s = _sub_keys(_TEXT_BEARER, s, _after_word(placeholder))
     return redact_unprefixed(s, placeholder, near_ids)
 
 
@@ -187,12 +234,13 @@ def redact_bytes(b: bytes, key: FingerprintKey | None = None) -> bytes:
 
     A recorded answer is redacted under the recording's `key`: a client that echoes a replayed
     ``[REDACTED:<tag>]`` back then sends what the recorded follow-up request fingerprinted to."""
-    if not b:
+    if len(b) < _SHORTEST_SECRET:
         return b
     placeholder = _placeholder_bytes(key)
     near_ids = runs_near_ids(b)
-    b = _BYTES_KEYS.sub(lambda m: placeholder(m.group()), b)
-    b = _BYTES_BEARER.sub(lambda m: m.group(1) + placeholder(m.group()[len(m.group(1)):]), b)
+    b = _BYTES_SIGNATURE.sub(_after_word(placeholder), b)
+    b = _sub_keys(_BYTES_KEYS, b, lambda m: placeholder(m.group()))
+    b = _sub_keys(_BYTES_BEARER, b, _after_word(placeholder))
     return redact_unprefixed(b, placeholder, frozenset(r.encode("ascii") for r in near_ids))
 
 
