@@ -123,10 +123,10 @@ def _keep_case(token: str, after_number: bool, shouting: bool) -> bool:
     if _CODE_FEATURE.search(token):
         return True
     if shouting:
-        return any(c.islower() for c in token)
+        return any(map(str.islower, token))
     if after_number and _UNIT.fullmatch(token):
         return True
-    return not _ORDINAL.fullmatch(token) and sum(c.isupper() for c in token) >= 2
+    return not _ORDINAL.fullmatch(token) and sum(map(str.isupper, token)) >= 2
 
 
 def _fold_prose(text: str, shouting: bool = False) -> str:
@@ -135,7 +135,7 @@ def _fold_prose(text: str, shouting: bool = False) -> str:
     out = []
     after_number = False
     for token in tokens:
-        if token.islower() or not any(c.isupper() for c in token):
+        if token.islower() or not any(map(str.isupper, token)):
             out.append(token.casefold())
         else:
             out.append(token if _keep_case(token, after_number, shouting) else token.casefold())
@@ -152,8 +152,8 @@ def _is_shouting(text: str) -> bool:
     prose = drop_quoted(_INLINE_CODE.sub(" ", _FENCE.sub(" ", text)), " ")
     if "\n " in prose or "\n\t" in prose:  # an indented block is code: its lower case is not the prose's
         prose = "\n".join(line for line in prose.split("\n") if not line.startswith((" ", "\t")))
-    upper = sum(c.isupper() for c in prose)
-    return upper >= 6 and upper >= 4 * sum(c.islower() for c in prose)
+    upper = sum(map(str.isupper, prose))  # map: a C call a character, ~3x a generator's speed on a long prompt
+    return upper >= 6 and upper >= 4 * sum(map(str.islower, prose))
 
 
 def _quotes_and_prose(text: str, shouting: bool) -> str:
