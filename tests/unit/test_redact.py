@@ -9,16 +9,17 @@ from hypothesis import strategies as st
 
 from semula.core.redact import (
     _BYTES_BEARER,
-    _BYTES_KEYS,
     _BYTES_SIGNATURE,
+    _KEY_PATTERNS,
+    _KEY_STARTS,
     _TEXT_BEARER,
-    _TEXT_KEYS,
     _TEXT_SIGNATURE,
     HOP_BY_HOP_HEADERS,
     SECRET_HEADERS,
     SECRET_QUERY_PARAMS,
     FingerprintKey,
     _after_word,
+    _sub_bearer,
     _sub_keys,
     clean_headers,
     clean_query,
@@ -197,11 +198,39 @@ def test_the_scan_finds_what_a_word_anchored_pattern_finds(pieces):
     signature: the scan that skips to the keys' prefixes replaces exactly what `\\b` + the pattern did."""
     text = "".join(pieces)
     tag = FingerprintKey(b"k" * 16).tag
-    assert _sub_keys(_TEXT_BEARER, _sub_keys(_TEXT_KEYS, _TEXT_SIGNATURE.sub(_after_word(tag), text),
-                                             lambda m: tag(m.group())), _after_word(tag)) \
+    assert _sub_bearer(_TEXT_BEARER, _sub_keys(_TEXT_SIGNATURE.sub(_after_word(tag), text),
+                                               lambda m: tag(m.group())), _after_word(tag)) \
         == _reference(text, tag, escaped=False)
     data = text.encode()
     btag = lambda secret: tag(secret).encode()  # noqa: E731
-    assert _sub_keys(_BYTES_BEARER, _sub_keys(_BYTES_KEYS, _BYTES_SIGNATURE.sub(_after_word(btag), data),
-                                              lambda m: btag(m.group())), _after_word(btag)) \
+    assert _sub_bearer(_BYTES_BEARER, _sub_keys(_BYTES_SIGNATURE.sub(_after_word(btag), data),
+                                                lambda m: btag(m.group())), _after_word(btag)) \
         == _reference(data, btag, escaped=True)
+
+
+@pytest.mark.parametrize("before", ["eyJ" + "a" * 12 + " ", "-eyJ" + "a" * 12 + "-", "eyJ" + "a" * 12 + ".",
+                                    "eyJ" + "a" * 12 + ".eyJ" + "b" * 12 + " ", "xeyJ" + "a" * 3 + "/"])
+def test_a_jwt_just_after_a_run_that_is_not_one_is_redacted(before):
+    text = before + JWT + " " + before
+    assert JWT not in redact_text(text) and JWT.encode() not in redact_bytes(text.encode())
+    assert redact_text(text) == _reference(text, lambda _secret: "[REDACTED]", escaped=False)
+
+
+def test_each_key_pattern_starts_with_its_prefix():
+    """The scan only looks where a prefix starts: a pattern without its own would never be matched."""
+    starts = iter(_KEY_STARTS)
+    for pattern in _KEY_PATTERNS:
+        if pattern.startswith("(?:AKIA|ASIA)"):
+            assert (next(starts), next(starts)) == ("AKIA", "ASIA")
+        else:
+            assert pattern.replace("\\", "").startswith(next(starts)), pattern
+    assert next(starts, None) is None
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)  # quadratic scanning would take hours on these; a linear one takes seconds
+@pytest.mark.parametrize("unit", ["ask-", "-sk-", "xeyJ", "-eyJ", "eyJ" + "a" * 12 + ".", "aBearer 1", "Bearer\t",
+                                  "xAKIA", "AIza", "Signature=", "ya29.", "\\nsk-"])
+def test_a_megabyte_of_near_keys_redacts_in_linear_time(unit):
+    body = unit * (1_000_000 // len(unit))
+    assert redact_text(body) and redact_bytes(body.encode())
