@@ -280,9 +280,27 @@ class SemulaPlugin:
         """The refusals since the last ones seen; `then` (unless _STAY): the test the proxy moves on to."""
         if self.last_refusal is None:
             return []
+        if then is _STAY and self._published_refusal() == self.last_refusal:
+            return []  # none since: the proxy wrote the number before any 404 went out
         answer = self._refusals_since(self.last_refusal, then)
         self.last_refusal = answer["last"]
         return answer["refusals"]
+
+    def _published_refusal(self) -> int | None:
+        """The last refusal's number as the proxy keeps it beside admin.json (proxy/run/refusals.py), read
+        without a round trip; None when it keeps none (an older proxy) or the file cannot be read."""
+        path = (self.admin_info or {}).get("refusals_file")
+        if not isinstance(path, str):
+            return None
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                text = os.read(fd, 32)
+            finally:
+                os.close(fd)
+            return int(text) if text.isdigit() else None
+        except (OSError, ValueError):
+            return None
 
     def _refusals_since(self, after: int | None, then: str | None | object = _STAY) -> dict[str, Any]:
         from semula.admin.protocol import AdminError, NoProxy

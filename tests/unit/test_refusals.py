@@ -7,7 +7,7 @@ import base64
 import pytest
 
 from semula.proxy.call.identity import proxy_credentials, proxy_user
-from semula.proxy.run.refusals import Refusals, tag_of
+from semula.proxy.run.refusals import SEQ_FILE, Refusals, tag_of
 
 
 def basic(text: str) -> str:
@@ -48,3 +48,27 @@ def test_refusals_since_a_number_and_of_one_tag() -> None:
     refusals.add("", "default", "fourth")
     refusals.add("", "default", "fifth")
     assert [r["seq"] for r in refusals.since(0)["refusals"]] == [3, 4, 5], "only the newest are kept"
+
+
+def test_the_published_number_is_the_last_refusal_s_before_the_next_question(tmp_path):
+    refusals = Refusals()
+    said = refusals.publish(tmp_path)
+    assert said == {"refusals_file": str(tmp_path / SEQ_FILE)}
+    assert int((tmp_path / SEQ_FILE).read_bytes()) == 0 == refusals.since(None)["last"]
+    for n in (1, 2, 3):
+        refusals.add("t", "p", f"refused {n}")
+        assert int((tmp_path / SEQ_FILE).read_bytes()) == n == refusals.since(None)["last"]
+    assert (tmp_path / SEQ_FILE).stat().st_mode & 0o077 == 0
+    refusals.close()
+    assert not (tmp_path / SEQ_FILE).exists()  # a plugin that cannot read it asks every time
+
+
+def test_a_link_where_the_number_goes_is_not_followed(tmp_path):
+    target = tmp_path / "elsewhere"
+    target.write_text("keep me")
+    (tmp_path / SEQ_FILE).symlink_to(target)
+    refusals = Refusals()
+    assert refusals.publish(tmp_path) == {}  # admin.json names no file: the plugin asks after every test
+    refusals.add("t", "p", "refused")
+    assert target.read_text() == "keep me" and refusals.since(0)["refusals"][0]["message"] == "refused"
+    refusals.close()

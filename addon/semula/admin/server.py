@@ -12,6 +12,7 @@ import json
 import os
 import secrets
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,10 @@ SHUTDOWN_POLL_S = 0.02
 
 
 class AdminServer:
-    def __init__(self, data_dir: Path, dispatch: Dispatch, info: dict[str, Any], fallback: bool = False):
-        """Serve `dispatch`; write admin.json into `data_dir`, or (`fallback`) into its fallback_admin_dir."""
+    def __init__(self, data_dir: Path, dispatch: Dispatch, info: dict[str, Any], fallback: bool = False,
+                 beside: Callable[[Path], dict[str, Any]] | None = None):
+        """Serve `dispatch`; write admin.json into `data_dir`, or (`fallback`) into its fallback_admin_dir.
+        `beside(directory)`: what else is kept in admin.json's directory, for admin.json to name."""
         self.data_dir = private_dir(fallback_admin_dir(data_dir)) if fallback else Path(data_dir)
         self.token = secrets.token_urlsafe(24)
         token = self.token
@@ -70,9 +73,10 @@ class AdminServer:
                                        name="semula-admin", daemon=True)
         self.thread.start()
         self.path = self.data_dir / ADMIN_FILE
-        self.info = {**info, "port": self.port, "token": self.token, "pid": os.getpid()}
         if not fallback:  # (the fallback dir was made by private_dir)
             make_data_dir(self.data_dir)
+        kept = beside(self.data_dir) if beside is not None else {}
+        self.info = {**info, **kept, "port": self.port, "token": self.token, "pid": os.getpid()}
         try:
             write_private_file(self.path, json.dumps(self.info))
         except BaseException:

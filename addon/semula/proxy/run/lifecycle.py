@@ -126,7 +126,7 @@ class Lifecycle:
                     "proxy": listen, "mode": mode.value, "data_dir": str(data_dir),
                     "project": settings.default_project, "confdir": str(confdir),
                     "run": runinfo.published(),  # what it was asked: a run reuses it only if it asks the same
-                }, fallback=read_only)
+                }, fallback=read_only, beside=self.refusals.publish)
             except OSError as e:
                 log.warning("semula: admin endpoint not started (%s); CLI commands cannot reach this proxy", e)
         bound = self._listen_address(settings, connectable=False)
@@ -198,6 +198,7 @@ class Lifecycle:
         if self.admin:
             self.admin.close()
             self.admin = None
+        self.refusals.close()
         for log_writer in (self.calls, self.reviews):
             if log_writer and (lost := log_writer.close()):
                 print(f"semula: {lost} log rows could not be written to {log_writer.directory} and are lost"
