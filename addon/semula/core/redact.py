@@ -23,7 +23,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, AnyStr
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -137,7 +137,7 @@ _URL_HEADERS = frozenset({"location", "content-location"})
 
 # Each pattern needs a long run of key characters after its prefix, so prose
 # such as "sk-learn" or "Bearer tokens expire" is left alone. A key starts a word (`\b` before it), and
-# `_sub_keys` finds one in linear time: re skips to the next of the prefixes (`_KEY_STARTS`), the word's
+# `_keys_in` finds one in linear time: re skips to the next of the prefixes (`_KEY_STARTS`), the word's
 # start is checked there, and only then are the patterns matched at that place. A leading `\b` in the
 # pattern made re try every alternative at every position (~0.2 µs a byte, 35-45 ms for a 200 KB answer,
 # against 3-6 ms now); searching the patterns whole and then checking the word's start made a body of
@@ -157,8 +157,8 @@ _KEY_PATTERNS = (
 _KEY_STARTS = ("sk-", "AIza", "gsk_", "xai-", "hf_", "eyJ", "AKIA", "ASIA", "ya29.")  # each pattern's, in order
 _JWT_START = "eyJ"
 _JWT_RUN = r"[A-Za-z0-9_\-]*"  # the characters of a JWT's part (a failed one fails on for the whole run)
-# An AWS SigV4 signature quoted in an error, wherever it starts: its own pass, before the keys (a key
-# pattern's run may end at its `Signature`, and would take the word the signature is found by).
+# An AWS SigV4 signature quoted in an error (`Signature=` kept, the hex tagged): its own pass, before the
+# keys (a key pattern's run may end at its `Signature`, and would take the word the signature is found by).
 _SIGNATURE = r"(Signature=)[0-9a-f]{64}\b"
 # A bearer token: keep the word, drop the token. It must be long and hold a
 # digit, so "Bearer authentication" stays readable.
@@ -195,8 +195,21 @@ def _starts_word(s: AnyStr, at: int) -> bool:
     return _BYTES_WORD.match(s, at - 1) is None or (at >= 2 and _BYTES_ESCAPE.match(s, at - 2) is not None)
 
 
-def _sub_keys(s: AnyStr, replace: Callable[[re.Match[AnyStr]], AnyStr]) -> AnyStr:
-    """`re.sub(r"\b(?:<_KEY_PATTERNS>)", replace, s)`, leftmost first, in time linear in `s`.
+def _substitute(s: AnyStr, found: Iterator[re.Match[AnyStr]], replace: Callable[[re.Match[AnyStr]], AnyStr]) -> AnyStr:
+    """`s` with each match `found` yields (left to right, none overlapping) replaced."""
+    parts: list[AnyStr] = []
+    done = 0
+    for m in found:
+        parts += (s[done:m.start()], replace(m))
+        done = m.end()
+    if not parts:
+        return s
+    parts.append(s[done:])
+    return s[:0].join(parts)
+
+
+def _keys_in(s: AnyStr) -> Iterator[re.Match[AnyStr]]:
+    """The matches of `\\b(?:<_KEY_PATTERNS>)` in `s`, leftmost first, in time linear in `s`.
 
     Every place a prefix starts is looked at (not only those after the last match's end: a key may start
     within another word's run, after a `-` or a `.`). A JWT that fails at one place fails at every later
@@ -206,8 +219,7 @@ def _sub_keys(s: AnyStr, replace: Callable[[re.Match[AnyStr]], AnyStr]) -> AnySt
         starts, keys, jwt_run, jwt = _TEXT_STARTS, _TEXT_KEYS, _TEXT_JWT_RUN, _JWT_START
     else:
         starts, keys, jwt_run, jwt = _BYTES_STARTS, _BYTES_KEYS, _BYTES_JWT_RUN, _JWT_START.encode()
-    parts: list[AnyStr] = []
-    done = at = 0
+    at = 0
     no_jwt_before = 0  # a JWT failed at an `eyJ` whose run ends here
     while (start := starts.search(s, at)) is not None:
         pos = start.start()
@@ -221,30 +233,29 @@ def _sub_keys(s: AnyStr, replace: Callable[[re.Match[AnyStr]], AnyStr]) -> AnySt
                 run = jwt_run.match(s, pos + len(jwt))  # `*`: it always matches
                 no_jwt_before = run.end() if run is not None else pos
             continue
-        parts += (s[done:pos], replace(found))
-        done = at = found.end()
-    if not parts:
-        return s
-    parts.append(s[done:])
-    return s[:0].join(parts)
+        yield found
+        at = found.end()
 
 
-def _sub_bearer(pattern: re.Pattern[AnyStr], s: AnyStr, replace: Callable[[re.Match[AnyStr]], AnyStr]) -> AnyStr:
-    """`re.sub(r"\b" + pattern, replace, s)` for the bearer pattern: a match that does not start a word is
-    passed over one character at a time. Linear: a token's run holds no whitespace, so no other bearer
-    word starts inside the part of the text one match attempt reads."""
-    parts: list[AnyStr] = []
-    done = at = 0
+def _bearers_in(pattern: re.Pattern[AnyStr], s: AnyStr) -> Iterator[re.Match[AnyStr]]:
+    """The matches of `\\b` + the bearer pattern in `s`: a match that does not start a word is passed over
+    one character at a time. Linear: a token's run holds no whitespace, so no other bearer word starts
+    inside the part of the text one match attempt reads."""
+    at = 0
     while (m := pattern.search(s, at)) is not None:
         if not _starts_word(s, m.start()):
             at = m.start() + 1
             continue
-        parts += (s[done:m.start()], replace(m))
-        done = at = m.end()
-    if not parts:
-        return s
-    parts.append(s[done:])
-    return s[:0].join(parts)
+        yield m
+        at = m.end()
+
+
+def _redact_prefixed(s: AnyStr, placeholder: Callable[[AnyStr], AnyStr]) -> AnyStr:
+    """Signatures, prefixed keys and JWTs, bearer tokens, in that order, each replaced by its placeholder."""
+    signature, bearer = (_TEXT_SIGNATURE, _TEXT_BEARER) if isinstance(s, str) else (_BYTES_SIGNATURE, _BYTES_BEARER)
+    s = signature.sub(_after_word(placeholder), s)
+    s = _substitute(s, _keys_in(s), lambda m: placeholder(m.group()))
+    return _substitute(s, _bearers_in(bearer, s), _after_word(placeholder))
 
 
 def _after_word(placeholder: Callable[[AnyStr], AnyStr]) -> Callable[[re.Match[AnyStr]], AnyStr]:
@@ -265,10 +276,7 @@ def redact_text(s: str, key: FingerprintKey | None = None) -> str:
         return s
     placeholder = _placeholder(key)
     near_ids = runs_near_ids(s)  # before the access key ids themselves are replaced
-    s = _TEXT_SIGNATURE.sub(_after_word(placeholder), s)
-    s = _sub_keys(s, lambda m: placeholder(m.group()))
-    s = _sub_bearer(_TEXT_BEARER, s, _after_word(placeholder))
-    return redact_unprefixed(s, placeholder, near_ids)
+    return redact_unprefixed(_redact_prefixed(s, placeholder), placeholder, near_ids)
 
 
 def redact_bytes(b: bytes, key: FingerprintKey | None = None) -> bytes:
@@ -280,10 +288,7 @@ def redact_bytes(b: bytes, key: FingerprintKey | None = None) -> bytes:
         return b
     placeholder = _placeholder_bytes(key)
     near_ids = runs_near_ids(b)
-    b = _BYTES_SIGNATURE.sub(_after_word(placeholder), b)
-    b = _sub_keys(b, lambda m: placeholder(m.group()))
-    b = _sub_bearer(_BYTES_BEARER, b, _after_word(placeholder))
-    return redact_unprefixed(b, placeholder, frozenset(r.encode("ascii") for r in near_ids))
+    return redact_unprefixed(_redact_prefixed(b, placeholder), placeholder, frozenset(r.encode("ascii") for r in near_ids))
 
 
 def _placeholder_bytes(key: FingerprintKey | None) -> Callable[[bytes], bytes]:
