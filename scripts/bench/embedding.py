@@ -43,8 +43,13 @@ def embed_all(embedder: Any, texts: list[str], batch: int = 64) -> np.ndarray:
 
 
 def use_tier(engine: Any, tier: Any) -> None:
-    """The same Engine with and without its embedding tier (every part that holds it)."""
-    engine.embeddings = engine.searcher.embeddings = engine.recordings.embeddings = tier
+    """The same Engine with and without its embedding tier (every part that holds the near tiers)."""
+    from semula.core.tiers import Tier
+
+    others = tuple(t for t in engine.searcher.tiers if t.tier is not Tier.EMBEDDING)
+    tiers = others if tier is None else (*others, tier)
+    engine.embeddings = tier
+    engine.tiers = engine.searcher.tiers = engine.recordings.tiers = tiers
 
 
 def p50_95(xs: list[float]) -> list[float]:

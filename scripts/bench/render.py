@@ -289,7 +289,7 @@ def embedding(d: dict[str, Any]) -> list[str]:
         + (f"the other {b['total'] - b['real']:,} got random unit vectors (same search cost, never neighbours). "
            if b["total"] > b["real"] else "")
         + f"{d['params']['queries']} misses per size (half paraphrases, half unrelated), each decided twice: tier on and "
-        "off (`cache.embeddings` detached from the same Cache), alternating which goes first.",
+        "off (the embedding tier taken out of the same Engine's near tiers: `use_tier`), alternating which goes first.",
         "- Pieces, by wrapping public methods: *encode* = `Embedder.embed`; *index search* = `VectorIndex.search`; "
         "*tier search − encode* = `EmbeddingTier.search` less its encode. Hits: `cache.match` ×500 ×4 rounds; writes: "
         "60 `cache.record` per mode, then a burst of 64 (fewer in a store of fewer entries).", "", "## 1. The miss path (p50 / p95 ms)", "",

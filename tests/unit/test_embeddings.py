@@ -71,6 +71,14 @@ def test_loads_the_shared_model_and_gives_unit_vectors(embedder):
 
 
 @needs_model
+def test_the_session_runs_on_two_threads_that_do_not_spin(embedder):
+    """Spinning pool threads took the core a miss's other work needs (benchmark/results/embedding.md)."""
+    options = embedder._model.model.model.get_session_options()
+    assert options.intra_op_num_threads == 2
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
+@needs_model
 def test_paraphrases_are_closer_than_unrelated_texts(embedder):
     a, b, c = embedder.embed([
         "How do I sort a list in Python?",

@@ -32,6 +32,7 @@ DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
 MAX_TOKENS = 128
 # Cut very long texts before tokenising: 128 tokens of any real text fit well inside this.
 _PRE_CUT_CHARS = 16_384
+ONNX_THREADS = 2  # each text's run on two cores; misses and the worker share the one session (`Embedder`)
 EXTRA_HINT = "the embeddings extra is not installed: pip install 'semula[embeddings]'"
 
 
@@ -116,8 +117,8 @@ def _construct(fastembed: Any, config: EmbeddingConfig, *, local_only: bool, laz
                 "(model.onnx, tokenizer.json, …)"
             )
         try:
-            return fastembed.TextEmbedding(config.model_name, specific_model_path=str(path), threads=2,
-                                           lazy_load=lazy)
+            return _loaded(fastembed.TextEmbedding(config.model_name, specific_model_path=str(path),
+                                                   threads=ONNX_THREADS, lazy_load=True), lazy)
         except Exception as e:  # fastembed raises ValueError, onnxruntime its own errors
             raise EmbeddingsUnavailable(
                 f"model {config.model_name} did not load from {path} ({type(e).__name__}: {e}): check that the "
@@ -128,8 +129,39 @@ def _construct(fastembed: Any, config: EmbeddingConfig, *, local_only: bool, laz
         config.cache_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise EmbeddingsUnavailable(f"cannot create the model cache {config.cache_dir}: {e}") from e
-    return fastembed.TextEmbedding(config.model_name, cache_dir=str(config.cache_dir), threads=2,
-                                   local_files_only=local_only, lazy_load=lazy)
+    return _loaded(fastembed.TextEmbedding(config.model_name, cache_dir=str(config.cache_dir), threads=ONNX_THREADS,
+                                           local_files_only=local_only, lazy_load=True), lazy)
+
+
+def _loaded(model: Any, lazy: bool) -> Any:
+    """fastembed's model, made lazily, with its onnx session loaded now (unless `lazy`) with threads that
+    sleep between runs. fastembed's own session keeps its pool's threads spinning after each run: on a
+    small machine they take the core that the proxy's event loop, the store and the vector search need
+    (10,000 recordings, 2 cores: a miss p50 of 28-34 ms against 20 ms, the vector search 2.6 ms against
+    0.8; benchmark/results/embedding.md). A model with external data files, or a machine with CUDA, is
+    left to fastembed's own loader, and so is a fastembed whose internals differ."""
+    if lazy:
+        return model
+    inner: Any = getattr(model, "model", None)
+    try:
+        import onnxruntime as ort
+
+        description = inner.model_description
+        if description.additional_files or "CUDAExecutionProvider" in ort.get_available_providers():
+            raise AttributeError("not a plain CPU model")
+        path = Path(inner._model_dir) / description.model_file
+    except (AttributeError, ImportError):
+        if hasattr(inner, "load_onnx_model"):
+            inner.load_onnx_model()
+        return model
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = options.inter_op_num_threads = ONNX_THREADS
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    inner.model = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"], sess_options=options)
+    inner._ensure_tokenizer()  # what fastembed's loader does after the session
+    return model
 
 
 @contextmanager
