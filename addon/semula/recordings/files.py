@@ -37,6 +37,10 @@ class UnsafePath(OSError):
     """A path in the folder semula will not read, write or delete through; the message says why."""
 
 
+class SyncStopped(Exception):
+    """The proxy is stopping: a sync under way stops between files (the next start takes it up again)."""
+
+
 _user_umask: int | None = None  # the umask the user started semula with (the proxy narrows its own)
 
 
@@ -144,26 +148,30 @@ def scan(root: Path) -> Iterator[Found]:
     """Every recording file under `root`, sorted, without following links out of it or into directories;
     a link to a directory is named (`LINKED_DIRECTORY`), whatever its name."""
     real_root = root.resolve()
+    prefix = os.path.join(root, "")  # every entry's path starts with it (`Path.relative_to`: 0.1 ms a file)
     found: list[Found] = []
     for entry in _with_kinds(root):
         if not entry.is_dir(follow_symlinks=False):
             path = Path(entry.path)
-            rel = path.relative_to(root).as_posix()
+            rel = entry.path.removeprefix(prefix).replace(os.sep, "/")
             try:
                 if entry.is_symlink() and path.is_dir():
                     found.append(Found(rel, path, LINKED_DIRECTORY))
                     continue
                 if not entry.name.endswith(".json"):
                     continue
-                if entry.is_symlink() and not path.resolve().is_relative_to(real_root):
-                    found.append(Found(rel, path, "a symbolic link out of the recordings folder"))
-                    continue
-                mode = os.stat(path).st_mode
+                if entry.is_symlink():
+                    if not path.resolve().is_relative_to(real_root):
+                        found.append(Found(rel, path, "a symbolic link out of the recordings folder"))
+                        continue
+                    regular = stat.S_ISREG(os.stat(path).st_mode)
+                else:
+                    regular = entry.is_file(follow_symlinks=False)  # the directory listing's type: no stat
             except OSError as e:
                 found.append(Found(rel, path, f"cannot read it ({e.strerror or e})"))
                 continue
-            found.append(Found(rel, path, None if stat.S_ISREG(mode) else "not a regular file (a FIFO, device "
-                                                                          "or socket is never read)"))
+            found.append(Found(rel, path, None if regular else "not a regular file (a FIFO, device "
+                                                               "or socket is never read)"))
     yield from sorted(found, key=lambda f: f.rel)
 
 

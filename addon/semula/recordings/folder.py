@@ -34,7 +34,7 @@ from semula.core.repeats import occurrence_of
 from semula.core.settings import ProjectSettings, SettingsError, validate_project
 from semula.providers.base import Usage
 from semula.recordings.entry import Answer, recording_of, redacted_request
-from semula.recordings.files import (Found, UnsafePath, contained, directory_times, ensure_ignores, make_directories,
+from semula.recordings.files import (Found, SyncStopped, UnsafePath, contained, directory_times, ensure_ignores, make_directories,
                                      max_file_bytes, plain_relative, read_capped, remove_stale_temps, scan, up_to,
                                      write_atomically)
 from semula.recordings import conversations, sidecars
@@ -180,6 +180,7 @@ class RecordingsFolder:
         self.unwritten: set[int] = set()  # stored entries whose file write failed: retried
         self.max_bytes = max_file_bytes()
         self.directories: dict[str, int] = {}  # each directory's mtime as last seen: `changed_on_disk`
+        self.stopping: Callable[[], bool] = lambda: False  # true: `sync` raises SyncStopped between files
         self._load_manifest()
 
     def _load_manifest(self) -> None:
@@ -361,6 +362,7 @@ class RecordingsFolder:
         claims: dict[str, str] = {}  # claim -> the file that has it
         pending: list[tuple[Found, str, NewEntry]] = []  # (file, digest, new entry)
         for item in found:
+            self._unless_stopping()
             seen.add(item.rel)
             if item.problem is not None:
                 self._bad(report, item.rel, item.problem)
@@ -394,6 +396,10 @@ class RecordingsFolder:
             log.warning("semula: %s skipped: %s", self.root / rel, problem)
         return report
 
+    def _unless_stopping(self) -> None:
+        if self.stopping():
+            raise SyncStopped(f"the proxy stopped while loading {self.root}")
+
     def _bad(self, report: SyncReport, rel: str, problem: str) -> None:
         report.bad.append((rel, problem))
         log.warning("semula: recording %s skipped: %s", self.root / rel, problem)
@@ -425,6 +431,7 @@ class RecordingsFolder:
         file costs only itself. Every recording failing means the store itself failed: raised."""
         loaded: set[int] = set()
         for start in range(0, len(items), SYNC_BATCH):
+            self._unless_stopping()
             batch = items[start:start + SYNC_BATCH]
             try:
                 ids = store.upsert_entries([new for _, _, new in batch])

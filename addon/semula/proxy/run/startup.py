@@ -13,7 +13,7 @@ import gc
 import json
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from semula.calllog.schema import ReviewEvent
@@ -42,10 +42,15 @@ class EngineStart:
     review_log: Callable[[ReviewEvent], None]
     embedder: Embedder | None = None
     ignore: tuple[str, IgnoreRules] | None = None
+    # Set when the proxy stops: an open still loading the folder stops there, so the stop need not wait
+    # for it (the next start loads what this one did not).
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     def open(self) -> Engine:
         """An engine ready to serve (on the store thread); StoreError or the store's own error says why not."""
         folder = RecordingsFolder(self.recordings, self.data_dir) if self.recordings else None
+        if folder is not None:
+            folder.stopping = self.stopping.is_set
 
         def engine_on(store: RecordingStore) -> Engine:
             return Engine.open(store, review_log=self.review_log, embedder=self.embedder, folder=folder)

@@ -92,6 +92,9 @@ class StoreThread:
             await asyncio.get_running_loop().run_in_executor(self.executor, self._open_here)
             self.problem = None
         except Exception as e:
+            if self._start.stopping.is_set():  # `close` stopped the open: nothing to tell
+                self.problem = "the proxy is stopping"
+                return
             if self.problem != str(e):
                 log.warning(
                     "semula: store unavailable: %s — calls are forwarded unrecorded in auto/record mode "
@@ -188,6 +191,8 @@ class StoreThread:
         return self.executor.submit(run).result(timeout=ADMIN_TIMEOUT_SECONDS)
 
     def close(self) -> None:
+        if self._start is not None:
+            self._start.stopping.set()  # an open still loading the recordings folder stops between files
         if self._watch is not None:
             self._watch.stop()
         engine, self.engine = self.engine, None

@@ -154,8 +154,14 @@ class LexicalIndex:
         with self._lock:
             self._closed = True
             timer, self._timer = self._timer, None
+            building = self._building
         if timer is not None:
             timer.cancel()
+        if building:  # a build of thousands of texts takes seconds: it stops, rolled back (the next start builds)
+            try:
+                self._cursor.interrupt()
+            except duckdb.Error:
+                pass
         with self._build_lock:  # waits for a build in progress; none starts after this
             pass
         with self._lock:
