@@ -8,6 +8,9 @@ Each round spawns the command and times, from outside:
 - plugin: `pytest --semula=replay` on a one-test file: spawn → the test's body (pytest's own start-up
   without the plugin, measured alone, subtracted), then the test's body → exit (ditto).
 Cold: a fresh data dir each round; reused: the same data dir every round (its store and logs exist).
+With `--recordings N`, the proxy alone on a recordings folder of N files (`semula export` of the lexical
+benchmark's entries): cold as a clean clone's CI loads it, reused as a developer's next run; each round
+also stops a proxy right after its ready line, while it still loads (a Ctrl-C, a suite that fails at once).
 The CA is made once beforehand (a fresh confdir's CA is a cost of the very first run only), and the
 `python -X importtime` of `semula proxy`'s import chain is listed, heaviest first.
 
@@ -68,19 +71,24 @@ def _port_answers(port: int) -> bool:
         return False
 
 
-def proxy_round(data_dir: Path, confdir: Path) -> tuple[float, float]:
+def proxy_round(data_dir: Path, confdir: Path, recordings: Path | None = None, opens: list[float] | None = None,
+                early: bool = False) -> tuple[float, float]:
+    """(spawn → ready, SIGINT → exit): the stop once the store is open (its time after ready appended to
+    `opens`), or right after ready (`early`)."""
     port = free_port()
     started = time.time()
+    folder = ["--set", f"semula_recordings={recordings}"] if recordings is not None else []
     proc = subprocess.Popen([sys.executable, "-m", "semula", "proxy", "--mode", "replay", "--listen-port", str(port),
-                             "--data-dir", str(data_dir), "--set", f"confdir={confdir}"],
+                             "--data-dir", str(data_dir), "--set", f"confdir={confdir}", *folder],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=ENV, cwd=data_dir.parent)
     try:
         _wait_line(proc, "semula ready")
         while not _port_answers(port):
             time.sleep(0.005)
         ready = time.time() - started
-        opened, _ = _wait_line(proc, STORE_OPEN)
-        OPEN_AFTER_READY.append(opened - started - ready)
+        if not early:
+            opened, _ = _wait_line(proc, STORE_OPEN, timeout=600)
+            (OPEN_AFTER_READY if opens is None else opens).append(opened - started - ready)
         stopping = time.time()
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=60)
@@ -146,6 +154,54 @@ def measure(name: str, rounds: int, work: Path, confdir: Path) -> dict[str, list
     return out
 
 
+def exported_folder(n: int, work: Path) -> Path:
+    """A recordings folder of `n` files: the lexical benchmark's entries stored, then `semula export`."""
+    from bench import common
+
+    _, _, entries = common.workload(n)
+    store, _, _ = common.seeded_store(work / "seed", entries)
+    store.close()
+    folder = work / "recordings"
+    subprocess.run([sys.executable, "-m", "semula", "export", str(folder), "--data-dir", str(work / "seed")],
+                   env=ENV, check=True, capture_output=True, timeout=600)
+    return folder
+
+
+def folder_rounds(n: int, rounds: int, work: Path, confdir: Path) -> dict[str, list[float]]:
+    """The proxy on a folder of n recordings, cold and reused: ready, the load after ready, the stop once
+    loaded, and the stop right after ready (interleaved)."""
+    folder = exported_folder(n, work)
+    out: dict[str, list[float]] = {}
+    reused = work / "folder-reused" / "data"
+    reused.parent.mkdir()
+    proxy_round(reused, confdir, folder)  # the reused dir's first (cold) load is not counted
+    for i in range(rounds):
+        for kind in ("cold", "reused"):
+            for early in (False, True):
+                data_dir = reused if kind == "reused" else work / f"folder-cold-{i}-{early}" / "data"
+                data_dir.parent.mkdir(exist_ok=True)
+                opens: list[float] = []
+                ready, stop = proxy_round(data_dir, confdir, folder, opens, early)
+                when = "right after ready" if early else "once loaded"
+                out.setdefault(f"{kind} ready", []).append(ready)
+                out.setdefault(f"{kind} load after ready", []).extend(opens)
+                out.setdefault(f"{kind} stop {when}", []).append(stop)
+                if kind == "cold":
+                    shutil.rmtree(data_dir.parent, ignore_errors=True)
+        print(f"folder round {i + 1}: " + " · ".join(f"{k} {v[-1] * 1000:.0f} ms" for k, v in out.items()),
+              flush=True)
+    return out
+
+
+def render_folder(n: int, out: dict[str, list[float]], rounds: int) -> list[str]:
+    return ["", f"## The proxy on a recordings folder of {n:,} files", "",
+            f"{rounds} rounds (cold: a fresh data dir, as a clean clone's CI; reused: the same one), seconds. "
+            "*Load after ready*: the ready line → the line saying the recordings are loaded (a first call "
+            "waits for it); *stop right after ready*: SIGINT while the folder still loads.", "",
+            "| measure | median | p90 | max |", "|---|---|---|---|",
+            *(f"| {k} | {statistics.median(v):.3f} | {pct(v, 90):.3f} | {max(v):.3f} |" for k, v in out.items()), ""]
+
+
 def baselines(rounds: int, work: Path) -> dict[str, tuple[float, float]]:
     """What the child alone costs: Python's start for exec, pytest's start and end without the plugin."""
     opened = work / "data"  # no proxy: its console file says the store is open from the start
@@ -206,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--only", default="proxy,exec,plugin", help="comma-separated: proxy, exec, plugin")
     parser.add_argument("--out", type=Path, default=RESULTS / "startup.md")
+    parser.add_argument("--recordings", type=int, default=0,
+                        help="also the proxy on a folder of this many recordings (0: skip)")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.only.split(",") if n.strip()]
     info = machine()
@@ -216,6 +274,9 @@ def main(argv: list[str] | None = None) -> int:
         base = baselines(max(3, args.rounds // 2), work) if {"exec", "plugin"} & set(names) else {}
         figures = {name: measure(name, args.rounds, work, confdir) for name in names}
         text = render(figures, {k: v for k, v in base.items() if k in names}, importtime(work), args.rounds, info)
+        if args.recordings:
+            text += "\n".join(render_folder(args.recordings, folder_rounds(args.recordings, args.rounds, work,
+                                                                           confdir), args.rounds))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)

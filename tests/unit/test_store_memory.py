@@ -57,6 +57,19 @@ def test_more_recordings_than_the_memory_limit_load_and_preload(tmp_path, monkey
         store.close()
 
 
+def test_a_closing_engines_preload_stops_between_pages(tmp_path):
+    """A stop does not wait for 64 MB of answers: the preload stops at its next page, keeping the newest."""
+    store = DuckDBStore.open(tmp_path)
+    try:
+        ids = store.upsert_entries([new_entry(chat(f"question {i}")) for i in range(200)])
+        asked = []
+        recent = store.recent_entries(64 * 1024 * 1024, stopping=lambda: asked.append(1) or len(asked) > 1)
+        assert 0 < len(recent) < 200 and [e.id for e in recent] == sorted(ids)[-len(recent):]
+        assert len(store.recent_entries(64 * 1024 * 1024)) == 200
+    finally:
+        store.close()
+
+
 def test_running_out_of_duckdbs_memory_says_how_to_raise_it(tmp_path):
     import duckdb
 

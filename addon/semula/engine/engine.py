@@ -84,6 +84,7 @@ class Engine:
         self._readers: dict[int, RecordingStore] = {}  # thread id -> that thread's read handle
         self._readers_lock = threading.Lock()
         self._preloader: threading.Thread | None = None
+        self._closing = threading.Event()
 
     @classmethod
     def open(cls, store: RecordingStore, review_log: Callable[[ReviewEvent], None] | None = None,
@@ -113,7 +114,7 @@ class Engine:
             log.warning("semula: could not preload recorded answers (%s); hits read the store", e)
             return
         try:
-            self.recordings.preload(reader)
+            self.recordings.preload(reader, self._closing.is_set)
         except StoreError as e:
             log.warning("semula: could not preload recorded answers (%s); hits read the store", e)
         finally:
@@ -127,6 +128,7 @@ class Engine:
         return not self._preloader.is_alive()
 
     def close(self) -> None:
+        self._closing.set()  # the preload stops at its next page (a stop need not wait for 64 MB of answers)
         self.preloaded(timeout=60)
         with self._readers_lock:
             readers, self._readers = self._readers, {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from semula.core.request.canonical import FINGERPRINT_VERSION, CanonicalRequest, normalised_fingerprint
@@ -68,14 +68,14 @@ class Recordings:
         for tier in self.tiers:
             tier.reloaded()
 
-    def preload(self, store: RecordingStore) -> None:
+    def preload(self, store: RecordingStore, stopping: Callable[[], bool] = lambda: False) -> None:
         """The newest answers, counted whole (`entry_bytes`) within PRELOAD_BYTES, into the answer cache;
-        what a write or a hit cached meanwhile is newer and stays."""
+        what a write or a hit cached meanwhile is newer and stays. Fewer once `stopping` (the engine closes)."""
         self.answers.begin_preload()
         items: list[tuple[Entry, int]] = []
         try:
             held = 0
-            for entry in reversed(store.recent_entries(PRELOAD_BYTES)):  # newest first
+            for entry in reversed(store.recent_entries(PRELOAD_BYTES, stopping)):  # newest first
                 size = entry_bytes(entry)
                 held += size
                 if held > PRELOAD_BYTES:

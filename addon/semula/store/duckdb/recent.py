@@ -3,6 +3,8 @@ limit: the preload that warms the answer cache at start."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import duckdb
 
 from semula.store.rows import ENTRY_COLUMNS, ENTRY_NAMES, entry_from_row
@@ -12,7 +14,8 @@ PAGE_ROWS, PAGE_BYTES = 64, 4 * 1024 * 1024  # one read: DuckDB holds one page o
 _CANONICAL, _LAST_TEXT, _BODY = (ENTRY_NAMES.index(c) for c in ("canonical", "last_text", "body"))
 
 
-def recent_entries(cursor: duckdb.DuckDBPyConnection, max_bytes: int) -> list[Entry]:
+def recent_entries(cursor: duckdb.DuckDBPyConnection, max_bytes: int,
+                   stopping: Callable[[], bool] = lambda: False) -> list[Entry]:
     """The newest entries whose bodies, requests and texts fit in max_bytes, oldest first. Estimated as
     `index.entry_bytes` counts them parsed (about twice the request's JSON, plus ~3 KB of objects); the
     caller counts exactly and stops at the budget. Read in pages of ids newest first (a window over every
@@ -20,7 +23,7 @@ def recent_entries(cursor: duckdb.DuckDBPyConnection, max_bytes: int) -> list[En
     ids = sorted((i for (i,) in cursor.execute("SELECT id FROM entries WHERE kind = 'http'").fetchall()), reverse=True)
     newest_first: list[Entry] = []
     held, page, start = 0, PAGE_ROWS, 0
-    while start < len(ids) and held <= max_bytes:
+    while start < len(ids) and held <= max_bytes and not stopping():
         chunk, start = ids[start:start + page], start + page
         rows = sorted(_page_rows(cursor, chunk), key=lambda r: r[0], reverse=True)  # id first (ENTRY_COLUMNS)
         sizes = [_estimated_bytes(row) for row in rows]

@@ -198,11 +198,12 @@ class DuckDBStore(SqlStore):
             return int(one_row(self.con.execute(
                 "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory()").fetchone())[0])
 
-    def recent_entries(self, max_bytes: int) -> list[Entry]:
-        """The newest entries within `max_bytes` as the answer cache counts them, oldest first (`recent`)."""
+    def recent_entries(self, max_bytes: int, stopping: Callable[[], bool] = lambda: False) -> list[Entry]:
+        """The newest entries within `max_bytes` as the answer cache counts them, oldest first (`recent`);
+        fewer when `stopping` turns true between pages."""
         with self._errors():
             cursor = self.con.cursor()
             try:
-                return recent.recent_entries(cursor, max_bytes)
+                return recent.recent_entries(cursor, max_bytes, stopping)
             finally:
                 cursor.close()

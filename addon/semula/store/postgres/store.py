@@ -266,8 +266,8 @@ class PgStore(SqlStore):
     def memory_bytes(self) -> int | None:
         return None  # the server's memory, not this process's
 
-    def recent_entries(self, max_bytes: int) -> list[Entry]:
-        rows = self._all(
+    def recent_entries(self, max_bytes: int, stopping: Callable[[], bool] = lambda: False) -> list[Entry]:
+        rows = self._all(  # one query: `stopping` has no page to stop between
             f"""SELECT {ENTRY_COLUMNS} FROM (
                     SELECT *, sum(octet_length(body) + 2 * octet_length(canonical)  -- as duckdb/recent.py estimates
                                   + octet_length(coalesce(last_text, '')) + 3000) OVER (ORDER BY id DESC) AS running
