@@ -175,7 +175,7 @@ def test_a_sync_stopped_between_files_loses_nothing_the_next_one_loads(tmp_path:
     fresh = DuckDBStore.open(tmp_path / "ci")
     stopping = RecordingsFolder(tmp_path / "rec", tmp_path / "ci")
     asked = iter([False, False, True])
-    stopping.stopping = lambda: next(asked, True)
+    stopping.stopping = lambda left: next(asked, True)
     with pytest.raises(SyncStopped, match="stopped while loading"):
         stopping.sync(fresh, defaults)
     report = RecordingsFolder(tmp_path / "rec", tmp_path / "ci").sync(fresh, defaults)

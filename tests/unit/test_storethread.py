@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from semula.proxy.run.startup import STOP_LOAD_ABOVE_FILES, LoadStop
 from semula.proxy.run.storethread import StoreThread
 from semula.recordings.files import SyncStopped
 
@@ -44,3 +45,13 @@ def test_a_stop_ends_an_open_still_loading_instead_of_waiting_for_it(caplog: pyt
         asyncio.run(start_then_stop())
     assert thread.engine is None and thread.problem == "the proxy is stopping"
     assert "store unavailable" not in caplog.text  # a stop is not the store's failure
+
+
+def test_a_folder_load_stops_for_the_proxys_stop_only_while_many_files_are_left() -> None:
+    """A small folder always loads whole, so a run that made no call still names its bad files; a large
+    one (seconds from a clean clone) stops at its next file."""
+    stopping = threading.Event()
+    stop = LoadStop(stopping)
+    assert not stop(STOP_LOAD_ABOVE_FILES + 1)
+    stopping.set()
+    assert stop(STOP_LOAD_ABOVE_FILES + 1) and not stop(STOP_LOAD_ABOVE_FILES)

@@ -180,7 +180,7 @@ class RecordingsFolder:
         self.unwritten: set[int] = set()  # stored entries whose file write failed: retried
         self.max_bytes = max_file_bytes()
         self.directories: dict[str, int] = {}  # each directory's mtime as last seen: `changed_on_disk`
-        self.stopping: Callable[[], bool] = lambda: False  # true: `sync` raises SyncStopped between files
+        self.stopping: Callable[[int], bool] = lambda left: False  # (files left) true: SyncStopped raised
         self._load_manifest()
 
     def _load_manifest(self) -> None:
@@ -361,8 +361,8 @@ class RecordingsFolder:
         seen: set[str] = set()
         claims: dict[str, str] = {}  # claim -> the file that has it
         pending: list[tuple[Found, str, NewEntry]] = []  # (file, digest, new entry)
-        for item in found:
-            self._unless_stopping()
+        for done, item in enumerate(found):
+            self._unless_stopping(len(found) - done)
             seen.add(item.rel)
             if item.problem is not None:
                 self._bad(report, item.rel, item.problem)
@@ -396,8 +396,8 @@ class RecordingsFolder:
             log.warning("semula: %s skipped: %s", self.root / rel, problem)
         return report
 
-    def _unless_stopping(self) -> None:
-        if self.stopping():
+    def _unless_stopping(self, left: int) -> None:
+        if self.stopping(left):
             raise SyncStopped(f"the proxy stopped while loading {self.root}")
 
     def _bad(self, report: SyncReport, rel: str, problem: str) -> None:
@@ -431,7 +431,7 @@ class RecordingsFolder:
         file costs only itself. Every recording failing means the store itself failed: raised."""
         loaded: set[int] = set()
         for start in range(0, len(items), SYNC_BATCH):
-            self._unless_stopping()
+            self._unless_stopping(len(items) - start)
             batch = items[start:start + SYNC_BATCH]
             try:
                 ids = store.upsert_entries([new for _, _, new in batch])

@@ -42,15 +42,15 @@ class EngineStart:
     review_log: Callable[[ReviewEvent], None]
     embedder: Embedder | None = None
     ignore: tuple[str, IgnoreRules] | None = None
-    # Set when the proxy stops: an open still loading the folder stops there, so the stop need not wait
-    # for it (the next start loads what this one did not).
+    # Set when the proxy stops: an open still loading a large folder stops there, so the stop need not
+    # wait for it (the next start loads what this one did not; `LoadStop`).
     stopping: threading.Event = field(default_factory=threading.Event)
 
     def open(self) -> Engine:
         """An engine ready to serve (on the store thread); StoreError or the store's own error says why not."""
         folder = RecordingsFolder(self.recordings, self.data_dir) if self.recordings else None
         if folder is not None:
-            folder.stopping = self.stopping.is_set
+            folder.stopping = LoadStop(self.stopping)
 
         def engine_on(store: RecordingStore) -> Engine:
             return Engine.open(store, review_log=self.review_log, embedder=self.embedder, folder=folder)
@@ -64,6 +64,23 @@ class EngineStart:
             declare_ignore(engine, *self.ignore)
         freeze_when_preloaded(engine)
         return engine
+
+
+# A folder load stops for the proxy's stop only while more files than this are left: a small folder
+# always loads whole and its report is printed (bad files named) even when the run made no call; 5,000
+# files take ~3 s from a clean clone (~0.5 ms a file), and a stop waited for all of them.
+STOP_LOAD_ABOVE_FILES = 1000
+
+
+class LoadStop:
+    """`RecordingsFolder.stopping`: whether the load under way stops (the proxy stops, and more than
+    STOP_LOAD_ABOVE_FILES files are left to read)."""
+
+    def __init__(self, stopping: threading.Event) -> None:
+        self._stopping = stopping
+
+    def __call__(self, left: int) -> bool:
+        return left > STOP_LOAD_ABOVE_FILES and self._stopping.is_set()
 
 
 def declare_ignore(engine: Engine, project: str, rules: IgnoreRules) -> None:

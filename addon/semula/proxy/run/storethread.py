@@ -21,6 +21,8 @@ from semula.core.redact import FingerprintKey
 from semula.engine.engine import Engine
 from semula.proxy.run.folderwatch import FolderWatch
 from semula.proxy.run.startup import EngineStart
+from semula.proxy.run.terminal import terminal_safe
+from semula.recordings.files import SyncStopped
 from semula.store.types import StoreError
 
 log = logging.getLogger("semula")
@@ -92,8 +94,11 @@ class StoreThread:
             await asyncio.get_running_loop().run_in_executor(self.executor, self._open_here)
             self.problem = None
         except Exception as e:
-            if self._start.stopping.is_set():  # `close` stopped the open: nothing to tell
+            if self._start.stopping.is_set():  # `close` stopped the open: not the store's failure
                 self.problem = "the proxy is stopping"
+                if isinstance(e, SyncStopped):
+                    print(terminal_safe(f"semula: {e} (the next start loads the rest; `semula recordings check` "
+                                        "checks every file now)"), flush=True)
                 return
             if self.problem != str(e):
                 log.warning(
@@ -192,7 +197,7 @@ class StoreThread:
 
     def close(self) -> None:
         if self._start is not None:
-            self._start.stopping.set()  # an open still loading the recordings folder stops between files
+            self._start.stopping.set()  # an open still loading a large folder stops between files
         if self._watch is not None:
             self._watch.stop()
         engine, self.engine = self.engine, None
