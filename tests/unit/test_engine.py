@@ -102,3 +102,39 @@ def test_a_change_read_before_a_delete_never_brings_the_recording_back(duckdb_en
     monkeypatch.setattr(engine.store, "entries_by_ids", lambda ids: [])  # an older change, read again later
     engine.apply_changes([SimpleNamespace(kind="entry", ref=gone)])
     assert lookup(engine, "hello") is None
+
+
+def test_overlapping_reloads_leave_the_newest_read_in_memory(duckdb_engine):
+    """A shared store's follower reloads on its own thread (a settings change) while the caller re-fingerprints
+    and reloads: the reload that read the store first must not replace memory last (CI saw the re-fingerprinted
+    recording missed on Postgres, once in ~10 runs)."""
+    import threading
+
+    engine = duckdb_engine
+    record(engine, "Summarise run-4711 please")
+    read, go_on, written = threading.Event(), threading.Event(), threading.Event()
+    index_rows, set_fingerprints = engine.store.index_rows, engine.store.set_fingerprints
+
+    def rows_then_pause():
+        rows = index_rows()
+        if threading.current_thread().name == "follower":
+            read.set()
+            go_on.wait(30)
+        return rows
+
+    def set_then_tell(*args):
+        set_fingerprints(*args)
+        written.set()
+
+    engine.store.index_rows, engine.store.set_fingerprints = rows_then_pause, set_then_tell
+    follower = threading.Thread(target=engine.recordings.reload, name="follower")
+    follower.start()
+    read.wait(30)  # the follower has read the old fingerprints
+    caller = threading.Thread(target=engine.recordings.config_set, args=("p", "scrub_patterns", '["run-\\\\d+"]'))
+    caller.start()
+    written.wait(30)
+    caller.join(0.5)  # its reload waits for the follower's (before: it finished here, and the follower's came last)
+    go_on.set()
+    follower.join(30)
+    caller.join(30)
+    assert lookup(engine, "Summarise run-9999 please").tier == "normalised"

@@ -9,6 +9,7 @@ admin endpoint or on the store directly. Runs on the store thread.
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import replace
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -55,18 +56,23 @@ class Recordings:
         self.tiers = tiers  # the near tiers: their indexes follow every write and delete
         self.review = review
         self.deleted: set[int] = set()  # ids deleted through this engine: a change read before never adds one back
+        # A shared store's changes may reload on the follower's thread (`Engine.dispatch` = `run_here`: the
+        # CLI, tests) while the caller's thread reloads after a write: two reloads overlapping could leave
+        # the one that read the store first in memory (a re-fingerprinted project's old fingerprints).
+        self._reloading = threading.Lock()
 
     def reload(self, preload: bool = True) -> None:
         """Load the index, the open review requests and (unless the caller does it later, on another
         thread: `preload`) the most recent answers from the store."""
-        settings = {p: settings_from_mapping(v) for p, v in self.store.all_project_settings().items()}
-        self.index.load(self.store.index_rows(), self.store.alias_rows(), settings)
-        self.review.reload()
-        self.answers.clear()
-        if preload:
-            self.preload(self.store)
-        for tier in self.tiers:
-            tier.reloaded()
+        with self._reloading:  # one at a time: the last to replace memory is the last to have read the store
+            settings = {p: settings_from_mapping(v) for p, v in self.store.all_project_settings().items()}
+            self.index.load(self.store.index_rows(), self.store.alias_rows(), settings)
+            self.review.reload()
+            self.answers.clear()
+            if preload:
+                self.preload(self.store)
+            for tier in self.tiers:
+                tier.reloaded()
 
     def preload(self, store: RecordingStore, stopping: Callable[[], bool] = lambda: False) -> None:
         """The newest answers, counted whole (`entry_bytes`) within PRELOAD_BYTES, into the answer cache;
