@@ -12,8 +12,10 @@ import pytest
 pytestmark = pytest.mark.slow  # fresh interpreters: what a new process imports: the whole suite runs it, --quick does not
 
 PROBE = """
-import atexit, sys
+import atexit, builtins, sys
 atexit.register(lambda: print("pandas:", "loaded" if "pandas" in sys.modules else "absent", file=sys.stderr))
+atexit.register(lambda: print("refused by __import__:", getattr(builtins.__import__, "refuses_pandas", False),
+                              file=sys.stderr))
 sys.argv = ["semula", *sys.argv[1:]]
 from semula.cli import run
 run()
@@ -28,14 +30,18 @@ def test_a_store_command_binds_queries_without_importing_pandas(tmp_path: Path) 
     done = probe("config", "set", "tail_n", "3", "--data-dir", str(tmp_path / "data"))
     assert done.returncode == 0, done.stderr
     assert "pandas: absent" in done.stderr, done.stderr
+    # DuckDB asks at every query: refused where it asks (`__import__`), not behind the import system's locks
+    assert "refused by __import__: True" in done.stderr, done.stderr
     shown = probe("config", "show", "--data-dir", str(tmp_path / "data"))
     assert shown.returncode == 0 and "3" in shown.stdout, shown.stdout + shown.stderr
 
 
 def test_the_plugins_process_keeps_pandas_importable() -> None:
+    import builtins
     import importlib
 
     import semula.cli  # importing the CLI in a process (the plugin, CliRunner) changes nothing
 
     assert not any(isinstance(f, semula.cli._NoPandas) for f in sys.meta_path)
+    assert not getattr(builtins.__import__, "refuses_pandas", False)
     assert importlib.util.find_spec("pandas") is not None

@@ -68,6 +68,15 @@ def test_stems_are_asked_once_per_word():
     assert asked == [["dogs", "cats"], ["birds"]]
 
 
+def test_a_remembered_empty_stem_stays_empty_beside_a_new_word():
+    """Porter stems "s" (from "What's") to "": the same query's terms must not depend on what was asked before."""
+    stemmer = Stemmer()
+    ask = lambda words: [(w, "" if w == "s" else w) for w in words]  # noqa: E731
+    assert stemmer.stems(["what", "s", "http"], ask) == ["what", "", "http"]
+    assert stemmer.stems(["what", "s", "new"], ask) == ["what", "", "new"]  # "new" asked, "s" remembered
+    assert stemmer.stems(["what", "s"], ask) == ["what", ""]
+
+
 @pytest.mark.slow
 def test_in_memory_ranking_is_the_sql_ranking(store):
     rng = random.Random(7)

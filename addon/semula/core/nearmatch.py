@@ -331,6 +331,39 @@ def review_score(incoming: CanonicalRequest, stored: CanonicalRequest, settings:
     return score if has_words else None
 
 
+def near_reach(
+    incoming: CanonicalRequest,
+    stored: CanonicalRequest,
+    settings: ProjectSettings,
+    tier: Tier = Tier.LEXICAL,
+    score: float | None = None,
+    learnt_thresholds: Mapping[str, float] | None = None,
+) -> tuple[float, bool]:
+    """The pair's score as :func:`near_match` takes it, and whether it reaches the lowest of the tier's
+    thresholds (serve, review, a learnt one). A pair that does not can be neither served nor queued,
+    whatever else its verdict says: the cheap first step of `near_match`, without the shape, context
+    and guard checks that follow."""
+    tier = near_tier(tier)
+    incoming, stored = ignored(incoming, settings.ignore), ignored(stored, settings.ignore)
+    score, floor, _ = _scored(tier, incoming.last_user_text(), stored.last_user_text(), settings, score,
+                              learnt_thresholds)
+    return score, floor is not None and score >= floor
+
+
+def _scored(tier: Tier, incoming_text: str, stored_text: str, settings: ProjectSettings, score: float | None,
+            learnt_thresholds: Mapping[str, float] | None) -> tuple[float, float | None, bool]:
+    """(the score in [0, 1], the lowest threshold that can serve or queue (None: nothing can), whether
+    both texts have words). ``score`` None: the lexical score of the two texts."""
+    serve_threshold, review_threshold = _thresholds(tier, settings)
+    lexical, has_words = lexical_score(incoming_text, stored_text, settings.scrub_patterns)
+    score = lexical if score is None else score
+    score = min(max(float(score), 0.0), 1.0) if math.isfinite(score) else 0.0
+    calibrating = settings.near_serve == "calibrated"
+    learnt = min(learnt_thresholds.values(), default=None) if calibrating and learnt_thresholds else None
+    floors = [t for t in (serve_threshold, review_threshold, learnt) if t is not None]
+    return score, (min(floors) if has_words and floors else None), has_words
+
+
 def near_match(
     incoming: CanonicalRequest,
     stored: CanonicalRequest,
@@ -362,14 +395,8 @@ def near_match(
     incoming, stored = ignored(incoming, settings.ignore), ignored(stored, settings.ignore)
     serve_threshold, review_threshold = _thresholds(tier, settings)
     incoming_text, stored_text = incoming.last_user_text(), stored.last_user_text()
-    lexical, has_words = lexical_score(incoming_text, stored_text, settings.scrub_patterns)
-    score = lexical if score is None else score
-    score = min(max(float(score), 0.0), 1.0) if math.isfinite(score) else 0.0
-
+    score, floor, has_words = _scored(tier, incoming_text, stored_text, settings, score, learnt_thresholds)
     calibrating = settings.near_serve == "calibrated"
-    learnt = min(learnt_thresholds.values(), default=None) if calibrating and learnt_thresholds else None
-    floors = [t for t in (serve_threshold, review_threshold, learnt) if t is not None]
-    floor = min(floors) if has_words and floors else None
     guard_reason = None
     # Imported on the first near-match: the guard's lexicons cost a start-up ~60 ms that exact hits never need.
     from semula.core.guard.check import guard

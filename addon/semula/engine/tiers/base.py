@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from semula.core.cascade import Candidate, NearQuery
-from semula.core.nearmatch import near_match
+from semula.core.nearmatch import near_match, near_reach
 from semula.core.request.canonical import CanonicalRequest
 from semula.core.settings import ProjectSettings
 from semula.core.tiers import Tier
@@ -70,13 +70,24 @@ class NearTier(Protocol):
 
 def judge(store: RecordingStore, query: NearQuery, tier: Tier, proposals: Iterable[tuple[int, float | None]],
           settings: ProjectSettings, learnt: LearntFor) -> list[Candidate]:
-    """Each proposal (entry id, the tier's score; None: the lexical score) judged against its stored request."""
+    """Each proposal (entry id, the tier's score; None: the lexical score) judged against its stored request.
+
+    Only the proposals that can matter are judged: those whose score reaches one of the tier's thresholds
+    (`near_reach`: any other can be neither served nor queued) and, of the rest, the best-scored, which
+    may be the search's best candidate (a miss names it, its call-log row keeps it). The others are left
+    out: a whole verdict (shape, context, guard) for each of 10 proposals was most of a miss's search."""
     proposals = list(proposals)
     stored = store.canonicals_by_ids([entry_id for entry_id, _ in proposals])
     thresholds = learnt(tier)
+    pairs = [(entry_id, CanonicalRequest.from_json(stored[entry_id]), score)
+             for entry_id, score in proposals if entry_id in stored]
+    reach = [near_reach(query.request, request, settings, tier, score, thresholds) for _, request, score in pairs]
+    # the best of the rest as `NearSearcher.settle` orders candidates: by score, then entry id
+    below = [(scored, entry_id, i) for i, ((entry_id, _, _), (scored, reaches)) in enumerate(zip(pairs, reach))
+             if not reaches]
+    best_below = max(below)[2] if below else None
     return [
-        Candidate(entry_id, near_match(query.request, CanonicalRequest.from_json(stored[entry_id]), settings,
-                                       tier=tier, score=score, near_bypass_reason=query.bypass_reason,
-                                       learnt_thresholds=thresholds))
-        for entry_id, score in proposals if entry_id in stored
+        Candidate(entry_id, near_match(query.request, request, settings, tier=tier, score=score,
+                                       near_bypass_reason=query.bypass_reason, learnt_thresholds=thresholds))
+        for i, (entry_id, request, score) in enumerate(pairs) if reach[i][1] or i == best_below
     ]

@@ -17,13 +17,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import duckdb
 
 from semula.core.nearmatch import lexical_words
-from semula.core.text import dice
+from semula.core.text import dice, dice_counts
 from semula.store.duckdb.postings import STEM_SQL, Postings, Stemmer, fts_tokens
 from semula.store.types import one_row
 
@@ -77,9 +78,19 @@ TEXTS_HASH_SQL = "SELECT coalesce(bit_xor(hash(id, last_text)), 0)::VARCHAR FROM
 
 @dataclass(frozen=True)
 class Fresh:
+    """A recording written since the last build: its last text's words, counted once (every miss until the
+    next build scores them: counting them again each time was most of a burst's fresh scan)."""
+
     entry_id: int
     project: str
-    words: tuple[str, ...]
+    counts: Counter[str]
+    size: int  # words, repeats counted
+
+    @classmethod
+    def of(cls, entry_id: int, project: str, text: str) -> Fresh:
+        # as a query is cut, so is a fresh text: a 20 MB prompt must not stay as 3M words
+        words = lexical_words(text[:MAX_QUERY_CHARS])
+        return cls(entry_id, project, Counter(words), len(words))
 
 
 class LexicalIndex:
@@ -134,11 +145,11 @@ class LexicalIndex:
             current = False
             postings, rows = None, self._cursor.execute("SELECT id, project, substr(last_text, 1, ?) FROM entries",
                                                         [MAX_QUERY_CHARS]).fetchall()
-        lacking = {int(i): Fresh(int(i), p, tuple(lexical_words(t or ""))) for i, p, t in rows}
+        lacking = {int(i): Fresh.of(int(i), p, t or "") for i, p, t in rows}
         with self._lock:
             self._postings = postings
             self._fresh = {**lacking, **self._fresh}
-            self._fresh_words = sum(len(f.words) for f in self._fresh.values())
+            self._fresh_words = sum(f.size for f in self._fresh.values())
         return bool(current) and not lacking
 
     def nbytes(self) -> int:
@@ -146,7 +157,7 @@ class LexicalIndex:
         postings = self._postings
         with self._lock:
             fresh = list(self._fresh.values())
-        fresh_bytes = sum(120 + 8 * len(f.words) + sum(len(w) + 50 for w in f.words) for f in fresh)
+        fresh_bytes = sum(250 + sum(len(w) + 110 for w in f.counts) for f in fresh)  # a Counter's slot ~60 B
         return (postings.nbytes() if postings else 0) + self._stemmer.nbytes() + fresh_bytes
 
     def close(self) -> None:
@@ -174,12 +185,11 @@ class LexicalIndex:
 
     def written(self, entry_id: int, project: str, text: str) -> None:
         """A recording was (re)written: findable at once by scan, by the index after a rebuild."""
-        # as a query is cut, so is a fresh text's word list: a 20 MB prompt must not stay as 3M word tuples
-        fresh = Fresh(entry_id, project, tuple(lexical_words(text[:MAX_QUERY_CHARS])))
+        fresh = Fresh.of(entry_id, project, text)
         with self._lock:
             self._drop_fresh(entry_id)
             self._fresh[entry_id] = fresh
-            self._fresh_words += len(fresh.words)
+            self._fresh_words += fresh.size
             self._mark_stale()
         self.maybe_rebuild()
 
@@ -191,7 +201,7 @@ class LexicalIndex:
 
     def _drop_fresh(self, entry_id: int) -> None:  # under `_lock`
         if (old := self._fresh.pop(entry_id, None)) is not None:
-            self._fresh_words -= len(old.words)
+            self._fresh_words -= old.size
 
     def _mark_stale(self) -> None:  # under `_lock`
         self._stale = True
@@ -318,7 +328,8 @@ class LexicalIndex:
                 found = postings.propose(project, terms, QUERY_TERMS, limit, gone)
             except duckdb.Error as e:  # the store is closing under us: the fresh list still works
                 log.warning("semula: full-text query failed: %s", e)
-        scored = sorted(((dice(words, list(f.words)), f.entry_id) for f in fresh), reverse=True)
+        counts, size = Counter(words), len(words)
+        scored = sorted(((dice_counts(counts, size, f.counts, f.size), f.entry_id) for f in fresh), reverse=True)
         found += [entry_id for score, entry_id in scored[:limit] if score > 0 and entry_id not in found]
         if not found and (postings is None or not any(w.isascii() for w in words)):
             # The first index is still loading, or the index cannot tokenise this text.

@@ -18,6 +18,7 @@ import threading
 import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -29,6 +30,7 @@ _SEPARATORS = re.compile(r"""[0-9!@#$%^&*()_+={}\[\]:;<>,.?~\\/|'"`-]+""")
 _WHITESPACE = re.compile(r"[ \t\n\r\f\v]+")
 STEM_CACHE_WORDS = 200_000  # word -> stem; ~100 bytes a word, so at most ~20 MB
 K1, B = 1.2, 0.75
+_UNKNOWN: Any = object()
 
 
 def fts_tokens(text: str) -> list[str]:
@@ -45,17 +47,21 @@ class Stemmer:
         self._lock = threading.Lock()
 
     def stems(self, words: Iterable[str], ask: Callable[[list[str]], list[tuple[str, str]]]) -> list[str]:
+        """Each word's stem, in order. A remembered stem is the one asked before, whatever else the query
+        asks: the empty stem of "s" (from "What's") once came back as "s" when a word beside it was new,
+        so the same query proposed other recordings the first time than after."""
         words = list(dict.fromkeys(words))
         known = self._stems
-        unknown = [w for w in words if w not in known]
+        stems = {w: s for w in words if (s := known.get(w, _UNKNOWN)) is not _UNKNOWN}
+        unknown = [w for w in words if w not in stems]
         if unknown:
             found = dict(ask(unknown))
+            stems.update(found)
             with self._lock:
                 if len(known) + len(found) > STEM_CACHE_WORDS:
                     known.clear()
                 known.update(found)
-            return [known.get(w) or found.get(w, w) for w in words]
-        return [known[w] for w in words]
+        return [stems.get(w, w) for w in words]
 
     def nbytes(self) -> int:
         return sum(len(w) + len(s) + 120 for w, s in list(self._stems.items()))
