@@ -64,3 +64,24 @@ def test_the_ca_key_loads_and_is_checked_once_per_file_content(tmp_path: Path) -
             print("bad key refused")
     """)
     assert out.split("\n")[:3] == ["True", "False", "bad key refused"]
+
+
+def test_mitmproxys_messages_are_built_without_the_debug_type_check() -> None:
+    out = run("""
+        from mitmproxy import http
+        from mitmproxy.utils import typecheck
+        from semula.proxy.run import lean
+        try:
+            http.Response(b"HTTP/1.1", 200, b"OK", http.Headers(), b"", None, "yesterday", None)
+        except (TypeError, ValueError) as e:
+            print("checked")
+        lean.unchecked_messages()
+        lean.unchecked_messages()  # once is enough
+        calls = []
+        real = typecheck.check_option_type
+        typecheck.check_option_type = lambda *a: calls.append(a) or real(*a)
+        response = http.Response.make(200, b"answer", {"content-type": "application/json"})
+        request = http.Request.make("POST", "https://api.openai.com/v1/chat/completions", b"{}")
+        print(response.content, request.host, len(calls))
+    """)
+    assert out.split() == ["checked", "b'answer'", "api.openai.com", "0"]

@@ -153,6 +153,7 @@ def proxy(mode: str, listen_host: str, listen_port: int, data_dir: Path, project
     from semula.proxy.run import runinfo
 
     lean.remember_ca_key()
+    lean.unchecked_messages()
 
     runinfo.publish(runinfo.requested(mode, sets, parent_pid))
     if parent_pid:

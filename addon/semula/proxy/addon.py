@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from mitmproxy import ctx, http
+from mitmproxy.net.http import url
 
 from semula.core.redact import redact_text
 from semula.providers import host_matches
@@ -99,7 +100,7 @@ class SemulaAddon:
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         # The host the client asked for, noted before map_remote rewrites the URL.
-        host = flow.request.pretty_host.lower()
+        host = _host_of(flow.request)
         parts = self.parts
         if not _intercepted(host, parts.settings.hosts):
             _pass_through(flow)
@@ -188,6 +189,18 @@ def _pass_through(flow: http.HTTPFlow) -> None:
     if "chunked" in headers.get("transfer-encoding", "").lower() or (
             length.isdigit() and int(length) > BIG_UPLOAD_BYTES):
         flow.request.stream = True
+
+
+def _host_of(request: http.Request) -> str:
+    """`request.pretty_host`, lower-cased: its authority parsed once per distinct value (mitmproxy decodes
+    IDNA each time: ~1.4 % of a replayed hit's CPU)."""
+    authority = request.host_header
+    return _authority_host(authority) if authority else request.host.lower()
+
+
+@lru_cache(maxsize=1024)
+def _authority_host(authority: str) -> str:
+    return url.parse_authority(authority, check=False)[0].lower()
 
 
 @lru_cache(maxsize=1024)
