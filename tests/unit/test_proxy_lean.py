@@ -85,3 +85,55 @@ def test_mitmproxys_messages_are_built_without_the_debug_type_check() -> None:
         print(response.content, request.host, len(calls))
     """)
     assert out.split() == ["checked", "b'answer'", "api.openai.com", "0"]
+
+
+def test_quick_dispatch_calls_the_same_handlers_in_the_same_order() -> None:
+    out = run("""
+        import asyncio
+        from mitmproxy import exceptions
+        from mitmproxy.proxy.layers.http import HttpRequestHook
+        from mitmproxy.test import taddons, tflow
+        from semula.proxy.run import lean
+
+        calls = []
+
+        class Named:
+            def __init__(self, name, halt=False, fail=False, children=()):
+                self.name, self.halt, self.fail = name, halt, fail
+                if children:
+                    self.addons = list(children)
+
+        class Handles(Named):
+            def request(self, flow):
+                calls.append(self.name)
+                if self.fail:
+                    raise ValueError("boom")
+                if self.halt:
+                    raise exceptions.AddonHalt()
+
+        class AsyncHandles(Named):
+            async def request(self, flow):
+                calls.append(self.name)
+
+        class Parent(Named):
+            pass
+
+        async def main():
+            results = []
+            for quick in (False, True):
+                if quick:
+                    lean.quick_dispatch()
+                    lean.quick_dispatch()  # once is enough
+                with taddons.context() as tctx:
+                    for addon in [Named("silent"), Handles("a"), Parent("p", children=[Named("c1"), AsyncHandles("c2")]),
+                                  Handles("fails", fail=True), AsyncHandles("b"), Handles("halts", halt=True), Handles("after")]:
+                        tctx.master.addons.add(addon)
+                    calls.clear()
+                    await tctx.master.addons.handle_lifecycle(HttpRequestHook(tflow.tflow()))
+                    results.append(list(calls))
+            quick = type(tctx.master.addons).trigger_event
+            print(results[0] == results[1], ",".join(results[1]), getattr(quick, "quick", False))
+
+        asyncio.run(main())
+    """)
+    assert out.split() == ["True", "a,c2,fails,b,halts", "True"]

@@ -154,6 +154,7 @@ def proxy(mode: str, listen_host: str, listen_port: int, data_dir: Path, project
 
     lean.remember_ca_key()
     lean.unchecked_messages()
+    lean.quick_dispatch()
 
     runinfo.publish(runinfo.requested(mode, sets, parent_pid))
     if parent_pid:
