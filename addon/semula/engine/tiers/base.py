@@ -83,11 +83,10 @@ def judge(store: RecordingStore, query: NearQuery, tier: Tier, proposals: Iterab
              for entry_id, score in proposals if entry_id in stored]
     reach = [near_reach(query.request, request, settings, tier, score, thresholds) for _, request, score in pairs]
     # the best of the rest as `NearSearcher.settle` orders candidates: by score, then entry id
-    below = [(scored, entry_id, i) for i, ((entry_id, _, _), (scored, reaches)) in enumerate(zip(pairs, reach))
-             if not reaches]
-    best_below = max(below)[2] if below else None
+    below = [(scored, entry_id) for (entry_id, _, _), (scored, reaches) in zip(pairs, reach) if not reaches]
+    best_below = max(below)[1] if below else None
     return [
         Candidate(entry_id, near_match(query.request, request, settings, tier=tier, score=score,
                                        near_bypass_reason=query.bypass_reason, learnt_thresholds=thresholds))
-        for i, (entry_id, request, score) in enumerate(pairs) if reach[i][1] or i == best_below
+        for (entry_id, request, score), (_, reaches) in zip(pairs, reach) if reaches or entry_id == best_below
     ]
