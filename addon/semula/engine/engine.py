@@ -200,6 +200,9 @@ class Engine:
     def record(self, new: Any, started: Any = None) -> int:
         return self.recordings.record(new, started)
 
+    def record_many(self, news: list[Any]) -> list[int]:
+        return self.recordings.record_many(news)
+
     def conversations(self, project: str, url: str) -> list[tuple[int, Conversation]]:
         """The project's recorded conversations of this URL (`core.conversation.url_key`) and their entry ids,
         newest first. The

@@ -106,7 +106,9 @@ class Recorder:
                         streamed=state.streamed, usage=usage, upstream_ms=upstream_ms, provenance=made_by)
         new = recording_of(state.project, state.canonical, state.settings, answer, key=engine.fingerprint_key,
                            fingerprints=(state.request_fp, state.normalised_fp))
-        entry_id = await store.run("recording", engine.record, new, state.started_at, write=True)
+        if state.queueing is not None:  # this call's review candidates first: its recording closes them
+            await state.queueing
+        entry_id = await store.record(engine, new)
         if entry_id is None:
             state.error = f"not recorded: {store.write_problem or store.problem}"
         else:

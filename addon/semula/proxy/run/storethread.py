@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import logging
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +24,7 @@ from semula.proxy.run.folderwatch import FolderWatch
 from semula.proxy.run.startup import EngineStart
 from semula.proxy.run.terminal import terminal_safe
 from semula.recordings.files import SyncStopped
-from semula.store.types import StoreError
+from semula.store.types import NewEntry, StoreError
 
 log = logging.getLogger("semula")
 T = TypeVar("T")
@@ -52,6 +53,9 @@ class StoreThread:
         # Keys the requests decided while the store is unavailable: they are neither matched nor recorded.
         self._unstored_key = FingerprintKey.generate()
         self._watch: FolderWatch | None = None
+        # Recordings waiting for the store thread's next turn, written together (`record`).
+        self._recordings: list[tuple[Engine, NewEntry, asyncio.Future[int | None]]] = []
+        self._recordings_lock = threading.Lock()
 
     @property
     def fingerprint_key(self) -> FingerprintKey:
@@ -142,6 +146,57 @@ class StoreThread:
         if write:
             self.write_problem = None
         return result
+
+    async def record(self, engine: Engine, new: NewEntry) -> int | None:
+        """Store a recording (`Engine.record`); None when that failed (logged, as a failed `run` write).
+
+        Recordings that arrive while the store thread is busy wait for its next turn and are written
+        together (`Engine.record_many`: one transaction for all; a transaction is most of a recording's
+        cost in DuckDB), so a burst of misses costs the store thread less than a recording each."""
+        if gone := self._store_file_gone():
+            self.write_problem = gone
+            return None
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[int | None] = loop.create_future()
+        with self._recordings_lock:
+            self._recordings.append((engine, new, done))
+            first = len(self._recordings) == 1
+        if first:
+            try:
+                self.executor.submit(self._write_recordings, loop)
+            except RuntimeError as e:  # shut down: the proxy is stopping
+                self._recorded(self._take_recordings(), None, e)
+        return await done
+
+    def _take_recordings(self) -> list[tuple[Engine, NewEntry, asyncio.Future[int | None]]]:
+        with self._recordings_lock:
+            taken, self._recordings = self._recordings, []
+        return taken
+
+    def _write_recordings(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On the store thread: every recording waiting, one `record_many` per engine they were made for."""
+        waiting = self._take_recordings()
+        for engine in {id(e): e for e, _, _ in waiting}.values():
+            batch = [item for item in waiting if item[0] is engine]
+            try:
+                ids: list[int] | None = engine.record_many([new for _, new, _ in batch])
+                error = None
+            except Exception as e:
+                ids, error = None, e
+            loop.call_soon_threadsafe(self._recorded, batch, ids, error)
+
+    def _recorded(self, batch: list[tuple[Engine, NewEntry, asyncio.Future[int | None]]], ids: list[int] | None,
+                  error: Exception | None) -> None:
+        """On the event loop: each waiting caller gets its entry id, or None and the reason in `write_problem`."""
+        if error is not None:
+            self.write_problem = str(error)
+            log.warning("semula: recording failed: %s (%d not stored; hits are still served from memory)",
+                        error, len(batch))
+        elif batch:
+            self.write_problem = None
+        for k, (_, _, done) in enumerate(batch):
+            if not done.done():
+                done.set_result(ids[k] if ids is not None else None)
 
     def _store_file_gone(self) -> str | None:
         """Whether the store file was deleted or replaced since it was opened (then writes cannot persist)."""
