@@ -98,3 +98,22 @@ def test_a_recording_asked_for_after_the_stop_fails_instead_of_hanging() -> None
 
     assert asyncio.run(run()) is None and "shutdown" in (thread.write_problem or "")
     thread.readers.shutdown(wait=True)
+
+
+def test_recordings_written_together_close_their_requests_review_candidates(engine: Engine) -> None:
+    from semula.core.cascade import Candidate
+    from semula.core.nearmatch import Verdict
+    from semula.core.tiers import Tier
+
+    stored = engine.record(_news(engine, ["Summarise the incident report for the on-call team"])[0])
+    asked = _news(engine, ["Summarise the incident report for the on-call team, briefly",
+                           "Please summarise the incident report for the on-call team"])
+    verdict = Verdict(Tier.LEXICAL, 0.8, serve=False, review=True, reason="below the serve threshold")
+    for new in asked:
+        queued = engine.review.queue("p", chat(new.last_text), new.request_fp, new.normalised_fp,
+                                     [Candidate(stored, verdict)], {})
+        assert len(queued) == 1 and engine.review.has_open("p", new.normalised_fp)
+    engine.record_many([*asked, *_news(engine, ["An unrelated question about tides"])])
+    assert engine.store.candidates("p", status="open") == []
+    assert len(engine.store.candidates("p", status="closed")) == 2
+    assert not any(engine.review.has_open("p", new.normalised_fp) for new in asked)

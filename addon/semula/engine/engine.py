@@ -76,7 +76,7 @@ class Engine:
         self.review = ReviewQueue(store, self.index, review_log, folder=folder)
         self.learnt = LearntThresholds()  # calibrated mode (near_serve = "calibrated")
         self.review.on_verdict = self.learnt.invalidate
-        self.searcher = NearSearcher(store, self.tiers, self.review, self.learnt)
+        self.searcher = NearSearcher(store, self.tiers, self.review, self.learnt, self.answers.peek)
         self.recordings = Recordings(store, self.index, self.answers, self.tiers, self.review, folder)
         self.sync_report: SyncReport | None = None
         # A shared store (Postgres): other proxies' writes reach memory; `dispatch` says on which thread.

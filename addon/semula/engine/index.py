@@ -162,6 +162,11 @@ class AnswerCache:
                 self._entries.move_to_end(entry_id)
             return entry
 
+    def peek(self, entry_id: int) -> Entry | None:
+        """The cached entry without marking it used (a near search reading a proposal's request is not a hit)."""
+        with self._lock:
+            return self._entries.get(entry_id)
+
     def begin_preload(self) -> None:
         """From now until `finish_preload`, remember which ids a write or a hit touched."""
         with self._lock:

@@ -19,7 +19,7 @@ from semula.core.decision import Match
 from semula.core.settings import ProjectSettings
 from semula.core.tiers import Tier
 from semula.engine.review import ReviewQueue
-from semula.engine.tiers.base import LearntFor, NearTier, Pairings
+from semula.engine.tiers.base import Cached, LearntFor, NearTier, SearchReads
 from semula.store.base import RecordingStore
 from semula.store.types import StoreError
 
@@ -54,8 +54,9 @@ def _searchable(query: NearQuery) -> bool:
 
 class NearSearcher:
     def __init__(self, store: RecordingStore, tiers: Sequence[NearTier], review: ReviewQueue,
-                 learnt: Learnt | None = None):
+                 learnt: Learnt | None = None, cached: Cached | None = None):
         self.store = store
+        self.cached = cached  # recordings held in memory: their stored requests need no read
         self.tiers = tuple(tiers)
         self.learnt = learnt
         self.review = review
@@ -74,11 +75,11 @@ class NearSearcher:
         any thread with its own `store` handle may run it."""
         if not _searchable(query):
             return [], None
-        pairings = Pairings(store, query)
+        reads = SearchReads(store, query, cached=self.cached)
         learnt = self._learnt_for(store, query)
         candidates = [c for tier in self.tiers if not tier.needs_store
-                      for c in tier.candidates(store, query, pairings, learnt)]
-        return candidates, pairings.read
+                      for c in tier.candidates(reads, query, learnt)]
+        return candidates, reads.read
 
     def plan(self, query: NearQuery, found: list[Candidate], after_forward: bool = False) -> Placement:
         """Where `settle` runs for these `find` results. With `after_forward` (auto mode: a miss is
@@ -134,10 +135,10 @@ class NearSearcher:
             if paired is None:
                 paired = self.store.paired_entries(project, query.normalised_fp)
                 candidates = [c for c in candidates if paired.get(c.entry_id) != "rejected"]
-            pairings = Pairings(self.store, query, paired)
+            reads = SearchReads(self.store, query, paired, self.cached)
             learnt = self._learnt_for(self.store, query)
             for tier in tiers:
-                candidates += tier.candidates(self.store, query, pairings, learnt)
+                candidates += tier.candidates(reads, query, learnt)
         if not candidates:
             return NearSearch()
         candidates.sort(key=lambda c: (c.verdict.serve, c.verdict.score, c.entry_id), reverse=True)
@@ -159,9 +160,9 @@ class NearSearcher:
         """The tiers `plan` deferred, for a miss already forwarded (they could only queue): queue what
         they find beside what the others queued (store thread)."""
         paired = self.store.paired_entries(query.project, query.normalised_fp)
-        pairings = Pairings(self.store, query, paired)
+        reads = SearchReads(self.store, query, paired, self.cached)
         learnt = self._learnt_for(self.store, query)
-        found = [c for tier in tiers for c in tier.candidates(self.store, query, pairings, learnt)
+        found = [c for tier in tiers for c in tier.candidates(reads, query, learnt)
                  if c.entry_id not in paired]
         found.sort(key=lambda c: (c.verdict.score, c.entry_id), reverse=True)
         if not found:

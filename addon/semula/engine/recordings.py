@@ -111,11 +111,13 @@ class Recordings:
         ids = self.store.upsert_entries(news)
         stored = {entry.id: entry for entry in self.store.entries_by_ids(list(dict.fromkeys(ids)))}
         for new, entry_id in zip(news, ids):
-            self._recorded(entry_id, new, stored.get(entry_id))
+            self._recorded(entry_id, new, stored.get(entry_id), close_review=False)
+        self.review.answered_many([(n.project, n.normalised_fp) for n in news if n.kind == RecordingKind.HTTP])
         return ids
 
-    def _recorded(self, entry_id: int, new: NewEntry, entry: Entry | None) -> None:
-        """What follows a stored answer (`entry`, as stored): the indexes, the review queue, the file."""
+    def _recorded(self, entry_id: int, new: NewEntry, entry: Entry | None, close_review: bool = True) -> None:
+        """What follows a stored answer (`entry`, as stored): the indexes, the review queue (unless the
+        caller closes the request's candidates itself), the file."""
         if new.kind != RecordingKind.HTTP:  # a conversation: found by its URL, never matched or near-searched
             if self.folder is not None and entry is not None:
                 self._write_file(entry)
@@ -123,7 +125,8 @@ class Recordings:
         settings = self.index.settings_for(new.project)
         for tier in self.tiers:
             tier.written(entry_id, new, settings)
-        self.review.answered(new.project, new.normalised_fp)
+        if close_review:
+            self.review.answered(new.project, new.normalised_fp)
         self.index.add(entry_id, new.project, new.request_fp, new.normalised_fp)
         self.answers.forget(entry_id)
         if entry is not None:

@@ -147,6 +147,16 @@ class ReviewQueue:
             self._set_open(project, normalised_fp, False)
         return len(rows)
 
+    def answered_many(self, requests: builtins.list[tuple[str, str]]) -> int:
+        """`answered` for several requests (project, normalised fp): their candidates closed in one write."""
+        requests = [key for key in dict.fromkeys(requests) if self.has_open(*key)]
+        rows = [row for project, fp in requests for row in self.store.open_candidates_for(project, fp)]
+        self._close(rows)
+        for project, fp in requests:
+            if not self.store.open_candidates_for(project, fp):
+                self._set_open(project, fp, False)
+        return len(rows)
+
     def open_candidate(self, project: str, normalised_fp: str) -> Candidate | None:
         """The request's best open candidate (queued by an earlier call), for a miss to name."""
         if not self.has_open(project, normalised_fp):

@@ -19,29 +19,45 @@ from semula.core.request.canonical import CanonicalRequest
 from semula.core.settings import ProjectSettings
 from semula.core.tiers import Tier
 from semula.store.base import RecordingStore
-from semula.store.types import NewEntry
+from semula.store.types import Entry, NewEntry
 
 # A tier's thresholds learnt by calibrated mode, by stratum (empty: it serves by its static thresholds
 # only); read lazily, only by a tier that proposed something.
 LearntFor = Callable[[Tier], Mapping[str, float]]
 
 
-class Pairings:
-    """The request's pairings so far ({entry id: open|approved|rejected}), read once and only when a
-    tier proposed something. A rejected pairing is never served or queued again."""
+# A recording held in memory (the answer cache), or None: its stored request without a read.
+Cached = Callable[[int], Entry | None]
 
-    def __init__(self, store: RecordingStore, query: NearQuery, read: Mapping[int, str] | None = None):
-        self._store = store
+
+class SearchReads:
+    """What one search reads beside its proposals, each once: the request's pairings so far ({entry id:
+    open|approved|rejected}, read only when a tier proposed something; a rejected pairing is never served
+    or queued again) and the proposals' stored requests (from memory when the answer cache holds them)."""
+
+    def __init__(self, store: RecordingStore, query: NearQuery, read: Mapping[int, str] | None = None,
+                 cached: Cached | None = None):
+        self.store = store
         self._query = query
         self.read: dict[int, str] | None = dict(read) if read is not None else None
+        self._cached = cached
 
     def get(self) -> dict[int, str]:
         if self.read is None:
-            self.read = self._store.paired_entries(self._query.project, self._query.normalised_fp)
+            self.read = self.store.paired_entries(self._query.project, self._query.normalised_fp)
         return self.read
 
     def rejected(self, entry_id: int) -> bool:
         return self.get().get(entry_id) == "rejected"
+
+    def stored_requests(self, ids: list[int]) -> dict[int, CanonicalRequest]:
+        """The stored request of each id still recorded: the cached ones from memory, the rest in one read."""
+        held = {entry_id: entry for entry_id in ids
+                if self._cached is not None and (entry := self._cached(entry_id)) is not None}
+        rest = [entry_id for entry_id in ids if entry_id not in held]
+        read = self.store.canonicals_by_ids(rest) if rest else {}
+        return {**{entry_id: CanonicalRequest.from_json(entry.canonical) for entry_id, entry in held.items()},
+                **{entry_id: CanonicalRequest.from_json(canonical) for entry_id, canonical in read.items()}}
 
 
 class NearTier(Protocol):
@@ -57,8 +73,7 @@ class NearTier(Protocol):
         searches it after the call is forwarded)."""
         ...
 
-    def candidates(self, store: RecordingStore, query: NearQuery, pairings: Pairings,
-                   learnt: LearntFor) -> list[Candidate]:
+    def candidates(self, reads: SearchReads, query: NearQuery, learnt: LearntFor) -> list[Candidate]:
         """Its proposals for the query, judged; rejected pairings left out."""
         ...
 
@@ -68,7 +83,7 @@ class NearTier(Protocol):
     def close(self) -> None: ...
 
 
-def judge(store: RecordingStore, query: NearQuery, tier: Tier, proposals: Iterable[tuple[int, float | None]],
+def judge(reads: SearchReads, query: NearQuery, tier: Tier, proposals: Iterable[tuple[int, float | None]],
           settings: ProjectSettings, learnt: LearntFor) -> list[Candidate]:
     """Each proposal (entry id, the tier's score; None: the lexical score) judged against its stored request.
 
@@ -77,10 +92,9 @@ def judge(store: RecordingStore, query: NearQuery, tier: Tier, proposals: Iterab
     may be the search's best candidate (a miss names it, its call-log row keeps it). The others are left
     out: a whole verdict (shape, context, guard) for each of 10 proposals was most of a miss's search."""
     proposals = list(proposals)
-    stored = store.canonicals_by_ids([entry_id for entry_id, _ in proposals])
+    stored = reads.stored_requests([entry_id for entry_id, _ in proposals])
     thresholds = learnt(tier)
-    pairs = [(entry_id, CanonicalRequest.from_json(stored[entry_id]), score)
-             for entry_id, score in proposals if entry_id in stored]
+    pairs = [(entry_id, stored[entry_id], score) for entry_id, score in proposals if entry_id in stored]
     reach = [near_reach(query.request, request, settings, tier, score, thresholds) for _, request, score in pairs]
     # the best of the rest as `NearSearcher.settle` orders candidates: by score, then entry id
     below = [(scored, entry_id) for (entry_id, _, _), (scored, reaches) in zip(pairs, reach) if not reaches]

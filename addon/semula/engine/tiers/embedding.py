@@ -21,8 +21,8 @@ from semula.core.settings import ProjectSettings, threshold_for
 from semula.core.tiers import NEAR_TIERS, Tier
 from semula.embeddings.model import Embedder, embedding_text
 from semula.embeddings.worker import EmbeddingWorker, VectorIndex
-from semula.engine.tiers.base import LearntFor, Pairings, judge
-from semula.store.base import RecordingStore, VectorStore
+from semula.engine.tiers.base import LearntFor, SearchReads, judge
+from semula.store.base import VectorStore
 from semula.store.types import NewEntry
 
 log = logging.getLogger("semula")
@@ -66,8 +66,7 @@ class EmbeddingTier:
         """No serve threshold for its model: it only queues (unless a learnt threshold may serve it)."""
         return settings.near_serve == "calibrated" or self._floors(settings)[0] is not None
 
-    def candidates(self, store: RecordingStore, query: NearQuery, pairings: Pairings,
-                   learnt: LearntFor) -> list[Candidate]:
+    def candidates(self, reads: SearchReads, query: NearQuery, learnt: LearntFor) -> list[Candidate]:
         """Cosine neighbours the lexical tier did not propose, judged with this model's thresholds."""
         serve_floor, review_floor = self._floors(query.settings)
         floors = [t for t in (review_floor, serve_floor) if t is not None]
@@ -79,11 +78,11 @@ class EmbeddingTier:
         settings = replace(query.settings, **floors_given)
         try:
             found = [(e, c) for e, c in self.search(query.project, query.request, settings)
-                     if not pairings.rejected(e) and c >= min(floors)]
+                     if not reads.rejected(e) and c >= min(floors)]
         except Exception as e:  # an embedder failure is logged; the call carries on as a miss
             log.warning("semula: embedding search failed (%s); carrying on without it", e)
             return []
-        return judge(store, query, self.tier, found, settings, learnt)
+        return judge(reads, query, self.tier, found, settings, learnt)
 
     def written(self, entry_id: int, new: NewEntry, settings: ProjectSettings) -> None:
         self.entry_written(entry_id, new.project, new.canonical, settings)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from semula.core.cascade import Candidate, NearQuery
 from semula.core.settings import ProjectSettings
 from semula.core.tiers import Tier
-from semula.engine.tiers.base import LearntFor, Pairings, judge
-from semula.store.base import LexicalProposer, RecordingStore
+from semula.engine.tiers.base import LearntFor, SearchReads, judge
+from semula.store.base import LexicalProposer
 from semula.store.types import NewEntry
 
 
@@ -25,12 +25,11 @@ class LexicalTier:
     def serves(self, settings: ProjectSettings) -> bool:
         return True  # its serve threshold is always set (1.0 by default: identical words only)
 
-    def candidates(self, store: RecordingStore, query: NearQuery, pairings: Pairings,
-                   learnt: LearntFor) -> list[Candidate]:
+    def candidates(self, reads: SearchReads, query: NearQuery, learnt: LearntFor) -> list[Candidate]:
         ids = self.proposer.propose(query.project, query.request.last_user_text())
         if not ids:
             return []
-        return judge(store, query, self.tier, [(e, None) for e in ids if not pairings.rejected(e)], query.settings,
+        return judge(reads, query, self.tier, [(e, None) for e in ids if not reads.rejected(e)], query.settings,
                      learnt)
 
     def written(self, entry_id: int, new: NewEntry, settings: ProjectSettings) -> None:
