@@ -139,18 +139,12 @@ class ReviewQueue:
 
     def answered(self, project: str, normalised_fp: str, created_before: datetime | None = None) -> int:
         """A request got an answer (served, or recorded by a later call): close its open candidates."""
-        if not self.has_open(project, normalised_fp):
-            return 0
-        rows = self.store.open_candidates_for(project, normalised_fp, created_before)
-        self._close(rows)
-        if not self.store.open_candidates_for(project, normalised_fp):
-            self._set_open(project, normalised_fp, False)
-        return len(rows)
+        return self.answered_many([(project, normalised_fp)], created_before)
 
-    def answered_many(self, requests: builtins.list[tuple[str, str]]) -> int:
+    def answered_many(self, requests: builtins.list[tuple[str, str]], created_before: datetime | None = None) -> int:
         """`answered` for several requests (project, normalised fp): their candidates closed in one write."""
         requests = [key for key in dict.fromkeys(requests) if self.has_open(*key)]
-        rows = [row for project, fp in requests for row in self.store.open_candidates_for(project, fp)]
+        rows = [row for project, fp in requests for row in self.store.open_candidates_for(project, fp, created_before)]
         self._close(rows)
         for project, fp in requests:
             if not self.store.open_candidates_for(project, fp):
